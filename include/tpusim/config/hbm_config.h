@@ -1,0 +1,123 @@
+#pragma once
+// HBM organisation and JEDEC HBM2 timing. Timing values are in HBM clock cycles (tCK); the
+// HBM clock is half the data rate (DDR). Sources of every value: docs/hbm.md.
+#include <cstdint>
+#include <string>
+
+#include "tpusim/config/visitor.h"
+
+namespace tpusim {
+
+struct HbmTimingConfig {
+    std::int64_t burst_length = 4;  // BL4 on a 128-bit channel (64-bit pseudo-channel: BL4)
+    std::int64_t tCL = 14;
+    std::int64_t tWL = 4;
+    std::int64_t tRCD = 14;
+    std::int64_t tRP = 14;
+    std::int64_t tRAS = 34;
+    std::int64_t tCCD_S = 2;
+    std::int64_t tCCD_L = 4;
+    std::int64_t tRRD_S = 4;
+    std::int64_t tRRD_L = 6;
+    std::int64_t tFAW = 16;
+    std::int64_t tWTR_S = 4;
+    std::int64_t tWTR_L = 9;
+    std::int64_t tRTW = 18;
+    std::int64_t tWR = 16;
+    std::int64_t tRTP = 5;
+    std::int64_t tREFI = 3900;
+    std::int64_t tRFC = 260;
+
+    void visit(ConfigVisitor& v) {
+        const auto pos = Limits::positive();
+        const auto nn = Limits::non_negative();
+        v.value("burst_length", burst_length, Limits::pow2_max(64), "beats", "burst length (BL)");
+        v.value("tCL", tCL, pos, "tCK", "read column access latency (CAS)");
+        v.value("tWL", tWL, nn, "tCK", "write latency");
+        v.value("tRCD", tRCD, pos, "tCK", "activate to column command");
+        v.value("tRP", tRP, pos, "tCK", "precharge period");
+        v.value("tRAS", tRAS, pos, "tCK", "activate to precharge");
+        v.value("tCCD_S", tCCD_S, pos, "tCK", "column to column, different bank group");
+        v.value("tCCD_L", tCCD_L, pos, "tCK", "column to column, same bank group");
+        v.value("tRRD_S", tRRD_S, pos, "tCK", "activate to activate, different bank group");
+        v.value("tRRD_L", tRRD_L, pos, "tCK", "activate to activate, same bank group");
+        v.value("tFAW", tFAW, nn, "tCK", "four-activate window");
+        v.value("tWTR_S", tWTR_S, nn, "tCK", "write to read, different bank group");
+        v.value("tWTR_L", tWTR_L, nn, "tCK", "write to read, same bank group");
+        v.value("tRTW", tRTW, nn, "tCK", "read to write turnaround");
+        v.value("tWR", tWR, nn, "tCK", "write recovery");
+        v.value("tRTP", tRTP, nn, "tCK", "read to precharge");
+        v.value("tREFI", tREFI, pos, "tCK", "refresh interval");
+        v.value("tRFC", tRFC, nn, "tCK", "refresh cycle time");
+    }
+};
+
+struct HbmConfig {
+    // Organisation per chip: stacks -> channels -> pseudo-channels -> bank groups -> banks.
+    std::int64_t stacks = 4;
+    std::int64_t channels_per_stack = 8;
+    std::int64_t pseudo_channels = 2;  // per channel (HBM2 pseudo-channel mode)
+    std::int64_t bank_groups = 4;      // per pseudo-channel
+    std::int64_t banks_per_group = 4;
+    std::int64_t rows = 32768;  // per bank
+    std::int64_t row_bytes = 1024;  // page size per pseudo-channel
+    std::int64_t channel_width_bits = 128;  // per channel; a pseudo-channel has half
+    double data_rate_mtps = 1757.8125;  // mega-transfers per second per pin
+    HbmTimingConfig timing;
+    // Controller.
+    std::string address_mapping = "ro-ba-bg-co-pc-ch-st";
+    std::int64_t read_queue_depth = 32;
+    std::int64_t write_queue_depth = 32;
+    double write_drain_high = 0.75;  // start draining writes at this queue fill
+    double write_drain_low = 0.25;   // stop draining at this fill
+    // Each TensorCore owns half of the chip's HBM; the other half is reached through the chip.
+    std::int64_t remote_latency_cycles = 64;  // core cycles added to a remote access
+    double remote_bandwidth_fraction = 0.5;   // of the remote half's peak a core can draw
+
+    double clock_mhz() const { return data_rate_mtps / 2.0; }
+    std::int64_t channels() const { return stacks * channels_per_stack; }
+    double peak_bytes_per_second() const {
+        return static_cast<double>(channels() * channel_width_bits / 8) * data_rate_mtps * 1e6;
+    }
+    std::uint64_t capacity_bytes() const {
+        return static_cast<std::uint64_t>(channels() * pseudo_channels * bank_groups *
+                                          banks_per_group) *
+               static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(row_bytes);
+    }
+
+    void visit(ConfigVisitor& v) {
+        v.value("stacks", stacks, Limits::range(1, 16), "stacks", "HBM stacks per chip");
+        v.value("channels_per_stack", channels_per_stack, Limits::pow2_max(64), "channels",
+                "channels per stack");
+        v.value("pseudo_channels", pseudo_channels, Limits::pow2_max(4), "pseudo-channels",
+                "pseudo-channels per channel");
+        v.value("bank_groups", bank_groups, Limits::pow2_max(16), "bank groups",
+                "bank groups per pseudo-channel");
+        v.value("banks_per_group", banks_per_group, Limits::pow2_max(16), "banks",
+                "banks per bank group");
+        v.value("rows", rows, Limits::pow2_max(1 << 20), "rows", "rows per bank");
+        v.value("row_bytes", row_bytes, Limits::pow2_max(1 << 16), "B",
+                "row (page) size per pseudo-channel");
+        v.value("channel_width_bits", channel_width_bits, Limits::pow2_max(1024), "bits",
+                "data bus width per channel");
+        v.value("data_rate_mtps", data_rate_mtps, Limits::positive(), "MT/s",
+                "data rate per pin (the HBM clock is half of it)");
+        v.section("timing", timing, "JEDEC HBM2 timing parameters");
+        v.value("address_mapping", address_mapping, {},
+                "address bit order, most significant first (ro, ba, bg, co, pc, ch, st)");
+        v.value("read_queue_depth", read_queue_depth, Limits::range(1, 4096), "requests",
+                "read queue per pseudo-channel");
+        v.value("write_queue_depth", write_queue_depth, Limits::range(1, 4096), "requests",
+                "write queue per pseudo-channel");
+        v.value("write_drain_high", write_drain_high, Limits::fraction(), "fraction",
+                "write queue fill that starts a write drain");
+        v.value("write_drain_low", write_drain_low, Limits::fraction(), "fraction",
+                "write queue fill that ends a write drain");
+        v.value("remote_latency_cycles", remote_latency_cycles, Limits::non_negative(), "cycles",
+                "extra core cycles to reach the other core's half of the HBM");
+        v.value("remote_bandwidth_fraction", remote_bandwidth_fraction, Limits::range(0.01, 1),
+                "fraction", "share of the remote half's peak one core can draw");
+    }
+};
+
+}  // namespace tpusim

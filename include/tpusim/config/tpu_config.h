@@ -1,0 +1,62 @@
+#pragma once
+// The whole configuration in effect: one typed struct per component. A component receives
+// only its own struct (`const MxuConfig&`), never this object.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tpusim/config/board_config.h"
+#include "tpusim/config/core_config.h"
+#include "tpusim/config/hbm_config.h"
+#include "tpusim/config/ici_config.h"
+#include "tpusim/config/mxu_config.h"
+#include "tpusim/config/visitor.h"
+
+namespace tpusim {
+
+struct TpuConfig {
+    std::string name = "tpu";
+    std::string description;
+    BoardConfig board;
+    ChipConfig chip;
+    HostConfig host;
+    CoreConfig core;
+    MxuConfig mxu;
+    VpuConfig vpu;
+    VmemConfig vmem;
+    DmaConfig dma;
+    HbmConfig hbm;
+    IciConfig ici;
+
+    std::int64_t chips() const { return board.chips(); }
+    std::int64_t cores() const { return board.chips() * chip.cores_per_chip; }
+
+    void visit(ConfigVisitor& v) {
+        v.value("name", name, {}, "configuration name");
+        v.value("description", description, {}, "what this configuration models");
+        v.section("board", board, "board / slice topology and quoted figures");
+        v.section("chip", chip, "chip-level parameters");
+        v.section("host", host, "host and its link to the board");
+        v.section("core", core, "TensorCore");
+        v.section("mxu", mxu, "matrix unit (systolic array)");
+        v.section("vpu", vpu, "vector unit");
+        v.section("vmem", vmem, "vector memory (per-core scratchpad)");
+        v.section("dma", dma, "DMA engines (per core)");
+        v.section("hbm", hbm, "high-bandwidth memory (per chip)");
+        v.section("ici", ici, "inter-chip interconnect");
+    }
+};
+
+// Loads `path`, following "extends" (relative to the file that names it), applies overrides
+// ("mxu.rows=256": dotted key = JSON value or bare string), and validates. Throws InputError
+// naming the file (or "--set <override>") and the JSON pointer of the offending value.
+TpuConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// The config in effect as JSON (the object echoed in every report and by `config --dump`).
+nlohmann::json config_to_json(const TpuConfig& cfg);
+
+// Markdown table of every key: pointer, type, default, unit, meaning (docs/config.md).
+std::string config_key_table();
+
+}  // namespace tpusim

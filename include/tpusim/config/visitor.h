@@ -1,0 +1,64 @@
+#pragma once
+// Every config struct lists its fields once, in a `visit(ConfigVisitor&)` member:
+//
+//   void visit(ConfigVisitor& v) {
+//       v.value("rows", rows, Limits::power_of_two(), "PEs", "rows of the systolic array");
+//   }
+//
+// Loading (with unknown-key and type checks), range validation, `--set` overrides, the
+// `config --dump` output and the key table in docs/config.md are all visitors over that one
+// list, so a parameter is declared in exactly one place with its default, unit and meaning.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace tpusim {
+
+struct Limits {
+    double min = -std::numeric_limits<double>::infinity();
+    double max = std::numeric_limits<double>::infinity();
+    bool min_exclusive = false;
+    bool power_of_two = false;
+
+    static Limits any() { return {}; }
+    static Limits positive() { return {0, std::numeric_limits<double>::infinity(), true, false}; }
+    static Limits non_negative() { return {0, std::numeric_limits<double>::infinity(), false, false}; }
+    static Limits at_least(double lo) { return {lo, std::numeric_limits<double>::infinity(), false, false}; }
+    static Limits range(double lo, double hi) { return {lo, hi, false, false}; }
+    static Limits pow2() { return {1, std::numeric_limits<double>::infinity(), false, true}; }
+    static Limits pow2_max(double hi) { return {1, hi, false, true}; }
+    // Fraction in [0, 1].
+    static Limits fraction() { return {0, 1, false, false}; }
+
+    // Empty when `v` is acceptable, else what was expected ("a power of two >= 1").
+    std::string violation(double v, bool integer) const;
+};
+
+class ConfigVisitor {
+ public:
+    virtual ~ConfigVisitor() = default;
+    virtual void value(const char* key, std::int64_t& v, Limits lim, const char* unit,
+                       const char* doc) = 0;
+    virtual void value(const char* key, double& v, Limits lim, const char* unit,
+                       const char* doc) = 0;
+    virtual void value(const char* key, bool& v, const char* doc) = 0;
+    // A string; when `choices` is not empty the value must be one of them.
+    virtual void value(const char* key, std::string& v, const std::vector<std::string>& choices,
+                       const char* doc) = 0;
+
+    template <class S>
+    void section(const char* key, S& s, const char* doc) {
+        if (begin_section(key, doc)) {
+            s.visit(*this);
+            end_section();
+        }
+    }
+
+ protected:
+    // Returns false to skip the section's fields (e.g. absent from a JSON file).
+    virtual bool begin_section(const char* key, const char* doc) = 0;
+    virtual void end_section() = 0;
+};
+
+}  // namespace tpusim

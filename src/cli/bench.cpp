@@ -1,0 +1,8 @@
+// `tpusim bench ...`: each microbenchmark registers itself here.
+#include "common.h"
+
+namespace tpusim::cli {
+
+void add_bench_commands(CLI::App& bench) { (void)bench; }
+
+}  // namespace tpusim::cli

@@ -1,0 +1,29 @@
+#pragma once
+// Shared CLI plumbing: the options every command takes and the config they select.
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tpusim/config/tpu_config.h"
+
+namespace tpusim::cli {
+
+struct CommonOptions {
+    std::string config;
+    std::vector<std::string> sets;
+    bool json = false;
+
+    TpuConfig load() const { return load_config(config, sets); }
+};
+
+// --config F (required), --set key=value (repeatable), --json.
+void add_common_options(CLI::App* cmd, CommonOptions& opts, bool with_json = true);
+
+// Each command registers itself; main.cpp calls these in order.
+void add_info_command(CLI::App& app);
+void add_config_command(CLI::App& app);
+// Sub-commands of `tpusim bench`.
+void add_bench_commands(CLI::App& bench);
+
+}  // namespace tpusim::cli

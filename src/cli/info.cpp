@@ -1,0 +1,65 @@
+// `tpusim info`: figures derived from the config (no simulation).
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "tpusim/sim/derived.h"
+
+namespace tpusim::cli {
+
+namespace {
+
+void print_info_text(const TpuConfig& cfg) {
+    const nlohmann::json j = info_json(cfg);
+    const auto& p = j["peak_bf16_tflops"];
+    const auto& h = j["hbm"];
+    std::cout << fmt::format("{}: {}\n", cfg.name, cfg.description);
+    std::cout << fmt::format(
+        "  board      {} chips ({} x {}{}), {} TensorCores ({} per chip), clock {} MHz\n",
+        cfg.chips(), cfg.board.chips_x, cfg.board.chips_y,
+        cfg.board.wraparound ? ", wrap-around" : "", cfg.cores(), cfg.chip.cores_per_chip,
+        cfg.chip.clock_mhz);
+    std::cout << fmt::format("  peak bf16  {:.3f} TFLOPS per core ({} MXU{} of {} x {} x 2 FLOP x {} MHz)\n",
+                             p["per_core"].get<double>(), cfg.core.mxus,
+                             cfg.core.mxus > 1 ? "s" : "", cfg.mxu.rows, cfg.mxu.cols,
+                             cfg.chip.clock_mhz);
+    std::cout << fmt::format("             {:.3f} TFLOPS per chip, {:.3f} TFLOPS total\n",
+                             p["per_chip"].get<double>(), p["total"].get<double>());
+    std::cout << fmt::format(
+        "  quoted     {} TFLOPS for the board (documents); that is the derived peak at {:.0f} "
+        "MHz\n",
+        cfg.board.quoted_peak_tflops, j["quoted_implied_clock_mhz"].get<double>());
+    if (!cfg.board.quoted_note.empty()) {
+        std::cout << fmt::format("             {}\n", cfg.board.quoted_note);
+    }
+    std::cout << fmt::format(
+        "  HBM        {:.1f} GB/s per chip ({} stacks x {} channels x {} bit x {} MT/s), "
+        "{:.0f} GiB per chip, {:.0f} GiB total\n",
+        h["bandwidth_gbps_per_chip"].get<double>(), cfg.hbm.stacks, cfg.hbm.channels_per_stack,
+        cfg.hbm.channel_width_bits, cfg.hbm.data_rate_mtps,
+        h["capacity_gib_per_chip"].get<double>(), h["capacity_gib_total"].get<double>());
+    std::cout << fmt::format("  VMEM       {} MiB per core; VPU {} x {} lanes\n",
+                             cfg.vmem.capacity_mib, cfg.vpu.sublanes, cfg.vpu.lanes);
+    std::cout << fmt::format("  ICI        {} links per chip, {} GB/s per link and direction\n",
+                             cfg.ici.links_per_chip, cfg.ici.link_bandwidth_gbps);
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+    static CommonOptions opts;
+    auto* cmd = app.add_subcommand("info", "print the figures derived from a configuration");
+    add_common_options(cmd, opts);
+    cmd->callback([] {
+        const TpuConfig cfg = opts.load();
+        if (opts.json) {
+            std::cout << info_json(cfg).dump(2) << "\n";
+        } else {
+            print_info_text(cfg);
+        }
+    });
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,118 @@
+#include "tpusim/common/json_io.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tpusim/common/error.h"
+
+namespace tpusim {
+
+namespace {
+
+// Line and column (1-based) of byte offset `pos` in `text`.
+std::pair<std::size_t, std::size_t> line_col(const std::string& text, std::size_t pos) {
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < pos && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            col = 1;
+        } else {
+            ++col;
+        }
+    }
+    return {line, col};
+}
+
+// Nesting depth check before parsing, so that a file of a million '[' cannot exhaust the
+// stack in the parser or in the destructor of the parsed value.
+void check_nesting(const std::string& text, const std::string& name) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped) {
+                escaped = false;
+            } else if (c == '\\') {
+                escaped = true;
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxJsonNesting) {
+                auto [l, col] = line_col(text, i);
+                throw InputError(name, fmt::format("line {}, column {}", l, col),
+                                 fmt::format("JSON nested deeper than {} levels", kMaxJsonNesting));
+            }
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+        throw InputError(name, "", "empty file (expected a JSON object)");
+    }
+    check_nesting(text, name);
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        // e.byte is 1-based; point at the offending byte.
+        const std::size_t pos = e.byte > 0 ? e.byte - 1 : 0;
+        auto [l, c] = line_col(text, pos);
+        std::string what = e.what();
+        // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+        const auto colon = what.find(": ", what.find("parse error"));
+        what = colon == std::string::npos ? what : what.substr(colon + 2);
+        throw InputError(name, fmt::format("line {}, column {}", l, c),
+                         "malformed JSON: " + what);
+    }
+}
+
+nlohmann::json read_json_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, "", "cannot open file");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) throw InputError(path, "", "cannot read file");
+    return parse_json_text(ss.str(), path);
+}
+
+std::string json_pointer_child(const std::string& parent, const std::string& key) {
+    std::string k;
+    for (char c : key) {
+        if (c == '~') {
+            k += "~0";
+        } else if (c == '/') {
+            k += "~1";
+        } else {
+            k += c;
+        }
+    }
+    return parent + "/" + k;
+}
+
+std::string json_type_name(const nlohmann::json& j) {
+    switch (j.type()) {
+        case nlohmann::json::value_t::null: return "null";
+        case nlohmann::json::value_t::object: return "an object";
+        case nlohmann::json::value_t::array: return "an array";
+        case nlohmann::json::value_t::string: return "a string";
+        case nlohmann::json::value_t::boolean: return "a boolean";
+        case nlohmann::json::value_t::number_integer:
+        case nlohmann::json::value_t::number_unsigned: return "an integer";
+        case nlohmann::json::value_t::number_float: return "a non-integer number";
+        default: return "an unsupported value";
+    }
+}
+
+}  // namespace tpusim

@@ -1,0 +1,50 @@
+// The `tpusim` command. Exit status: 0 success; 2 bad input (usage, config, trace) with one
+// line "error: <file>: <where>: <what>"; 1 internal error.
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <systemc>
+
+#include "cli/common.h"
+#include "tpusim/common/error.h"
+
+int sc_main(int argc, char* argv[]) {
+    CLI::App app{"tpusim: cycle-accurate simulator of Cloud TPU v2-8 and v3-8 boards"};
+    app.set_version_flag("--version", std::string("tpusim ") + TPUSIM_VERSION + " (" +
+                                          TPUSIM_GIT_REVISION + ")");
+    app.require_subcommand(1);
+    tpusim::cli::add_info_command(app);
+    tpusim::cli::add_config_command(app);
+    auto* bench = app.add_subcommand("bench", "microbenchmarks run through the simulator");
+    bench->require_subcommand(1);
+    tpusim::cli::add_bench_commands(*bench);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "error: tpusim: " << e.what() << " (see tpusim --help)\n";
+        return 2;
+    } catch (const tpusim::InputError& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "error: out of memory\n";
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "internal error: " << e.what() << "\n";
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char* argv[]) {
+    // The SystemC banner would precede every report on stdout.
+    setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 0);
+    return sc_core::sc_elab_and_sim(argc, argv);
+}

@@ -1,0 +1,63 @@
+#include "tpusim/stats/stats.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace tpusim {
+
+StatGroup::StatGroup(std::string name, std::string description)
+    : name_(std::move(name)), description_(std::move(description)) {}
+
+void StatGroup::counter(std::string name, const std::uint64_t& value, std::string unit,
+                        std::string description) {
+    entries_.push_back({std::move(name), std::move(unit), std::move(description), &value, {}});
+}
+
+void StatGroup::formula(std::string name, std::function<double()> f, std::string unit,
+                        std::string description) {
+    entries_.push_back(
+        {std::move(name), std::move(unit), std::move(description), nullptr, std::move(f)});
+}
+
+void StatGroup::add_child(const StatGroup& child) { children_.push_back(&child); }
+
+nlohmann::json StatGroup::to_json() const {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& e : entries_) {
+        if (e.counter) {
+            j[e.name] = *e.counter;
+        } else {
+            const double v = e.formula();
+            j[e.name] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+        }
+    }
+    for (const auto* c : children_) j[c->name()] = c->to_json();
+    return j;
+}
+
+void StatGroup::describe(nlohmann::json& out, const std::string& prefix) const {
+    const std::string p = prefix.empty() ? name_ : prefix + "." + name_;
+    for (const auto& e : entries_) {
+        out[p + "." + e.name] = {{"unit", e.unit}, {"description", e.description}};
+    }
+    for (const auto* c : children_) c->describe(out, p);
+}
+
+double StatGroup::lookup(const std::string& path) const {
+    const auto dot = path.find('.');
+    if (dot == std::string::npos) {
+        for (const auto& e : entries_) {
+            if (e.name == path) return e.counter ? static_cast<double>(*e.counter) : e.formula();
+        }
+    } else {
+        const std::string head = path.substr(0, dot);
+        for (const auto* c : children_) {
+            if (c->name() == head) return c->lookup(path.substr(dot + 1));
+        }
+    }
+    throw std::out_of_range("no statistic " + path + " in " + name_);
+}
+
+}  // namespace tpusim

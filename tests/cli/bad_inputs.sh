@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Every kind of bad input gets exit status 2 and exactly one line "error: <file>: ...", never
+# a crash. Usage: bad_inputs.sh path/to/tpusim (run from the source root).
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+passes=0
+
+# expect_error NAME EXPECTED_SUBSTRING -- ARGS...
+expect_error() {
+    local name=$1 want=$2
+    shift 3
+    local out err rc
+    err=$("$bin" "$@" 2>&1 >/dev/null)
+    rc=$?
+    local lines
+    lines=$(printf '%s\n' "$err" | grep -c .)
+    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]]; then
+        echo "FAIL $name: rc=$rc lines=$lines want '$want' got: $err"
+        fails=$((fails + 1))
+    else
+        passes=$((passes + 1))
+    fi
+}
+
+v3=configs/tpu_v3_8.json
+printf '' > "$tmp/empty.json"
+printf '{"name": "x",' > "$tmp/truncated.json"
+printf '{"name": "x", "mxu": {"rows": 128, "colz": 4}}' > "$tmp/unknown.json"
+printf '{"mxu": {"rows": "big"}}' > "$tmp/type.json"
+printf '{"mxu": {"rows": 100}}' > "$tmp/pow2.json"
+printf '{"chip": {"clock_mhz": 0}}' > "$tmp/zero.json"
+printf '{"hbm": {"stacks": -4}}' > "$tmp/negative.json"
+printf '{"extends": "b.json"}' > "$tmp/a.json"
+printf '{"extends": "a.json"}' > "$tmp/b.json"
+printf '{"extends": "missing.json"}' > "$tmp/dangling.json"
+printf '{"name": "\xff\xfe"}' > "$tmp/utf8.json"
+python3 -c 'print("[" * 100000 + "]" * 100000)' > "$tmp/deep.json"
+printf '[1, 2]' > "$tmp/array.json"
+printf '{"mxu": {"rows": 1.5}}' > "$tmp/float.json"
+printf '{"mxu": {"rows": 99999999999999999999999}}' > "$tmp/huge.json"
+
+expect_error "missing file" "cannot open" -- info --config "$tmp/nope.json"
+expect_error "empty file" "empty file" -- info --config "$tmp/empty.json"
+expect_error "truncated JSON" "line 1" -- info --config "$tmp/truncated.json"
+expect_error "unknown key" "/mxu/colz" -- info --config "$tmp/unknown.json"
+expect_error "wrong type" "/mxu/rows" -- info --config "$tmp/type.json"
+expect_error "not a power of two" "power of two" -- info --config "$tmp/pow2.json"
+expect_error "zero clock" "/chip/clock_mhz" -- info --config "$tmp/zero.json"
+expect_error "negative size" "/hbm/stacks" -- info --config "$tmp/negative.json"
+expect_error "extends cycle" "extends cycle" -- info --config "$tmp/a.json"
+expect_error "dangling extends" "missing.json" -- info --config "$tmp/dangling.json"
+expect_error "bad UTF-8" "UTF-8" -- info --config "$tmp/utf8.json"
+expect_error "absurd nesting" "nested deeper" -- info --config "$tmp/deep.json"
+expect_error "not an object" "top level" -- info --config "$tmp/array.json"
+expect_error "float for integer" "expected an integer" -- info --config "$tmp/float.json"
+expect_error "huge integer" "/mxu/rows" -- info --config "$tmp/huge.json"
+expect_error "no config" "--config" -- info
+expect_error "unknown command" "tpusim" -- frobnicate
+expect_error "--set without =" "--set mxu.rows" -- info --config $v3 --set mxu.rows
+expect_error "--set unknown key" "/mxu/depth" -- info --config $v3 --set mxu.depth=3
+expect_error "--set bad choice" "/ici/all_reduce_algorithm" -- info --config $v3 --set ici.all_reduce_algorithm=tree
+
+# Every numeric parameter set to -1 or to a non-number is rejected, naming the key.
+keys=$("$bin" config --keys | awk -F'|' '$3 ~ /integer|number/ {gsub(/[ `]/, "", $2); print $2}')
+nkeys=0
+for key in $keys; do
+    nkeys=$((nkeys + 1))
+    ptr="/${key//./\/}"
+    expect_error "--set $key=-1" "$ptr" -- info --config $v3 --set "$key=-1"
+    expect_error "--set $key=abc" "$ptr" -- info --config $v3 --set "$key=abc"
+done
+[ "$nkeys" -ge 20 ] || { echo "FAIL: only $nkeys numeric keys found"; fails=$((fails + 1)); }
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
