@@ -10,6 +10,7 @@
 #include "tpusim/config/core_config.h"
 #include "tpusim/config/hbm_config.h"
 #include "tpusim/config/ici_config.h"
+#include "tpusim/config/memory_config.h"
 #include "tpusim/config/mxu_config.h"
 #include "tpusim/config/visitor.h"
 
