@@ -3,6 +3,8 @@
 
 namespace tpusim::cli {
 
-void add_bench_commands(CLI::App& bench) { (void)bench; }
+void add_bench_commands(CLI::App& bench) {
+    add_bench_peak_command(bench);
+}
 
 }  // namespace tpusim::cli

@@ -12,6 +12,7 @@
 #include "tpusim/config/ici_config.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/config/mxu_config.h"
+#include "tpusim/config/sequencer_config.h"
 #include "tpusim/config/visitor.h"
 
 namespace tpusim {
@@ -23,6 +24,7 @@ struct TpuConfig {
     ChipConfig chip;
     HostConfig host;
     CoreConfig core;
+    SequencerConfig sequencer;
     MxuConfig mxu;
     VpuConfig vpu;
     VmemConfig vmem;
@@ -40,6 +42,7 @@ struct TpuConfig {
         v.section("chip", chip, "chip-level parameters");
         v.section("host", host, "host and its link to the board");
         v.section("core", core, "TensorCore");
+        v.section("sequencer", sequencer, "sequencer (scalar unit) issue model");
         v.section("mxu", mxu, "matrix unit (systolic array)");
         v.section("vpu", vpu, "vector unit");
         v.section("vmem", vmem, "vector memory (per-core scratchpad)");

@@ -1,0 +1,58 @@
+#pragma once
+// Program layer: lowers trace ops to per-core instruction streams, the way XLA does for a TPU
+// before the chip runs anything:
+//   - matmuls (and convolutions as implicit GEMMs) are tiled to fit VMEM and the MXUs: operand
+//     tiles are DMAed from HBM, weight tiles are split between the core's MXUs, results are
+//     written back; the DMA of the next tiles is issued before the MXU work of the current
+//     ones (double buffering), and tiles of a K-independent weight block stay resident.
+//   - vector ops are cut into VMEM-sized chunks of whole rows: DMA in, a vector loop, DMA out.
+//   - an op marked `fused` consumes its producer's result tiles in VMEM (no HBM round trip);
+//     the producer then skips its write-back.
+//   - collectives and host transfers become one instruction for the ICI / host link.
+// Dependencies become waits on the producing instructions; VMEM buffers are allocated from a
+// ring, and reusing a region waits for its last reader (write-after-read), so the amount of
+// buffering follows from the VMEM capacity in the config.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tpusim/config/tpu_config.h"
+#include "tpusim/program/program.h"
+
+namespace tpusim {
+
+// One op as the program layer sees it (trace ops are converted into this; see lower_trace).
+struct OpSpec {
+    std::string id;
+    std::string kind;  // matmul, vector, copy, infeed, outfeed, or a collective
+    // matmul / conv2d as implicit GEMM
+    std::int64_t batch = 1, m = 0, k = 0, n = 0;
+    std::int64_t in_bytes = 2, out_bytes = 2;  // element sizes
+    // vector
+    std::string vop;
+    std::int64_t rows = 0, cols = 0;
+    std::int64_t vector_inputs = 1;
+    bool rowwise = false;  // reduces along cols (softmax, layernorm, reduce_*): whole rows
+    // data movement and collectives
+    Bytes bytes = 0;
+    std::vector<std::int64_t> group;
+    std::int64_t peer = -1;
+    // graph
+    std::vector<std::size_t> deps;
+    bool fused = false;
+    std::vector<std::int64_t> cores;  // empty: every core of the program
+};
+
+struct LoweringOptions {
+    std::int64_t cores = 1;  // program cores (SPMD)
+    // Fraction of VMEM a matmul's tiles may use per pipeline stage (two stages in flight).
+    double matmul_vmem_fraction = 0.45;
+    Bytes vector_chunk_bytes = 1 * kMiB;  // target bytes per vector chunk (inputs + output)
+};
+
+// Throws InputError(trace_name, "op \"id\"", ...) when an op cannot be placed (e.g. its
+// smallest tile does not fit VMEM).
+Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
+                  const LoweringOptions& opts, const std::string& trace_name);
+
+}  // namespace tpusim

@@ -1,0 +1,89 @@
+#pragma once
+// The program layer's output: one instruction stream per TensorCore, what XLA hands a TPU
+// after tiling. Instructions are coarse VLIW operations: a DMA descriptor, a block of MXU
+// passes, a vector loop over a VMEM-resident chunk, a collective. The sequencer issues them in
+// order; each waits on the completion of earlier instructions (sync flags) and occupies one
+// unit. Inner loops (weight tiles of a block, vector tiles of a chunk) are timed by the unit
+// models, so their cost follows from the hardware description.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tpusim/common/types.h"
+
+namespace tpusim {
+
+enum class Unit : std::uint8_t { Dma, Mxu, Vpu, Ici, Host };
+const char* unit_name(Unit u);
+
+struct DmaInstr {
+    bool to_vmem = true;  // HBM -> VMEM, else VMEM -> HBM
+    Addr hbm_addr = 0;
+    Addr vmem_addr = 0;
+    std::int64_t rows = 1;
+    Bytes row_bytes = 0;
+    Bytes hbm_stride = 0;
+    Bytes vmem_stride = 0;
+    Bytes bytes() const { return static_cast<Bytes>(rows) * row_bytes; }
+};
+
+// A block of MXU work on one MXU: the k x n weights are cut into array-sized tiles, each
+// streamed by m LHS rows.
+struct MatmulInstr {
+    std::int64_t mxu = 0;
+    std::int64_t m = 0, k = 0, n = 0;
+};
+
+struct VectorInstr {
+    std::string op;  // trace vector op name (gelu, softmax, ...)
+    std::int64_t rows = 0, cols = 0;
+    std::int64_t in_bytes = 4, out_bytes = 4;  // element sizes
+};
+
+struct CollectiveInstr {
+    std::string kind;  // all_reduce, all_gather, ...
+    Bytes bytes = 0;
+    std::vector<std::int64_t> group;  // global core ids taking part
+    std::int64_t peer = -1;           // send / recv / collective_permute target
+    std::uint64_t instance = 0;       // same value on every participating core
+};
+
+struct HostInstr {
+    bool to_device = true;  // infeed, else outfeed
+    Bytes bytes = 0;
+};
+
+struct Instr {
+    Unit unit = Unit::Dma;
+    std::uint32_t op = 0;              // index of the trace op it implements
+    std::vector<std::uint32_t> waits;  // instruction indices that must have completed
+    DmaInstr dma;
+    MatmulInstr mm;
+    VectorInstr vec;
+    CollectiveInstr coll;
+    HostInstr host;
+};
+
+struct CoreProgram {
+    std::int64_t core = 0;
+    std::vector<Instr> instrs;
+    Bytes vmem_peak_bytes = 0;
+};
+
+// Per-op accounting the program layer knows before simulation.
+struct OpInfo {
+    std::string id;
+    std::string kind;
+    double flops = 0;             // useful FLOPs on one core
+    double padded_flops = 0;      // FLOPs the MXU performs including padding
+    Bytes hbm_bytes = 0;          // bytes the op moves between HBM and VMEM on one core
+    std::vector<std::int64_t> cores;
+};
+
+struct Program {
+    std::string name;
+    std::vector<OpInfo> ops;
+    std::vector<CoreProgram> cores;  // one per participating core, indexed by global core id
+};
+
+}  // namespace tpusim

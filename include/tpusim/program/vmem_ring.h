@@ -1,0 +1,46 @@
+#pragma once
+// VMEM buffer allocation for the program layer. Buffers are handed out round a ring, so a
+// new tile lands where the oldest one was; overwriting a region makes the writer wait for the
+// region's last users (write-after-read). How many tiles are in flight therefore follows from
+// the VMEM capacity. Buffers that must survive many later allocations (matmul accumulators,
+// resident weight tiles) are pinned and skipped until unpinned.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "tpusim/common/types.h"
+
+namespace tpusim {
+
+class VmemRing {
+ public:
+    explicit VmemRing(Bytes capacity, Bytes align = 512);
+
+    struct Buffer {
+        Addr addr;
+        Bytes bytes;
+    };
+    // Allocates `bytes`; appends to `waits` the instructions that must complete before the
+    // region may be written. Returns nullopt when it cannot fit (larger than VMEM, or blocked
+    // by pinned buffers).
+    std::optional<Buffer> allocate(Bytes bytes, bool pinned, std::vector<std::uint32_t>& waits);
+    // Records that instruction `instr` reads or writes the buffer at `addr`.
+    void use(Addr addr, std::uint32_t instr);
+    void unpin(Addr addr);
+
+    Bytes capacity() const { return capacity_; }
+    Bytes pinned_bytes() const;
+
+ private:
+    struct Region {
+        Addr end;
+        bool pinned;
+        std::vector<std::uint32_t> users;
+    };
+    Bytes capacity_, align_;
+    Addr head_ = 0;
+    std::map<Addr, Region> regions_;  // by start address; never overlapping
+};
+
+}  // namespace tpusim

@@ -1,0 +1,73 @@
+#pragma once
+// Simulator: builds the board from the config, runs a lowered program on it, collects stats.
+// Data flows one way: config + trace -> program -> board -> stats -> report.
+//
+// Contract: SystemC elaborates once per process, so one Simulator runs one program per
+// process (`tpusim run`, `tpusim bench peak` and each system test are one process each).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tpusim/config/tpu_config.h"
+#include "tpusim/program/program.h"
+#include "tpusim/stats/timeline.h"
+
+namespace tpusim {
+
+struct RunOptions {
+    bool timeline = false;
+    bool progress = true;  // a progress line on stderr for runs longer than a few seconds
+};
+
+struct OpResult {
+    std::string id, kind;
+    Cycle start_cycle = 0, end_cycle = 0;
+    Cycle busy[5] = {0, 0, 0, 0, 0};  // summed over cores, by Unit
+    double flops = 0;                  // useful FLOPs, all cores
+    Bytes hbm_bytes = 0;               // all cores
+    std::string bottleneck;            // compute, hbm, vector, ici, host, latency
+};
+
+struct RunResult {
+    Cycle cycles = 0;
+    double seconds = 0;
+    double flops = 0;  // useful FLOPs over all cores
+    double achieved_tflops = 0;
+    double peak_tflops = 0;  // derived peak of the cores the program ran on
+    double mxu_utilization = 0;  // achieved / peak over those cores
+    Bytes hbm_bytes_read = 0, hbm_bytes_written = 0;
+    double hbm_gbps_per_chip = 0;  // average over the chips that ran the program
+    Bytes ici_bytes = 0;
+    std::int64_t cores = 0, chips = 0;
+    std::vector<OpResult> ops;
+    nlohmann::json stats;  // the full stats tree
+    double wall_seconds = 0;
+};
+
+class Board;
+
+class Simulator {
+ public:
+    Simulator(const TpuConfig& cfg, RunOptions opts);
+    ~Simulator();
+    RunResult run(const Program& program);
+    Timeline& timeline() { return timeline_; }
+
+ private:
+    const TpuConfig& cfg_;
+    RunOptions opts_;
+    Timeline timeline_;
+    std::unique_ptr<Board> board_;
+};
+
+// The `tpusim run` report object (keys per DESIGN.md "Interfaces"), without the header and
+// config that make_report adds.
+nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg);
+// Text summary for the terminal.
+std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name);
+// Per-op CSV: id, kind, start/end cycles, busy cycles per unit, bottleneck.
+std::string ops_csv(const RunResult& r);
+
+}  // namespace tpusim

@@ -1,0 +1,72 @@
+// `tpusim run`: replay a trace on the configured board.
+#include <chrono>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "common.h"
+#include "tpusim/common/error.h"
+#include "tpusim/program/from_trace.h"
+#include "tpusim/sim/simulator.h"
+#include "tpusim/stats/report.h"
+#include "tpusim/trace/trace.h"
+
+namespace tpusim::cli {
+
+namespace {
+
+struct RunCliOptions {
+    CommonOptions common;
+    std::string trace, report, timeline, ops;
+    bool quiet = false;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    if (!out) throw InputError(path, "", "cannot write file");
+    out << text;
+    if (!out) throw InputError(path, "", "error while writing file");
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+    static RunCliOptions o;
+    auto* cmd = app.add_subcommand("run", "replay a trace on the configured board");
+    add_common_options(cmd, o.common);
+    cmd->add_option("--trace,-t", o.trace, "trace file (docs/trace-format.md)")->required();
+    cmd->add_option("--report,-r", o.report, "write the JSON report here");
+    cmd->add_option("--timeline", o.timeline,
+                    "write a Chrome trace-event timeline here (open it in ui.perfetto.dev)");
+    cmd->add_option("--ops", o.ops, "write per-op timing as CSV here");
+    cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
+    cmd->callback([] {
+        const auto t0 = std::chrono::steady_clock::now();
+        const TpuConfig cfg = o.common.load();
+        const Trace trace = read_trace(o.trace, cfg.cores());
+        const Program program = lower_trace(trace, cfg);
+        RunOptions ro;
+        ro.timeline = !o.timeline.empty();
+        ro.progress = !o.quiet;
+        Simulator sim(cfg, ro);
+        RunResult r = sim.run(program);
+        r.wall_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        nlohmann::json body = run_report_body(r, cfg);
+        body["trace"] = {{"path", o.trace}, {"name", trace.name}, {"ops", trace.ops.size()}};
+        body["wall_seconds"] = r.wall_seconds;
+        const nlohmann::json report = make_report("run", cfg, body);
+        if (!o.report.empty()) write_json(o.report, report);
+        if (!o.timeline.empty()) sim.timeline().write_file(o.timeline);
+        if (!o.ops.empty()) write_text(o.ops, ops_csv(r));
+        if (o.common.json) {
+            std::cout << report.dump(2) << "\n";
+        } else {
+            std::cout << run_summary_text(r, cfg, trace.name);
+            std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
+        }
+    });
+}
+
+}  // namespace tpusim::cli

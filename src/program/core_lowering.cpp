@@ -1,0 +1,220 @@
+#include "core_lowering.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "tpusim/common/error.h"
+
+namespace tpusim {
+
+namespace {
+
+Bytes output_bytes(const OpSpec& op) {
+    if (op.kind == "matmul") return static_cast<Bytes>(op.batch * op.m * op.n * op.out_bytes);
+    if (op.kind == "vector") {
+        const std::int64_t cols = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : op.cols;
+        return static_cast<Bytes>(op.rows * cols * op.out_bytes);
+    }
+    return op.bytes;
+}
+
+void append(std::vector<std::uint32_t>& to, const std::vector<std::uint32_t>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+}
+
+}  // namespace
+
+CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, std::int64_t core,
+                           const std::vector<OpSpec>& ops, std::string trace_name)
+    : cfg_(cfg),
+      opts_(opts),
+      core_(core),
+      ops_(ops),
+      trace_name_(std::move(trace_name)),
+      vmem_(static_cast<Bytes>(cfg.vmem.capacity_mib) * kMiB) {
+    // Each core allocates its tensors in its own half of the chip's HBM [TLs].
+    hbm_size_ = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
+    hbm_base_ = static_cast<Addr>(core % cfg.chip.cores_per_chip) * hbm_size_;
+    prog_.core = core;
+    out_addr_.assign(ops.size(), 0);
+    done_.assign(ops.size(), {});
+    consumer_.assign(ops.size(), -1);
+    consumers_count_.assign(ops.size(), 0);
+    lowered_.assign(ops.size(), false);
+    for (const auto& op : ops) {
+        for (auto d : op.deps) ++consumers_count_[d];
+    }
+    // A fused vector op whose first operand is a producer with no other consumer is lowered
+    // inline: it processes the producer's result tiles while they are in VMEM.
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const OpSpec& op = ops[i];
+        if (!op.fused || op.kind != "vector" || op.deps.empty()) continue;
+        const std::size_t p = op.deps[0];
+        const OpSpec& prod = ops[p];
+        if (consumers_count_[p] != 1 || !(prod.kind == "matmul" || prod.kind == "vector")) {
+            continue;
+        }
+        if (prod.cores != op.cores) continue;
+        // Row-wise consumers need whole rows in a tile; a matmul delivers them only if its
+        // full width fits a tile (checked when the matmul is tiled).
+        consumer_[p] = static_cast<std::int64_t>(i);
+    }
+}
+
+std::uint32_t CoreLowering::emit(Instr in) {
+    std::sort(in.waits.begin(), in.waits.end());
+    in.waits.erase(std::unique(in.waits.begin(), in.waits.end()), in.waits.end());
+    prog_.instrs.push_back(std::move(in));
+    return static_cast<std::uint32_t>(prog_.instrs.size() - 1);
+}
+
+CoreLowering::Buffer CoreLowering::alloc(Bytes bytes, bool pinned, Waits& waits, std::size_t op) {
+    auto b = vmem_.allocate(bytes, pinned, waits);
+    if (!b) {
+        throw InputError(trace_name_, fmt::format("op \"{}\"", ops_[op].id),
+                         fmt::format("needs a {:.2f} MiB VMEM buffer beside {:.2f} MiB already "
+                                     "held; the core has {} MiB of VMEM",
+                                     static_cast<double>(bytes) / kMiB,
+                                     static_cast<double>(vmem_.pinned_bytes()) / kMiB,
+                                     cfg_.vmem.capacity_mib));
+    }
+    return *b;
+}
+
+Addr CoreLowering::hbm_alloc(Bytes bytes) {
+    // Addresses only steer the HBM address mapping; a program larger than the core's half
+    // wraps round it (capacity is checked separately, from the trace's footprint).
+    bytes = round_up(std::max<Bytes>(bytes, 1), 4096);
+    if (hbm_next_ + bytes > hbm_size_) hbm_next_ = 0;
+    const Addr a = hbm_base_ + hbm_next_;
+    hbm_next_ += bytes;
+    return a;
+}
+
+bool CoreLowering::on_this_core(const OpSpec& op) const {
+    if (op.cores.empty()) return core_ < opts_.cores;
+    return std::find(op.cores.begin(), op.cores.end(), core_) != op.cores.end();
+}
+
+Addr CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
+    const OpSpec& op = ops_[i];
+    if (which < op.deps.size()) return out_addr_[op.deps[which]];
+    return hbm_alloc(bytes);  // a parameter: weights or an input the trace does not produce
+}
+
+CoreLowering::Waits CoreLowering::dep_waits(const OpSpec& op) const {
+    Waits w;
+    for (auto d : op.deps) append(w, done_[d]);
+    return w;
+}
+
+std::optional<std::size_t> CoreLowering::inline_consumer(std::size_t op) const {
+    if (consumer_[op] < 0) return std::nullopt;
+    return static_cast<std::size_t>(consumer_[op]);
+}
+
+void CoreLowering::run_pipeline(std::vector<Step>& steps) {
+    if (steps.empty()) return;
+    steps[0].load(steps[0]);
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+        if (s + 1 < steps.size()) steps[s + 1].load(steps[s + 1]);
+        steps[s].compute(steps[s]);
+        if (s >= 1 && steps[s - 1].finish) steps[s - 1].finish(steps[s - 1]);
+    }
+    if (steps.back().finish) steps.back().finish(steps.back());
+}
+
+CoreProgram CoreLowering::run(std::vector<OpInfo>& infos) {
+    infos_ = &infos;
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+        const OpSpec& op = ops_[i];
+        if (!on_this_core(op)) continue;
+        out_addr_[i] = hbm_alloc(output_bytes(op));
+    }
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+        const OpSpec& op = ops_[i];
+        if (!on_this_core(op) || lowered_[i]) continue;
+        lowered_[i] = true;
+        if (op.kind == "matmul") {
+            lower_matmul(i);
+        } else if (op.kind == "vector") {
+            lower_vector(i);
+        } else if (op.kind == "copy") {
+            lower_copy(i);
+        } else {
+            lower_single(i);
+        }
+    }
+    return std::move(prog_);
+}
+
+void CoreLowering::sink(std::size_t i, TileRef tile) {
+    if (auto c = inline_consumer(i)) {
+        consume_tile(*c, std::move(tile));
+        return;
+    }
+    const OpSpec& op = ops_[i];
+    Instr out;
+    out.unit = Unit::Dma;
+    out.op = static_cast<std::uint32_t>(i);
+    out.waits = tile.ready;
+    out.dma.to_vmem = false;
+    out.dma.vmem_addr = tile.vmem;
+    out.dma.rows = tile.rows;
+    out.dma.row_bytes = static_cast<Bytes>(tile.cols * tile.elem);
+    out.dma.hbm_stride = static_cast<Bytes>(tile.total_cols * tile.elem);
+    out.dma.vmem_stride = out.dma.row_bytes;
+    out.dma.hbm_addr =
+        out_addr_[i] + static_cast<Bytes>((tile.row0 * tile.total_cols + tile.col0) * tile.elem);
+    const std::uint32_t id = emit(std::move(out));
+    vmem_.use(tile.vmem, id);
+    done_[i].push_back(id);
+    (*infos_)[i].hbm_bytes += static_cast<Bytes>(tile.rows * tile.cols * tile.elem);
+    (void)op;
+}
+
+void CoreLowering::consume_tile(std::size_t i, TileRef in) {
+    const OpSpec& op = ops_[i];
+    lowered_[i] = true;
+    const std::int64_t out_cols = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : in.cols;
+    const std::int64_t out_total = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : in.total_cols;
+    Waits waits = in.ready;
+    for (std::size_t d = 1; d < op.deps.size(); ++d) append(waits, done_[op.deps[d]]);
+    // Further operands (e.g. the residual of a fused add) come from HBM.
+    for (std::int64_t x = 1; x < op.vector_inputs; ++x) {
+        const Bytes bytes = static_cast<Bytes>(in.rows * in.cols * op.in_bytes);
+        Waits w = dep_waits(op);
+        Buffer b = alloc(bytes, false, w, i);
+        Instr ld;
+        ld.unit = Unit::Dma;
+        ld.op = static_cast<std::uint32_t>(i);
+        ld.waits = w;
+        ld.dma.to_vmem = true;
+        ld.dma.vmem_addr = b.addr;
+        ld.dma.rows = in.rows;
+        ld.dma.row_bytes = static_cast<Bytes>(in.cols * op.in_bytes);
+        ld.dma.vmem_stride = ld.dma.row_bytes;
+        ld.dma.hbm_stride = static_cast<Bytes>(in.total_cols * op.in_bytes);
+        const Addr src = operand(i, static_cast<std::size_t>(x), bytes);
+        ld.dma.hbm_addr = src + static_cast<Bytes>((in.row0 * in.total_cols + in.col0) * op.in_bytes);
+        const std::uint32_t id = emit(std::move(ld));
+        vmem_.use(b.addr, id);
+        waits.push_back(id);
+        (*infos_)[i].hbm_bytes += bytes;
+    }
+    Buffer ob = alloc(static_cast<Bytes>(in.rows * out_cols * op.out_bytes), false, waits, i);
+    Instr v;
+    v.unit = Unit::Vpu;
+    v.op = static_cast<std::uint32_t>(i);
+    v.waits = waits;
+    v.vec = {op.vop, in.rows, in.cols, in.elem, op.out_bytes};
+    const std::uint32_t id = emit(std::move(v));
+    vmem_.use(in.vmem, id);
+    vmem_.use(ob.addr, id);
+    TileRef out{ob.addr, in.row0, out_cols == 1 ? 0 : in.col0, in.rows, out_cols, out_total,
+                op.out_bytes, {id}};
+    sink(i, std::move(out));
+}
+
+}  // namespace tpusim

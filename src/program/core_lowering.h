@@ -1,0 +1,80 @@
+#pragma once
+// Lowering of a whole trace for one TensorCore (private to the program layer).
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tpusim/program/lowering.h"
+#include "tpusim/program/vmem_ring.h"
+
+namespace tpusim {
+
+// A block of an op's result resident in VMEM: rows x cols starting at (row0, col0) of a
+// tensor with `total_cols` columns.
+inline void append_waits(std::vector<std::uint32_t>& to, const std::vector<std::uint32_t>& from) {
+    to.insert(to.end(), from.begin(), from.end());
+}
+
+struct TileRef {
+    Addr vmem = 0;
+    std::int64_t row0 = 0, col0 = 0, rows = 0, cols = 0, total_cols = 0;
+    std::int64_t elem = 4;
+    std::vector<std::uint32_t> ready;  // instructions that produce it
+};
+
+class CoreLowering {
+ public:
+    CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, std::int64_t core,
+                 const std::vector<OpSpec>& ops, std::string trace_name);
+    CoreProgram run(std::vector<OpInfo>& infos);
+
+ private:
+    using Waits = std::vector<std::uint32_t>;
+    using Buffer = VmemRing::Buffer;
+    // A pipeline step: loads (DMA in) for a step are emitted before the computes of the
+    // previous step; `finish` runs one step later still (write-back), so the sequencer never
+    // stalls on a write-back while the units have queued work.
+    struct Step {
+        std::function<void(Step&)> load, compute, finish;
+        Waits loaded, computed;
+        std::vector<Addr> buffers;  // operand buffers the computes read
+        Addr acc = 0, weights = 0;  // buffers released by finish
+    };
+    void run_pipeline(std::vector<Step>& steps);
+
+    std::uint32_t emit(Instr in);
+    Buffer alloc(Bytes bytes, bool pinned, Waits& waits, std::size_t op);
+    Addr hbm_alloc(Bytes bytes);
+    // HBM address of input operand `which` of op i: its dependency's result, or a parameter.
+    Addr operand(std::size_t i, std::size_t which, Bytes bytes);
+    bool on_this_core(const OpSpec& op) const;
+    Waits dep_waits(const OpSpec& op) const;
+    std::optional<std::size_t> inline_consumer(std::size_t op) const;
+
+    void lower_matmul(std::size_t i);
+    void lower_vector(std::size_t i);
+    void lower_copy(std::size_t i);
+    void lower_single(std::size_t i);
+    // Delivers a result tile of op `i`: to its fused consumer, or back to HBM.
+    void sink(std::size_t i, TileRef tile);
+    void consume_tile(std::size_t i, TileRef in);  // op i is the fused consumer
+
+    const TpuConfig& cfg_;
+    LoweringOptions opts_;
+    std::int64_t core_;
+    const std::vector<OpSpec>& ops_;
+    std::string trace_name_;
+    CoreProgram prog_;
+    VmemRing vmem_;
+    Addr hbm_base_, hbm_size_, hbm_next_ = 0;
+    std::vector<Addr> out_addr_;             // HBM address of each op's result
+    std::vector<Waits> done_;                // per op: its final instructions on this core
+    std::vector<std::int64_t> consumer_;     // fused consumer lowered inline, or -1
+    std::vector<std::size_t> consumers_count_;
+    std::vector<bool> lowered_;
+    std::vector<OpInfo>* infos_ = nullptr;
+};
+
+}  // namespace tpusim

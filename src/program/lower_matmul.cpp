@@ -1,0 +1,159 @@
+// Matmul lowering: tiles sized to VMEM, weight tiles split between the core's MXUs, operand
+// DMAs issued one pipeline step ahead of the MXU work (double buffering).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core_lowering.h"
+#include "tpusim/common/error.h"
+
+namespace tpusim {
+
+void CoreLowering::lower_matmul(std::size_t i) {
+    const OpSpec& op = ops_[i];
+    const std::int64_t R = cfg_.mxu.rows, C = cfg_.mxu.cols, X = cfg_.core.mxus;
+    const std::int64_t e = op.in_bytes;
+    const auto cap = static_cast<double>(vmem_.capacity());
+    auto consumer = inline_consumer(i);
+    const bool whole_rows = consumer && ops_[*consumer].rowwise;
+
+    // Tile sizes: as large as two pipeline stages of A, B and the f32 accumulator (plus the
+    // fused consumer's buffers) allow; K and N tiles are multiples of the array.
+    std::int64_t tm = std::min<std::int64_t>(op.m, 1024);
+    std::int64_t tk = std::min<std::int64_t>(static_cast<std::int64_t>(round_up(op.k, R)), 2048);
+    std::int64_t tn = static_cast<std::int64_t>(round_up(op.n, C));
+    if (!whole_rows) tn = std::min<std::int64_t>(tn, 1024);
+    auto footprint = [&] {
+        const double acc = static_cast<double>(tm * tn) * 4.0;
+        const double cons = consumer ? static_cast<double>(tm * tn) * (4.0 + 4.0) : 0.0;
+        return 2.0 * static_cast<double>(tm * tk * e) + 2.0 * static_cast<double>(tk * tn * e) +
+               2.0 * acc + cons;
+    };
+    while (footprint() > cap * opts_.matmul_vmem_fraction * 2.0) {
+        if (tk > 4 * R) {
+            tk = static_cast<std::int64_t>(round_up(static_cast<Bytes>(tk / 2), R));
+        } else if (tm > 256) {
+            tm /= 2;
+        } else if (!whole_rows && tn > 2 * C) {
+            tn = static_cast<std::int64_t>(round_up(static_cast<Bytes>(tn / 2), C));
+        } else if (tk > R) {
+            tk = static_cast<std::int64_t>(round_up(static_cast<Bytes>(tk / 2), R));
+        } else if (tm > 8) {
+            tm = std::max<std::int64_t>(8, tm / 2);
+        } else if (!whole_rows && tn > C) {
+            tn = C;
+        } else {
+            throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
+                             fmt::format("its smallest tiles ({} x {} x {}) need {:.2f} MiB of "
+                                         "VMEM; the core has {} MiB",
+                                         tm, tk, tn, footprint() / kMiB, cfg_.vmem.capacity_mib));
+        }
+    }
+    const std::int64_t nm = static_cast<std::int64_t>(ceil_div(op.m, tm));
+    const std::int64_t nk = static_cast<std::int64_t>(ceil_div(op.k, tk));
+    const std::int64_t nn = static_cast<std::int64_t>(ceil_div(op.n, tn));
+    const Addr lhs = operand(i, 0, static_cast<Bytes>(op.batch * op.m * op.k * e));
+    const Addr rhs = operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * e));
+    const Waits deps = dep_waits(op);
+    const auto u32 = static_cast<std::uint32_t>(i);
+
+    // State carried between pipeline steps of one op.
+    Buffer acc{0, 0};
+    Buffer bbuf{0, 0};
+    std::uint32_t b_load = 0;
+    Waits acc_waits;
+
+    std::vector<Step> steps;
+    steps.reserve(static_cast<std::size_t>(op.batch * nn * nm * nk));
+    for (std::int64_t b = 0; b < op.batch; ++b) {
+        for (std::int64_t jn = 0; jn < nn; ++jn) {
+            for (std::int64_t jm = 0; jm < nm; ++jm) {
+                for (std::int64_t jk = 0; jk < nk; ++jk) {
+                    const std::int64_t tm_e = std::min(tm, op.m - jm * tm);
+                    const std::int64_t tk_e = std::min(tk, op.k - jk * tk);
+                    const std::int64_t tn_e = std::min(tn, op.n - jn * tn);
+                    const bool reuse_b = nk == 1 && jm > 0;  // weights stay resident across M
+                    Step st;
+                    st.load = [=, &bbuf, &b_load](Step& s) {
+                        const Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * e);
+                        Waits w = deps;
+                        Buffer a = alloc(a_bytes, false, w, i);
+                        Instr ld;
+                        ld.unit = Unit::Dma;
+                        ld.op = u32;
+                        ld.waits = w;
+                        ld.dma.to_vmem = true;
+                        ld.dma.vmem_addr = a.addr;
+                        ld.dma.rows = tm_e;
+                        ld.dma.row_bytes = static_cast<Bytes>(tk_e * e);
+                        ld.dma.vmem_stride = ld.dma.row_bytes;
+                        ld.dma.hbm_stride = static_cast<Bytes>(op.k * e);
+                        ld.dma.hbm_addr = lhs + static_cast<Bytes>(
+                                                    ((b * op.m + jm * tm) * op.k + jk * tk) * e);
+                        const std::uint32_t a_id = emit(ld);
+                        vmem_.use(a.addr, a_id);
+                        s.loaded.push_back(a_id);
+                        (*infos_)[i].hbm_bytes += a_bytes;
+                        if (!reuse_b) {
+                            const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * e);
+                            Waits wb = deps;
+                            bbuf = alloc(b_bytes, nk == 1, wb, i);
+                            Instr lb = ld;
+                            lb.waits = wb;
+                            lb.dma.vmem_addr = bbuf.addr;
+                            lb.dma.rows = tk_e;
+                            lb.dma.row_bytes = static_cast<Bytes>(tn_e * e);
+                            lb.dma.vmem_stride = lb.dma.row_bytes;
+                            lb.dma.hbm_stride = static_cast<Bytes>(op.n * e);
+                            lb.dma.hbm_addr = rhs + static_cast<Bytes>(
+                                                        ((b * op.k + jk * tk) * op.n + jn * tn) * e);
+                            b_load = emit(lb);
+                            vmem_.use(bbuf.addr, b_load);
+                            (*infos_)[i].hbm_bytes += b_bytes;
+                        }
+                        s.loaded.push_back(b_load);
+                        s.buffers = {a.addr, bbuf.addr};
+                        s.weights = bbuf.addr;
+                    };
+                    st.compute = [=, &acc, &acc_waits](Step& s) {
+                        if (jk == 0) {
+                            acc_waits.clear();
+                            acc = alloc(static_cast<Bytes>(tm_e * tn_e * 4), true, acc_waits, i);
+                        }
+                        // Column groups of C go round-robin to the MXUs.
+                        const std::int64_t groups = static_cast<std::int64_t>(ceil_div(tn_e, C));
+                        for (std::int64_t x = 0; x < X && x < groups; ++x) {
+                            std::int64_t cols = 0;
+                            for (std::int64_t g = x; g < groups; g += X) {
+                                cols += std::min(C, tn_e - g * C);
+                            }
+                            Instr mm;
+                            mm.unit = Unit::Mxu;
+                            mm.op = u32;
+                            mm.waits = s.loaded;
+                            if (jk == 0) append_waits(mm.waits, acc_waits);
+                            mm.mm = {x, tm_e, tk_e, cols};
+                            const std::uint32_t id = emit(std::move(mm));
+                            for (Addr a : s.buffers) vmem_.use(a, id);
+                            vmem_.use(acc.addr, id);
+                            s.computed.push_back(id);
+                        }
+                        s.acc = acc.addr;
+                    };
+                    if (jk == nk - 1) {
+                        st.finish = [=](Step& s) {
+                            sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e,
+                                            op.n, consumer ? 4 : op.out_bytes, s.computed});
+                            vmem_.unpin(s.acc);
+                            if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
+                        };
+                    }
+                    steps.push_back(std::move(st));
+                }
+            }
+        }
+    }
+    run_pipeline(steps);
+}
+
+}  // namespace tpusim

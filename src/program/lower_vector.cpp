@@ -1,0 +1,160 @@
+// Vector, copy, collective and host-transfer lowering.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core_lowering.h"
+#include "tpusim/common/error.h"
+
+namespace tpusim {
+
+void CoreLowering::lower_vector(std::size_t i) {
+    const OpSpec& op = ops_[i];
+    const bool reduces = op.rowwise && op.vop.rfind("reduce", 0) == 0;
+    const std::int64_t out_cols = reduces ? 1 : op.cols;
+    const Bytes row_in = static_cast<Bytes>(op.cols * op.in_bytes);
+    const Bytes row_out = static_cast<Bytes>(out_cols * op.out_bytes);
+    const Bytes row_all = row_in * static_cast<Bytes>(op.vector_inputs) + row_out;
+    if (row_all * 2 > vmem_.capacity()) {
+        throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
+                         fmt::format("one row of {} columns needs {:.2f} MiB of VMEM (double "
+                                     "buffered); the core has {} MiB",
+                                     op.cols, 2.0 * static_cast<double>(row_all) / kMiB,
+                                     cfg_.vmem.capacity_mib));
+    }
+    std::int64_t chunk_rows =
+        static_cast<std::int64_t>(std::max<Bytes>(1, opts_.vector_chunk_bytes / row_all));
+    const std::int64_t sub = cfg_.vpu.sublanes;
+    if (chunk_rows > sub) chunk_rows -= chunk_rows % sub;
+    chunk_rows = std::min(chunk_rows, op.rows);
+    const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
+    const Waits deps = dep_waits(op);
+    const auto u32 = static_cast<std::uint32_t>(i);
+    std::vector<Addr> inputs;
+    for (std::int64_t x = 0; x < op.vector_inputs; ++x) {
+        inputs.push_back(operand(i, static_cast<std::size_t>(x),
+                                 static_cast<Bytes>(op.rows) * row_in));
+    }
+
+    std::vector<Step> steps(static_cast<std::size_t>(chunks));
+    for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::int64_t r0 = c * chunk_rows;
+        const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
+        Step& st = steps[static_cast<std::size_t>(c)];
+        st.load = [=](Step& s) {
+            for (Addr src : inputs) {
+                const Bytes bytes = static_cast<Bytes>(rows) * row_in;
+                Waits w = deps;
+                Buffer buf = alloc(bytes, false, w, i);
+                Instr ld;
+                ld.unit = Unit::Dma;
+                ld.op = u32;
+                ld.waits = w;
+                ld.dma.to_vmem = true;
+                ld.dma.vmem_addr = buf.addr;
+                ld.dma.hbm_addr = src + static_cast<Bytes>(r0) * row_in;
+                ld.dma.rows = rows;
+                ld.dma.row_bytes = row_in;
+                ld.dma.hbm_stride = row_in;
+                ld.dma.vmem_stride = row_in;
+                const std::uint32_t id = emit(std::move(ld));
+                vmem_.use(buf.addr, id);
+                s.loaded.push_back(id);
+                s.buffers.push_back(buf.addr);
+                (*infos_)[i].hbm_bytes += bytes;
+            }
+        };
+        st.compute = [=](Step& s) {
+            Waits w = s.loaded;
+            Buffer out = alloc(static_cast<Bytes>(rows) * row_out, false, w, i);
+            Instr v;
+            v.unit = Unit::Vpu;
+            v.op = u32;
+            v.waits = w;
+            v.vec = {op.vop, rows, op.cols, op.in_bytes, op.out_bytes};
+            const std::uint32_t id = emit(std::move(v));
+            for (Addr a : s.buffers) vmem_.use(a, id);
+            vmem_.use(out.addr, id);
+            s.computed = {id};
+            s.acc = out.addr;
+        };
+        st.finish = [=](Step& s) {
+            sink(i, TileRef{s.acc, r0, 0, rows, out_cols, out_cols, op.out_bytes, s.computed});
+        };
+    }
+    run_pipeline(steps);
+}
+
+void CoreLowering::lower_copy(std::size_t i) {
+    const OpSpec& op = ops_[i];
+    const Bytes chunk = 1 * kMiB;
+    const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.bytes, chunk));
+    const Addr src = operand(i, 0, op.bytes);
+    const Waits deps = dep_waits(op);
+    std::vector<Step> steps(static_cast<std::size_t>(chunks));
+    for (std::int64_t c = 0; c < chunks; ++c) {
+        const Bytes off = static_cast<Bytes>(c) * chunk;
+        const Bytes bytes = std::min(chunk, op.bytes - off);
+        Step& st = steps[static_cast<std::size_t>(c)];
+        st.load = [=](Step& s) {
+            Waits w = deps;
+            Buffer buf = alloc(bytes, false, w, i);
+            Instr ld;
+            ld.unit = Unit::Dma;
+            ld.op = static_cast<std::uint32_t>(i);
+            ld.waits = w;
+            ld.dma = {true, src + off, buf.addr, 1, bytes, bytes, bytes};
+            const std::uint32_t id = emit(std::move(ld));
+            vmem_.use(buf.addr, id);
+            s.loaded = {id};
+            s.acc = buf.addr;
+            (*infos_)[i].hbm_bytes += bytes;
+        };
+        st.compute = [](Step& s) { s.computed = s.loaded; };
+        st.finish = [=](Step& s) {
+            sink(i, TileRef{s.acc, 0, static_cast<std::int64_t>(off), 1,
+                            static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(op.bytes),
+                            1, s.computed});
+        };
+    }
+    run_pipeline(steps);
+}
+
+void CoreLowering::lower_single(std::size_t i) {
+    const OpSpec& op = ops_[i];
+    Instr in;
+    in.op = static_cast<std::uint32_t>(i);
+    in.waits = dep_waits(op);
+    if (op.kind == "infeed" || op.kind == "outfeed") {
+        in.unit = Unit::Host;
+        in.host = {op.kind == "infeed", op.bytes};
+    } else {
+        in.unit = Unit::Ici;
+        in.coll.kind = op.kind;
+        in.coll.bytes = op.bytes;
+        // op.group lists the replica groups, each closed by -1; this core takes its own.
+        std::vector<std::int64_t> cur;
+        for (std::int64_t c : op.group) {
+            if (c >= 0) {
+                cur.push_back(c);
+                continue;
+            }
+            if (std::find(cur.begin(), cur.end(), core_) != cur.end()) in.coll.group = cur;
+            cur.clear();
+        }
+        if (!cur.empty() && std::find(cur.begin(), cur.end(), core_) != cur.end()) {
+            in.coll.group = cur;
+        }
+        if (in.coll.group.empty()) {
+            in.coll.group = op.cores;
+            if (in.coll.group.empty()) {
+                for (std::int64_t c = 0; c < opts_.cores; ++c) in.coll.group.push_back(c);
+            }
+        }
+        in.coll.peer = op.peer;
+        in.coll.instance = i;
+    }
+    done_[i].push_back(emit(std::move(in)));
+}
+
+}  // namespace tpusim

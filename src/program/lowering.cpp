@@ -1,0 +1,50 @@
+// Trace ops -> per-core instruction streams. See tpusim/program/lowering.h for the strategy.
+#include "tpusim/program/lowering.h"
+
+#include <algorithm>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "core_lowering.h"
+#include "tpusim/common/error.h"
+
+namespace tpusim {
+
+const char* unit_name(Unit u) {
+    switch (u) {
+        case Unit::Dma: return "DMA";
+        case Unit::Mxu: return "MXU";
+        case Unit::Vpu: return "VPU";
+        case Unit::Ici: return "ICI";
+        case Unit::Host: return "host";
+    }
+    return "?";
+}
+
+Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
+                  const LoweringOptions& opts, const std::string& trace_name) {
+    Program prog;
+    prog.name = trace_name;
+    for (const auto& op : ops) {
+        OpInfo info;
+        info.id = op.id;
+        info.kind = op.kind;
+        if (op.kind == "matmul") {
+            info.flops = 2.0 * static_cast<double>(op.batch) * static_cast<double>(op.m) *
+                         static_cast<double>(op.k) * static_cast<double>(op.n);
+        }
+        info.cores = op.cores;
+        if (info.cores.empty()) {
+            for (std::int64_t c = 0; c < opts.cores; ++c) info.cores.push_back(c);
+        }
+        prog.ops.push_back(std::move(info));
+    }
+    for (std::int64_t c = 0; c < opts.cores; ++c) {
+        CoreLowering lowering(cfg, opts, c, ops, trace_name);
+        prog.cores.push_back(lowering.run(prog.ops));
+    }
+    return prog;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,107 @@
+// The run report: JSON body, text summary and per-op CSV, all from a RunResult.
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tpusim/program/program.h"
+#include "tpusim/sim/derived.h"
+#include "tpusim/sim/simulator.h"
+
+namespace tpusim {
+
+nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
+    nlohmann::json j;
+    j["cycles"] = r.cycles;
+    j["seconds"] = r.seconds;
+    j["clock_mhz"] = cfg.chip.clock_mhz;
+    j["cores"] = r.cores;
+    j["chips"] = r.chips;
+    j["flops"] = r.flops;
+    j["achieved_bf16_tflops"] = r.achieved_tflops;
+    j["peak_bf16_tflops"] = r.peak_tflops;
+    j["mxu_utilization"] = r.mxu_utilization;
+    j["hbm"] = {{"bytes_read", r.hbm_bytes_read},
+                {"bytes_written", r.hbm_bytes_written},
+                {"achieved_gbps_per_chip", r.hbm_gbps_per_chip},
+                {"peak_gbps_per_chip", cfg.hbm.peak_bytes_per_second() / 1e9}};
+    j["ici"] = {{"bytes", r.ici_bytes}};
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& op : r.ops) {
+        nlohmann::json o;
+        o["id"] = op.id;
+        o["kind"] = op.kind;
+        o["start_cycle"] = op.start_cycle;
+        o["end_cycle"] = op.end_cycle;
+        o["cycles"] = op.end_cycle - op.start_cycle;
+        nlohmann::json busy;
+        for (std::size_t u = 0; u < 5; ++u) busy[unit_name(static_cast<Unit>(u))] = op.busy[u];
+        o["unit_busy_cycles"] = busy;
+        o["flops"] = op.flops;
+        o["hbm_bytes"] = op.hbm_bytes;
+        o["bottleneck"] = op.bottleneck;
+        ops.push_back(std::move(o));
+    }
+    j["ops"] = std::move(ops);
+    j["stats"] = r.stats;
+    return j;
+}
+
+std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name) {
+    std::ostringstream o;
+    o << fmt::format("{} on {}: {} cores on {} chip{}\n", name, cfg.name, r.cores, r.chips,
+                     r.chips == 1 ? "" : "s");
+    o << fmt::format("  time       {} cycles = {:.6f} ms at {} MHz\n", r.cycles, r.seconds * 1e3,
+                     cfg.chip.clock_mhz);
+    o << fmt::format("  compute    {:.2f} TFLOPS achieved of {:.2f} peak (MXU utilization {:.1f}%)\n",
+                     r.achieved_tflops, r.peak_tflops, 100.0 * r.mxu_utilization);
+    o << fmt::format("  HBM        {:.1f} MB read, {:.1f} MB written, {:.1f} GB/s per chip "
+                     "(peak {:.1f})\n",
+                     static_cast<double>(r.hbm_bytes_read) / 1e6,
+                     static_cast<double>(r.hbm_bytes_written) / 1e6, r.hbm_gbps_per_chip,
+                     cfg.hbm.peak_bytes_per_second() / 1e9);
+    if (r.ici_bytes > 0) {
+        o << fmt::format("  ICI        {:.1f} MB over the links\n",
+                         static_cast<double>(r.ici_bytes) / 1e6);
+    }
+    // The ops that took longest.
+    std::vector<const OpResult*> sorted;
+    for (const auto& op : r.ops) sorted.push_back(&op);
+    std::stable_sort(sorted.begin(), sorted.end(), [](const OpResult* a, const OpResult* b) {
+        return a->end_cycle - a->start_cycle > b->end_cycle - b->start_cycle;
+    });
+    o << fmt::format("  {:<28} {:>12} {:>10} {:>9}  {}\n", "op (longest first)", "cycles",
+                     "us", "TFLOPS", "bound by");
+    const std::size_t shown = std::min<std::size_t>(sorted.size(), 12);
+    for (std::size_t i = 0; i < shown; ++i) {
+        const OpResult& op = *sorted[i];
+        const Cycle c = op.end_cycle - op.start_cycle;
+        const double us = static_cast<double>(c) / cfg.chip.clock_mhz;
+        const double tf = c == 0 ? 0.0 : op.flops / (us * 1e-6) / 1e12;
+        o << fmt::format("  {:<28} {:>12} {:>10.1f} {:>9.2f}  {}\n", op.id.substr(0, 28), c, us,
+                         tf, op.bottleneck);
+    }
+    if (sorted.size() > shown) o << fmt::format("  ... {} more ops\n", sorted.size() - shown);
+    return o.str();
+}
+
+std::string ops_csv(const RunResult& r) {
+    std::ostringstream o;
+    o << "id,kind,start_cycle,end_cycle,cycles,dma_busy_cycles,mxu_busy_cycles,vpu_busy_cycles,"
+         "ici_busy_cycles,host_busy_cycles,flops,hbm_bytes,bottleneck\n";
+    for (const auto& op : r.ops) {
+        std::string id = op.id;
+        if (id.find_first_of(",\"\n") != std::string::npos) {
+            std::string q = "\"";
+            for (char c : id) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+            id = q + "\"";
+        }
+        o << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.0f},{},{}\n", id, op.kind,
+                         op.start_cycle, op.end_cycle, op.end_cycle - op.start_cycle, op.busy[0],
+                         op.busy[1], op.busy[2], op.busy[3], op.busy[4], op.flops, op.hbm_bytes,
+                         op.bottleneck);
+    }
+    return o.str();
+}
+
+}  // namespace tpusim

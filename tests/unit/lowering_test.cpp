@@ -1,0 +1,184 @@
+// Program layer: trace ops -> instruction streams. Expected counts are derived from the
+// config and the tiling rules in tpusim/program/lowering.h.
+#include <array>
+
+#include <catch2/catch.hpp>
+
+#include "test_util.h"
+#include "tpusim/common/error.h"
+#include "tpusim/program/lowering.h"
+
+using namespace tpusim;
+
+namespace {
+
+TpuConfig v3() { return load_config(test::config_path("tpu_v3_8.json")); }
+
+OpSpec matmul(const char* id, std::int64_t m, std::int64_t k, std::int64_t n) {
+    OpSpec s;
+    s.id = id;
+    s.kind = "matmul";
+    s.m = m;
+    s.k = k;
+    s.n = n;
+    return s;
+}
+
+OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t cols,
+              std::int64_t inputs = 1, bool rowwise = false) {
+    OpSpec s;
+    s.id = id;
+    s.kind = "vector";
+    s.vop = op;
+    s.rows = rows;
+    s.cols = cols;
+    s.in_bytes = s.out_bytes = 4;
+    s.vector_inputs = inputs;
+    s.rowwise = rowwise;
+    return s;
+}
+
+struct Totals {
+    std::uint64_t macs = 0, dma_in = 0, dma_out = 0, vec_elems = 0;
+    std::size_t mxu_instrs = 0, dma_instrs = 0, vpu_instrs = 0;
+};
+
+Totals totals(const CoreProgram& p) {
+    Totals t;
+    for (const auto& in : p.instrs) {
+        switch (in.unit) {
+            case Unit::Mxu:
+                t.macs += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
+                ++t.mxu_instrs;
+                break;
+            case Unit::Dma:
+                (in.dma.to_vmem ? t.dma_in : t.dma_out) += in.dma.bytes();
+                ++t.dma_instrs;
+                break;
+            case Unit::Vpu:
+                t.vec_elems += static_cast<std::uint64_t>(in.vec.rows * in.vec.cols);
+                ++t.vpu_instrs;
+                break;
+            default: break;
+        }
+    }
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("matmul lowering covers every MAC once and writes the result once", "[lowering]") {
+    const TpuConfig cfg = v3();
+    for (auto [m, k, n] : {std::array<std::int64_t, 3>{1, 1, 1}, {300, 200, 130},
+                           {2048, 4096, 1024}, {8, 12288, 12288}}) {
+        const Program p = lower_ops({matmul("mm", m, k, n)}, cfg, {}, "t");
+        REQUIRE(p.cores.size() == 1);
+        const Totals t = totals(p.cores[0]);
+        CHECK(t.macs == static_cast<std::uint64_t>(m * k * n));
+        // bf16 result: m x n x 2 bytes, written once.
+        CHECK(t.dma_out == static_cast<std::uint64_t>(m * n * 2));
+        // Every operand byte is read at least once.
+        CHECK(t.dma_in >= static_cast<std::uint64_t>((m * k + k * n) * 2));
+        CHECK(p.ops[0].flops == Approx(2.0 * m * k * n));
+    }
+}
+
+TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
+    const TpuConfig cfg = v3();
+    const Program p = lower_ops({matmul("mm", 1024, 1024, 1024)}, cfg, {}, "t");
+    std::uint64_t per_mxu[2] = {0, 0};
+    for (const auto& in : p.cores[0].instrs) {
+        if (in.unit == Unit::Mxu) per_mxu[in.mm.mxu] += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
+    }
+    CHECK(per_mxu[0] == per_mxu[1]);
+    CHECK(per_mxu[0] + per_mxu[1] == 1024ull * 1024 * 1024);
+}
+
+TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[lowering]") {
+    const TpuConfig cfg = v3();
+    const Program p = lower_ops({matmul("a", 4096, 4096, 4096), vector("g", "gelu", 4096, 4096)},
+                                cfg, {}, "t");
+    const auto& in = p.cores[0].instrs;
+    bool dma_before_first_mxu_done = false;
+    std::size_t first_mxu = in.size();
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        for (auto w : in[i].waits) REQUIRE(w < i);
+        if (in[i].unit == Unit::Mxu && first_mxu == in.size()) first_mxu = i;
+    }
+    // The second step's operand DMAs are issued before the first MXU block.
+    std::size_t dmas_before = 0;
+    for (std::size_t i = 0; i < first_mxu; ++i) dmas_before += in[i].unit == Unit::Dma;
+    dma_before_first_mxu_done = dmas_before >= 4;
+    CHECK(dma_before_first_mxu_done);
+}
+
+TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]") {
+    const TpuConfig cfg = v3();
+    OpSpec mm = matmul("mm", 2048, 768, 3072);
+    OpSpec g = vector("gelu", "gelu", 2048, 3072);
+    g.deps = {0};
+    // Bytes each op moves in each direction.
+    auto per_op = [](const Program& p, std::uint32_t op, bool in) {
+        std::uint64_t b = 0;
+        for (const auto& i : p.cores[0].instrs) {
+            if (i.unit == Unit::Dma && i.op == op && i.dma.to_vmem == in) b += i.dma.bytes();
+        }
+        return b;
+    };
+    const Program unfused = lower_ops({mm, g}, cfg, {}, "t");
+    // Unfused: the matmul writes its bf16 result, GELU reads it back (f32 here) and writes.
+    CHECK(per_op(unfused, 0, false) == 2048ull * 3072 * 2);
+    CHECK(per_op(unfused, 1, true) == 2048ull * 3072 * 4);
+    CHECK(per_op(unfused, 1, false) == 2048ull * 3072 * 4);
+    g.fused = true;
+    const Program fused = lower_ops({mm, g}, cfg, {}, "t");
+    CHECK(per_op(fused, 0, false) == 0);
+    CHECK(per_op(fused, 1, true) == 0);
+    CHECK(per_op(fused, 1, false) == 2048ull * 3072 * 4);
+    CHECK(totals(fused.cores[0]).vec_elems == 2048ull * 3072);
+    CHECK(totals(fused.cores[0]).macs == 2048ull * 768 * 3072);
+}
+
+TEST_CASE("vector ops are chunked in whole rows and every element is processed once",
+          "[lowering]") {
+    const TpuConfig cfg = v3();
+    const Program p = lower_ops({vector("sm", "softmax", 1000, 4096, 1, true)}, cfg, {}, "t");
+    const Totals t = totals(p.cores[0]);
+    CHECK(t.vec_elems == 1000ull * 4096);
+    CHECK(t.dma_in == 1000ull * 4096 * 4);
+    CHECK(t.dma_out == 1000ull * 4096 * 4);
+    for (const auto& in : p.cores[0].instrs) {
+        if (in.unit == Unit::Vpu) CHECK(in.vec.cols == 4096);
+    }
+}
+
+TEST_CASE("an op that cannot fit VMEM is a located error", "[lowering]") {
+    TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"), {"vmem.capacity_mib=1"});
+    try {
+        lower_ops({vector("wide", "layernorm", 8, 1 << 20, 1, true)}, cfg, {}, "trace.json");
+        FAIL("expected an InputError");
+    } catch (const InputError& e) {
+        CHECK(e.file() == "trace.json");
+        CHECK(e.where() == "op \"wide\"");
+        CHECK_THAT(e.what_only(), Catch::Contains("VMEM"));
+    }
+}
+
+TEST_CASE("SPMD lowering gives every core its own stream in its own HBM half", "[lowering]") {
+    const TpuConfig cfg = v3();
+    LoweringOptions o;
+    o.cores = 8;
+    const Program p = lower_ops({matmul("mm", 512, 512, 512)}, cfg, o, "t");
+    REQUIRE(p.cores.size() == 8);
+    const Bytes half = cfg.hbm.capacity_bytes() / 2;
+    for (std::int64_t c = 0; c < 8; ++c) {
+        const auto& cp = p.cores[static_cast<std::size_t>(c)];
+        CHECK(totals(cp).macs == 512ull * 512 * 512);
+        for (const auto& in : cp.instrs) {
+            if (in.unit != Unit::Dma) continue;
+            const Bytes base = static_cast<Bytes>(c % 2) * half;
+            CHECK(in.dma.hbm_addr >= base);
+            CHECK(in.dma.hbm_addr < base + half);
+        }
+    }
+}
