@@ -75,6 +75,24 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& name)
         what = colon == std::string::npos ? what : what.substr(colon + 2);
         throw InputError(name, fmt::format("line {}, column {}", l, c),
                          "malformed JSON: " + what);
+    } catch (const nlohmann::json::exception& e) {
+        // e.g. out_of_range.406 "number overflow parsing '1e400'": valid syntax, but no
+        // double holds it. The parser gives no position; the first occurrence of the quoted
+        // token is the best location we have.
+        std::string what = e.what();
+        const auto bracket = what.find("] ");
+        what = bracket == std::string::npos ? what : what.substr(bracket + 2);
+        std::string where;
+        const auto q1 = what.find('\'');
+        const auto q2 = q1 == std::string::npos ? q1 : what.find('\'', q1 + 1);
+        if (q2 != std::string::npos && q2 > q1 + 1) {
+            const auto pos = text.find(what.substr(q1 + 1, q2 - q1 - 1));
+            if (pos != std::string::npos) {
+                auto [l, c] = line_col(text, pos);
+                where = fmt::format("line {}, column {}", l, c);
+            }
+        }
+        throw InputError(name, where, "unrepresentable JSON value: " + what);
     }
 }
 

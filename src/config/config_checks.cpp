@@ -1,10 +1,10 @@
 #include "config_checks.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "tpusim/common/error.h"
 
@@ -17,27 +17,64 @@ namespace {
     throw InputError(config_origin(origin, ptr), ptr, what);
 }
 
+// One side of a relation between two values: its pointer and what it should have been.
+struct Side {
+    std::string ptr, what;
+};
+
+// The defaults are consistent, so at least one side was set by a file or an override. Blame
+// the side that was set; when both were, the override (applied last) or else the first side.
+[[noreturn]] void fail_relation(const std::map<std::string, std::string>& origin, const Side& first,
+                                const Side& second) {
+    const std::string o1 = config_origin(origin, first.ptr);
+    const std::string o2 = config_origin(origin, second.ptr);
+    const bool set1 = o1 != "<defaults>", set2 = o2 != "<defaults>";
+    const bool blame_second = (set2 && !set1) || (set1 && set2 && o2.rfind("--set ", 0) == 0 &&
+                                                  o1.rfind("--set ", 0) != 0);
+    const Side& s = blame_second ? second : first;
+    fail(origin, s.ptr, s.what);
+}
+
 }  // namespace
 
 void check_relations(const TpuConfig& cfg, const std::map<std::string, std::string>& origin) {
-    if (cfg.mxu.weight_load_rows_per_cycle > cfg.mxu.rows) {
-        fail(origin, "/mxu/weight_load_rows_per_cycle",
-             fmt::format("expected at most mxu.rows ({}), got {}", cfg.mxu.rows,
-                         cfg.mxu.weight_load_rows_per_cycle));
+    const auto& m = cfg.mxu;
+    if (m.weight_load_rows_per_cycle > m.rows) {
+        fail_relation(origin,
+                      {"/mxu/weight_load_rows_per_cycle",
+                       fmt::format("expected at most mxu.rows ({}), got {}", m.rows,
+                                   m.weight_load_rows_per_cycle)},
+                      {"/mxu/rows", fmt::format("expected at least mxu.weight_load_rows_per_cycle "
+                                                "({}), got {}",
+                                                m.weight_load_rows_per_cycle, m.rows)});
     }
-    if (cfg.hbm.write_drain_low >= cfg.hbm.write_drain_high) {
-        fail(origin, "/hbm/write_drain_low",
-             fmt::format("expected less than hbm.write_drain_high ({}), got {}",
-                         cfg.hbm.write_drain_high, cfg.hbm.write_drain_low));
+    const auto& h = cfg.hbm;
+    if (h.write_drain_low >= h.write_drain_high) {
+        fail_relation(origin,
+                      {"/hbm/write_drain_low",
+                       fmt::format("expected less than hbm.write_drain_high ({}), got {}",
+                                   h.write_drain_high, h.write_drain_low)},
+                      {"/hbm/write_drain_high",
+                       fmt::format("expected greater than hbm.write_drain_low ({}), got {}",
+                                   h.write_drain_low, h.write_drain_high)});
     }
-    if (cfg.hbm.timing.tRAS < cfg.hbm.timing.tRCD) {
-        fail(origin, "/hbm/timing/tRAS",
-             fmt::format("expected at least tRCD ({}), got {}", cfg.hbm.timing.tRCD,
-                         cfg.hbm.timing.tRAS));
+    if (h.timing.tRAS < h.timing.tRCD) {
+        fail_relation(origin,
+                      {"/hbm/timing/tRAS", fmt::format("expected at least tRCD ({}), got {}",
+                                                       h.timing.tRCD, h.timing.tRAS)},
+                      {"/hbm/timing/tRCD", fmt::format("expected at most tRAS ({}), got {}",
+                                                       h.timing.tRAS, h.timing.tRCD)});
     }
-    if (cfg.hbm.row_bytes * 8 < cfg.hbm.channel_width_bits / cfg.hbm.pseudo_channels *
-                                    cfg.hbm.timing.burst_length) {
-        fail(origin, "/hbm/row_bytes", "expected a row to hold at least one burst");
+    const std::int64_t burst_bits =
+        h.channel_width_bits / h.pseudo_channels * h.timing.burst_length;
+    if (h.row_bytes * 8 < burst_bits) {
+        fail_relation(origin,
+                      {"/hbm/row_bytes", fmt::format("expected a row to hold at least one burst "
+                                                     "({} B), got {}",
+                                                     burst_bits / 8, h.row_bytes)},
+                      {"/hbm/timing/burst_length",
+                       fmt::format("expected a burst ({} B) to fit in a row ({} B)", burst_bits / 8,
+                                   h.row_bytes)});
     }
     // Address mapping: each field exactly once.
     const std::set<std::string> fields = {"ro", "ba", "bg", "co", "pc", "ch", "st"};
@@ -58,9 +95,10 @@ void check_relations(const TpuConfig& cfg, const std::map<std::string, std::stri
                          cfg.hbm.address_mapping));
     }
     if (cfg.hbm.channels() % cfg.chip.cores_per_chip != 0) {
-        fail(origin, "/hbm/channels_per_stack",
-             fmt::format("expected the chip's {} channels to split evenly between its {} cores",
-                         cfg.hbm.channels(), cfg.chip.cores_per_chip));
+        const std::string what =
+            fmt::format("expected the chip's {} HBM channels to split evenly between its {} cores",
+                        cfg.hbm.channels(), cfg.chip.cores_per_chip);
+        fail_relation(origin, {"/hbm/channels_per_stack", what}, {"/chip/cores_per_chip", what});
     }
 }
 

@@ -197,6 +197,19 @@ class RangeValidator : public ConfigVisitor {
     std::vector<std::string> path_;
 };
 
+// Records `source` for every leaf under `ptr` (a whole section may arrive as one value), so that
+// a leaf nobody set resolves to the defaults rather than to the file that set its section.
+void record_origin(const json& value, const std::string& ptr, const std::string& source,
+                   std::map<std::string, std::string>& origin) {
+    if (value.is_object() && !value.empty()) {
+        for (auto it = value.begin(); it != value.end(); ++it) {
+            record_origin(*it, json_pointer_child(ptr, it.key()), source, origin);
+        }
+    } else {
+        origin[ptr] = source;
+    }
+}
+
 // Deep merge of `over` into `base`; records which source set each leaf.
 void merge(json& base, const json& over, const std::string& pointer, const std::string& source,
            std::map<std::string, std::string>& origin) {
@@ -208,7 +221,7 @@ void merge(json& base, const json& over, const std::string& pointer, const std::
             merge(*bit, *it, ptr, source, origin);
         } else {
             base[it.key()] = *it;
-            origin[ptr] = source;
+            record_origin(*it, ptr, source, origin);
         }
     }
 }
@@ -256,26 +269,31 @@ json parse_override(const std::string& text, std::string& source) {
     }
     const std::string key = text.substr(0, eq);
     const std::string raw = text.substr(eq + 1);
+    std::vector<std::string> parts;
+    std::string pointer;
+    for (std::size_t start = 0;;) {
+        const auto dot = key.find('.', start);
+        parts.push_back(key.substr(start, dot == std::string::npos ? dot : dot - start));
+        if (parts.back().empty()) {
+            throw InputError(source, "", "empty component in key \"" + key + "\"");
+        }
+        pointer = json_pointer_child(pointer, parts.back());
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+    }
     json value;
     try {
         value = raw.empty() ? json(raw) : json::parse(raw);
     } catch (const json::parse_error&) {
         value = raw;  // a bare word: a string
+    } catch (const json::exception&) {
+        // Valid JSON syntax that no double can hold (1e400).
+        throw InputError(source, pointer, "expected a number within the range of a double");
     }
     json root = json::object();
     json* cur = &root;
-    std::size_t start = 0;
-    while (true) {
-        const auto dot = key.find('.', start);
-        const std::string part = key.substr(start, dot == std::string::npos ? dot : dot - start);
-        if (part.empty()) throw InputError(source, "", "empty component in key \"" + key + "\"");
-        if (dot == std::string::npos) {
-            (*cur)[part] = value;
-            break;
-        }
-        cur = &(*cur)[part];
-        start = dot + 1;
-    }
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i) cur = &(*cur)[parts[i]];
+    (*cur)[parts.back()] = value;
     return root;
 }
 
