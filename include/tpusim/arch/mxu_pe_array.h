@@ -62,7 +62,8 @@ class MxuPeArray {
     // True when nothing can happen until new operands arrive: no pass in flight, no load in
     // progress and no queued pass with its operands.
     bool quiescent() const;
-    // Jumps over idle cycles (only when quiescent()).
+    // Jumps over idle cycles: only while no pass is loading or in the array, and with t not
+    // past the availability of a queued operand (the caller's responsibility).
     void skip_to(Cycle t);
 
     Cycle now() const { return now_; }
