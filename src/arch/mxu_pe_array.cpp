@@ -23,6 +23,7 @@ constexpr std::int64_t kHistorySlack = 1024;
 // followed by an fp32 add whether or not the compiler fuses it.
 inline void mac_row(float* __restrict dst, const float* __restrict above,
                     const float* __restrict w, const float* __restrict x, std::int64_t n) {
+#pragma GCC unroll 4
     for (std::int64_t c = 0; c < n; ++c) dst[c] = above[c] + w[c] * x[c];
 }
 
@@ -128,18 +129,18 @@ void MxuPeArray::enter_lhs() {
         }
         hist_pos_ = kHistorySlack;
     }
-    for (std::int64_t r = 0; r < rows_; ++r) {
-        float v = 0.0f;
-        for (auto it = in_flight_.rbegin(); it != in_flight_.rend(); ++it) {
-            const PassState& p = passes_[*it];
-            if (now_ < p.t0 + static_cast<Cycle>(r)) continue;  // still in the skew buffer
-            const auto i = static_cast<std::int64_t>(now_ - p.t0) - r;
-            if (i < p.pass.m && r < p.pass.k && p.ops.lhs != nullptr) {
-                v = round_to_bf16(p.ops.lhs[i * p.ops.ldl + r]);
-            }
-            break;
+    // Each row takes the value of the one pass whose LHS row now - t0 - r exists; gaps and
+    // padding rows (r >= k) take zero.
+    for (std::int64_t r = 0; r < rows_; ++r) history_row(r)[hist_pos_] = 0.0f;
+    for (const std::size_t idx : in_flight_) {
+        const PassState& p = passes_[idx];
+        if (now_ < p.t0 || p.ops.lhs == nullptr) continue;
+        const auto d = static_cast<std::int64_t>(now_ - p.t0);  // row r holds LHS row d - r
+        const std::int64_t lo = std::max<std::int64_t>(0, d - (p.pass.m - 1));
+        const std::int64_t hi = std::min({p.pass.k - 1, d, rows_ - 1});
+        for (std::int64_t r = lo; r <= hi; ++r) {
+            history_row(r)[hist_pos_] = round_to_bf16(p.ops.lhs[(d - r) * p.ops.ldl + r]);
         }
-        history_row(r)[hist_pos_] = v;
     }
 }
 
