@@ -27,5 +27,6 @@ void add_run_command(CLI::App& app);
 // Sub-commands of `tpusim bench`.
 void add_bench_commands(CLI::App& bench);
 void add_bench_peak_command(CLI::App& bench);
+void add_bench_mxu_command(CLI::App& bench);
 
 }  // namespace tpusim::cli
