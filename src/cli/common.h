@@ -23,6 +23,7 @@ void add_common_options(CLI::App* cmd, CommonOptions& opts, bool with_json = tru
 // Each command registers itself; main.cpp calls these in order.
 void add_info_command(CLI::App& app);
 void add_config_command(CLI::App& app);
+void add_trace_command(CLI::App& app);
 // Sub-commands of `tpusim bench`.
 void add_bench_commands(CLI::App& bench);
 

@@ -23,7 +23,7 @@ constexpr std::array<std::int64_t, 7> kDtypeBytes = {2, 2, 4, 4, 1, 1, 1};
 // are the usual textbook expansions (gelu: tanh approximation, 8 operations; adam: moment
 // updates, bias-free step with sqrt and divide, 12) so that totals are comparable with
 // profilers that count the same way; the VPU model times them from these counts.
-const std::array<VectorOpInfo, 38> kVectorOps = {{
+const std::array<VectorOpInfo, 40> kVectorOps = {{
     {"add", 2, 1, 1, 0, false, false},
     {"sub", 2, 1, 1, 0, false, false},
     {"mul", 2, 1, 1, 0, false, false},
@@ -57,6 +57,8 @@ const std::array<VectorOpInfo, 38> kVectorOps = {{
     {"rmsnorm", 1, 1, 5, 0, true, false},
     {"reduce_sum", 1, 1, 1, 0, true, true},
     {"reduce_max", 1, 1, 1, 0, true, true},
+    {"batchnorm", 1, 1, 6, 0, true, false},
+    {"batchnorm_grad", 2, 1, 10, 0, true, false},
     {"gather", 1, 1, 0, 0, true, false},
     {"scatter_add", 1, 1, 1, 0, true, false},
     {"sgd", 2, 1, 2, 0, false, false},
@@ -186,7 +188,9 @@ std::vector<Wide> wide_operand_bytes(const TraceOp& op) {
                 case VectorOp::BiasAdd: return {full, row};
                 case VectorOp::Layernorm: return {full, 2 * row};  // gamma, beta
                 case VectorOp::Rmsnorm: return {full, row};        // gamma
-                case VectorOp::LayernormGrad: return {full, full, row};
+                case VectorOp::Batchnorm: return {full, 2 * row};  // gamma, beta
+                case VectorOp::LayernormGrad:
+                case VectorOp::BatchnormGrad: return {full, full, row};  // dy, x, gamma
                 // The gathered rows of the table, and the indices.
                 case VectorOp::Gather: return {full, w(v.rows) * w(kIndexBytes)};
                 // Updates, indices, and the table rows read for the read-modify-write.
@@ -216,7 +220,9 @@ Wide wide_bytes_out(const TraceOp& op) {
             const auto& info = vector_op_info(v.op);
             if (info.reduces) return elems(w(v.rows), d);
             Wide out = elems(w(v.rows) * w(v.cols), d) * w(info.outputs);
-            if (v.op == VectorOp::LayernormGrad) out += 2 * elems(w(v.cols), d);  // dgamma, dbeta
+            if (v.op == VectorOp::LayernormGrad || v.op == VectorOp::BatchnormGrad) {
+                out += 2 * elems(w(v.cols), d);  // dgamma, dbeta
+            }
             return out;
         }
         case OpKind::Outfeed:

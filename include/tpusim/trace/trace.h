@@ -45,6 +45,8 @@ enum class VectorOp {
     ReluGrad, GeluGrad, TanhGrad, SigmoidGrad, DropoutGrad,
     // row-wise (along cols): a rows x cols shape is required
     BiasAdd, Softmax, SoftmaxGrad, Layernorm, LayernormGrad, Rmsnorm, ReduceSum, ReduceMax,
+    // batch norm: statistics per column, over the rows (rows = batch x pixels, cols = channels)
+    Batchnorm, BatchnormGrad,
     // embedding tables: rows x cols gathered from / scattered into a table
     Gather, ScatterAdd,
     // optimizer updates over `elements` parameters (state kept in the parameter dtype)
