@@ -1,5 +1,6 @@
 // Names, element sizes and the FLOP / byte figures of trace ops (docs/trace-format.md,
 // "Sizes and FLOPs").
+#include <algorithm>
 #include <array>
 
 #include "trace_internal.h"
@@ -93,10 +94,23 @@ bool lookup(const Array& names, const std::string& s, E& out) {
     return false;
 }
 
-Wide w(std::int64_t v) { return static_cast<Wide>(v); }
+// Figures saturate at 2^64, which the reader rejects as "does not fit in 63 bits": a product
+// of four sizes of up to 2^40 each would otherwise wrap 128 bits and look small.
+constexpr Wide kTooBig = static_cast<Wide>(1) << 64;
+
+struct Sat {
+    Wide v;
+};
+Sat operator*(Sat a, Sat b) {
+    const Wide p = std::min(a.v, kTooBig - 1) * std::min(b.v, kTooBig - 1);  // < 2^128
+    return {std::min(p, kTooBig)};
+}
+Sat operator+(Sat a, Sat b) { return {std::min(a.v + b.v, kTooBig)}; }
+
+Sat w(std::int64_t v) { return {static_cast<Wide>(v)}; }
 
 // Bytes of `elements` elements of `d`.
-Wide elems(Wide elements, DType d) { return elements * w(dtype_bytes(d)); }
+Sat elems(Sat elements, DType d) { return elements * w(dtype_bytes(d)); }
 
 constexpr std::int64_t kIndexBytes = 4;  // gather/scatter indices are s32
 
@@ -154,21 +168,23 @@ Wide wide_flops(const TraceOp& op) {
     switch (op.kind) {
         case OpKind::Matmul: {
             const auto& s = op.matmul;
-            return 2 * w(s.batch) * w(s.m) * w(s.k) * w(s.n);
+            return (w(2) * w(s.batch) * w(s.m) * w(s.k) * w(s.n)).v;
         }
         case OpKind::Conv2d: {
             const auto s = conv_as_matmul(op.conv);
-            return 2 * w(s.m) * w(s.k) * w(s.n);
+            return (w(2) * w(s.m) * w(s.k) * w(s.n)).v;
         }
         case OpKind::Vector: {
             const auto& v = op.vector;
-            return w(v.rows) * w(v.cols) * w(vector_op_info(v.op).flops_per_element);
+            return (w(v.rows) * w(v.cols) * w(vector_op_info(v.op).flops_per_element)).v;
         }
         default: return 0;
     }
 }
 
-std::vector<Wide> wide_operand_bytes(const TraceOp& op) {
+namespace {
+
+std::vector<Sat> operand_bytes(const TraceOp& op) {
     const DType d = op.dtype;
     switch (op.kind) {
         case OpKind::Matmul: {
@@ -182,20 +198,21 @@ std::vector<Wide> wide_operand_bytes(const TraceOp& op) {
         }
         case OpKind::Vector: {
             const auto& v = op.vector;
-            const Wide full = elems(w(v.rows) * w(v.cols), d);
-            const Wide row = elems(w(v.cols), d);
+            const Sat full = elems(w(v.rows) * w(v.cols), d);
+            const Sat row = elems(w(v.cols), d);
+            const Sat indices = w(v.rows) * w(kIndexBytes);
             switch (v.op) {
-                case VectorOp::BiasAdd: return {full, row};
-                case VectorOp::Layernorm: return {full, 2 * row};  // gamma, beta
-                case VectorOp::Rmsnorm: return {full, row};        // gamma
-                case VectorOp::Batchnorm: return {full, 2 * row};  // gamma, beta
+                case VectorOp::BiasAdd:
+                case VectorOp::Rmsnorm: return {full, row};  // bias or gamma
+                case VectorOp::Layernorm:
+                case VectorOp::Batchnorm: return {full, w(2) * row};  // gamma, beta
                 case VectorOp::LayernormGrad:
                 case VectorOp::BatchnormGrad: return {full, full, row};  // dy, x, gamma
                 // The gathered rows of the table, and the indices.
-                case VectorOp::Gather: return {full, w(v.rows) * w(kIndexBytes)};
+                case VectorOp::Gather: return {full, indices};
                 // Updates, indices, and the table rows read for the read-modify-write.
-                case VectorOp::ScatterAdd: return {full, w(v.rows) * w(kIndexBytes), full};
-                default: return std::vector<Wide>(vector_op_info(v.op).inputs, full);
+                case VectorOp::ScatterAdd: return {full, indices, full};
+                default: return std::vector<Sat>(vector_op_info(v.op).inputs, full);
             }
         }
         case OpKind::Infeed:
@@ -204,7 +221,7 @@ std::vector<Wide> wide_operand_bytes(const TraceOp& op) {
     }
 }
 
-Wide wide_bytes_out(const TraceOp& op) {
+Sat bytes_out(const TraceOp& op) {
     const DType d = op.out_dtype;
     switch (op.kind) {
         case OpKind::Matmul: {
@@ -219,19 +236,29 @@ Wide wide_bytes_out(const TraceOp& op) {
             const auto& v = op.vector;
             const auto& info = vector_op_info(v.op);
             if (info.reduces) return elems(w(v.rows), d);
-            Wide out = elems(w(v.rows) * w(v.cols), d) * w(info.outputs);
+            Sat out = elems(w(v.rows) * w(v.cols), d) * w(info.outputs);
             if (v.op == VectorOp::LayernormGrad || v.op == VectorOp::BatchnormGrad) {
-                out += 2 * elems(w(v.cols), d);  // dgamma, dbeta
+                out = out + w(2) * elems(w(v.cols), d);  // dgamma, dbeta
             }
             return out;
         }
         case OpKind::Outfeed:
-        case OpKind::Send: return 0;
-        case OpKind::ReduceScatter: return w(op.bytes) / w(group_size(op));
+        case OpKind::Send: return {0};
+        case OpKind::ReduceScatter: return {static_cast<Wide>(op.bytes / group_size(op))};
         case OpKind::AllGather: return w(op.bytes) * w(group_size(op));
         default: return w(op.bytes);
     }
 }
+
+}  // namespace
+
+std::vector<Wide> wide_operand_bytes(const TraceOp& op) {
+    std::vector<Wide> out;
+    for (Sat b : operand_bytes(op)) out.push_back(b.v);
+    return out;
+}
+
+Wide wide_bytes_out(const TraceOp& op) { return bytes_out(op).v; }
 
 }  // namespace trace_detail
 
