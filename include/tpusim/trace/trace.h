@@ -1,0 +1,154 @@
+#pragma once
+// Trace format v1 (docs/trace-format.md): the in-memory program the program layer lowers.
+//
+// Contract: a Trace returned by read_trace/parse_trace is fully validated: ids are unique,
+// deps name existing ops and form no cycle, `ops` is in a topological order (file order where
+// the deps allow), every size is positive, and every FLOP and byte figure below fits in 63 bits.
+// Shapes are per core (SPMD, as in XLA HLO after partitioning): an op runs on each core of
+// `cores` (or of the whole program) with the same shape.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tpusim {
+
+enum class OpKind {
+    Matmul,
+    Conv2d,
+    Vector,
+    Copy,
+    Infeed,
+    Outfeed,
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    AllToAll,
+    CollectivePermute,
+    Send,
+    Recv
+};
+
+enum class DType { BF16, F16, F32, S32, S8, U8, Pred };
+
+// Element-wise, row-wise and optimizer operations of the vector unit (VPU).
+enum class VectorOp {
+    // elementwise, two full-size inputs
+    Add, Sub, Mul, Div, Max, Min,
+    // elementwise, one input
+    Neg, Abs, Relu, Gelu, Tanh, Sigmoid, Exp, Log, Sqrt, Rsqrt, Scale, Convert, Dropout,
+    Transpose,
+    // gradients: two full-size inputs (dy and the forward input or output)
+    ReluGrad, GeluGrad, TanhGrad, SigmoidGrad, DropoutGrad,
+    // row-wise (along cols): a rows x cols shape is required
+    BiasAdd, Softmax, SoftmaxGrad, Layernorm, LayernormGrad, Rmsnorm, ReduceSum, ReduceMax,
+    // batch norm: statistics per column, over the rows (rows = batch x pixels, cols = channels)
+    Batchnorm, BatchnormGrad,
+    // embedding tables: rows x cols gathered from / scattered into a table
+    Gather, ScatterAdd,
+    // optimizer updates over `elements` parameters (state kept in the parameter dtype)
+    Sgd, SgdMomentum, Adam,
+};
+
+// What the VPU does per element of a vector op, for the lowering and for op_flops.
+struct VectorOpInfo {
+    const char* name;
+    int inputs;             // full-size input streams (rows x cols each)
+    int outputs;            // full-size output streams (reductions: 1 of `rows` elements)
+    int flops_per_element;  // arithmetic per element, counting a transcendental as one
+    int transcendentals_per_element;
+    bool row_wise;   // needs rows x cols; runs along cols
+    bool reduces;    // output has `rows` elements
+};
+const VectorOpInfo& vector_op_info(VectorOp op);
+
+enum class Padding { Same, Valid };
+
+struct MatmulShape {
+    std::int64_t batch = 1, m = 0, k = 0, n = 0;  // [batch] x (m x k) * (k x n)
+    bool transpose_lhs = false, transpose_rhs = false;
+};
+
+struct Conv2dShape {
+    std::int64_t batch = 0, h = 0, w = 0, c_in = 0, c_out = 0, kh = 0, kw = 0;
+    std::int64_t stride_h = 1, stride_w = 1;
+    Padding padding = Padding::Same;
+    std::int64_t out_h() const;
+    std::int64_t out_w() const;
+};
+
+struct VectorShape {
+    VectorOp op = VectorOp::Add;
+    std::int64_t rows = 1, cols = 0;  // `elements` in the file is rows = 1, cols = elements
+    std::int64_t table_rows = 0;      // gather/scatter_add: rows of the embedding table
+    std::int64_t elements() const { return rows * cols; }
+};
+
+struct TraceOp {
+    std::string id;
+    OpKind kind = OpKind::Matmul;
+    DType dtype = DType::BF16;
+    DType out_dtype = DType::BF16;  // result dtype: the dtype unless the file says otherwise
+    MatmulShape matmul;
+    Conv2dShape conv;
+    VectorShape vector;
+    // copy/infeed/outfeed: bytes moved; collectives/send/recv: the per-core input buffer.
+    std::int64_t bytes = 0;
+    // Collectives: a partition of the op's cores into equal groups (default: one group).
+    std::vector<std::vector<int>> replica_groups;
+    std::vector<std::pair<int, int>> source_target_pairs;  // collective_permute
+    int peer = -1;                                         // send: target; recv: source
+    std::vector<std::size_t> deps;  // indices into Trace::ops, all earlier than this op
+    // The primary operand (first input) arrives on chip from the producer(s) in `deps` and is
+    // not read from HBM; producers whose consumers are all fused keep their result on chip.
+    bool fused = false;
+    std::vector<int> cores;  // the cores that run this op; empty: every core of the program
+    int line = 0;            // 1-based line of the op in its file; 0 when unknown
+};
+
+struct Trace {
+    std::string name;
+    int version = 1;
+    std::int64_t cores = 1;
+    std::vector<TraceOp> ops;  // topological order
+    std::string path;
+};
+
+inline constexpr int kTraceVersion = 1;
+inline constexpr const char* kTraceFormat = "tpusim.trace";
+
+// Throws InputError(path, where, what): where is a JSON pointer ("/version"),
+// "line L, column C" (JSON syntax) or op "<id>" / ops[<index>] (one op).
+// board_cores: TensorCores of the configured board; the trace's `cores` defaults to it.
+Trace read_trace(const std::string& path, std::int64_t board_cores);
+Trace parse_trace(const nlohmann::json& j, const std::string& name, std::int64_t board_cores);
+// As parse_trace, with the 1-based source line of each op (op_lines[i] for ops[i]).
+Trace parse_trace(const nlohmann::json& j, const std::string& name, std::int64_t board_cores,
+                  const std::vector<int>& op_lines);
+
+const char* op_kind_name(OpKind k);  // as in the file: "matmul", "all_reduce", ...
+const char* dtype_name(DType d);
+std::int64_t dtype_bytes(DType d);
+bool is_collective(OpKind k);  // all_reduce ... recv: traffic on the ICI
+
+// The implicit GEMM of a conv2d: m = batch*out_h*out_w, k = kh*kw*c_in, n = c_out.
+MatmulShape conv_as_matmul(const Conv2dShape& c);
+
+// Per core running the op. FLOPs: 2*batch*m*k*n for matmul/conv (a multiply-add is two),
+// flops_per_element*elements for vector ops, 0 for data movement and collectives.
+std::int64_t op_flops(const TraceOp& op);
+// Sizes of the operands in their order (primary first) and of the result(s).
+std::vector<std::int64_t> op_operand_bytes(const TraceOp& op);
+std::int64_t op_bytes_in(const TraceOp& op);
+std::int64_t op_bytes_out(const TraceOp& op);
+// Bytes read from HBM: op_bytes_in less the primary operand of a fused op.
+std::int64_t op_hbm_bytes_in(const TraceOp& op);
+// How many cores run the op.
+std::int64_t op_core_count(const Trace& t, const TraceOp& op);
+// For each op: true when it has consumers and all of them are fused (result stays on chip).
+std::vector<bool> results_kept_on_chip(const Trace& t);
+
+}  // namespace tpusim

@@ -1,0 +1,703 @@
+#!/usr/bin/env python3
+"""Writes tpusim trace files (format v1, docs/trace-format.md) for common models.
+
+Shapes are per core (SPMD): a data-parallel step over C cores is one per-core program with
+`"cores": C` and gradient all-reduces over all cores. Weights, gradients and optimizer state
+are f32 (mixed precision as in the MLPerf TPU submissions); activations are bf16.
+
+  gen_trace.py bert --layers 12 --seq 512 --batch 8 --cores 8 -o bert.json
+  gen_trace.py resnet50 --batch 32 --cores 8 -o resnet50.json
+  gen_trace.py lstm --batch 128 --cores 8 -o lstm.json
+  gen_trace.py unet --batch 4 --image 256 --cores 8 -o unet.json
+  gen_trace.py examples traces/     (the small committed examples)
+
+Python 3 standard library only.
+"""
+import argparse
+import json
+import os
+import sys
+
+BF16, F32 = "bf16", "f32"
+SIZE = {"bf16": 2, "f16": 2, "f32": 4, "s32": 4, "s8": 1, "u8": 1, "pred": 1}
+
+
+class Trace:
+    """Collects ops in program order; every helper returns the new op's id."""
+
+    def __init__(self, name, cores, description="", metadata=None):
+        self.name, self.cores, self.description = name, cores, description
+        self.metadata = metadata or {}
+        self.ops = []
+        self.ids = set()
+        self.param_count = 0
+
+    def op(self, id_, kind, deps=(), fused=False, **fields):
+        assert id_ not in self.ids, id_
+        self.ids.add(id_)
+        o = {"id": id_, "kind": kind}
+        o.update(fields)
+        deps = [d for d in deps if d]
+        if deps:
+            o["deps"] = deps
+        if fused:
+            o["fused"] = True
+        self.ops.append(o)
+        return id_
+
+    def matmul(self, id_, m, k, n, deps=(), batch=1, dtype=BF16, **kw):
+        if batch != 1:
+            kw["batch"] = batch
+        return self.op(id_, "matmul", deps, m=m, k=k, n=n, dtype=dtype, **kw)
+
+    def vector(self, id_, op, deps=(), rows=None, cols=None, elements=None, dtype=BF16,
+               fused=False, **kw):
+        shape = {"elements": elements} if elements is not None else {"rows": rows, "cols": cols}
+        return self.op(id_, "vector", deps, fused, op=op, **shape, dtype=dtype, **kw)
+
+    def write(self, path):
+        doc = {"format": "tpusim.trace", "version": 1, "name": self.name, "cores": self.cores}
+        if self.description:
+            doc["description"] = self.description
+        if self.metadata:
+            doc["metadata"] = self.metadata
+        head = json.dumps(doc)[:-1]
+        lines = [json.dumps(o, separators=(", ", ": ")) for o in self.ops]
+        text = head + ', "ops": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
+        if path == "-":
+            sys.stdout.write(text)
+        else:
+            with open(path, "w") as f:
+                f.write(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dense layers: y = act(x W + b); backward dx = dy W^T, dW = x^T dy, db = sum over rows of dy.
+
+
+def dense_fwd(t, name, x, rows, n_in, n_out, deps=(), act=None):
+    """Returns (output id, saved state for dense_bwd)."""
+    t.param_count += n_in * n_out + n_out
+    mm = t.matmul(f"{name}.mm", rows, n_in, n_out, deps=[x, *deps])
+    y = t.vector(f"{name}.bias", "bias_add", [mm], rows=rows, cols=n_out, fused=True)
+    pre = y
+    if act:
+        y = t.vector(f"{name}.{act}", act, [y], rows=rows, cols=n_out, fused=True)
+    return y, {"name": name, "x": x, "pre": pre, "rows": rows, "in": n_in, "out": n_out,
+               "act": act}
+
+
+def dense_bwd(t, s, dy):
+    """Returns (dx id, gradient op ids)."""
+    name, rows, n_in, n_out = s["name"], s["rows"], s["in"], s["out"]
+    if s["act"]:
+        dy = t.vector(f"{name}.{s['act']}_grad", s["act"] + "_grad", [dy, s["pre"]],
+                      rows=rows, cols=n_out)
+    # The bias gradient sums dy over its rows: a reduction of the transposed view.
+    db = t.vector(f"{name}.dbias", "reduce_sum", [dy], rows=n_out, cols=rows, out_dtype=F32)
+    dx = t.matmul(f"{name}.dx", rows, n_out, n_in, deps=[dy], transpose_rhs=True)
+    dw = t.matmul(f"{name}.dw", n_in, rows, n_out, deps=[s["x"], dy], transpose_lhs=True,
+                  out_dtype=F32)
+    return dx, [db, dw]
+
+
+def layernorm_fwd(t, name, x, rows, cols, deps=(), fused=True):
+    t.param_count += 2 * cols
+    y = t.vector(f"{name}", "layernorm", [x, *deps], rows=rows, cols=cols, fused=fused)
+    return y, {"name": name, "x": x, "rows": rows, "cols": cols}
+
+
+def layernorm_bwd(t, s, dy):
+    return t.vector(f"{s['name']}.grad", "layernorm_grad", [dy, s["x"]], rows=s["rows"],
+                    cols=s["cols"], out_dtype=BF16)
+
+
+def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
+    """All-reduce a layer's f32 gradients over every core, then update its parameters."""
+    deps = grads
+    if t.cores > 1:
+        deps = [t.op(f"{name}.allreduce", "all_reduce", grads, bytes=params * SIZE[F32],
+                     dtype=F32)]
+    return t.vector(f"{name}.{optimizer}", optimizer, deps, elements=params, dtype=F32)
+
+
+# ---------------------------------------------------------------------------------------------
+# Transformer encoder (BERT, post-LayerNorm)
+
+
+def attention_fwd(t, p, x, b, s, h, heads, deps=()):
+    T, dh = b * s, h // heads
+    st = {"x": x}
+    q, st["q"] = dense_fwd(t, f"{p}.q", x, T, h, h, deps)
+    k, st["k"] = dense_fwd(t, f"{p}.k", x, T, h, h, deps)
+    v, st["v"] = dense_fwd(t, f"{p}.v", x, T, h, h, deps)
+    scores = t.matmul(f"{p}.scores", s, dh, s, deps=[q, k], batch=b * heads, transpose_rhs=True)
+    probs = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s,
+                     fused=True)
+    probs = t.vector(f"{p}.probs_dropout", "dropout", [probs], elements=b * heads * s * s,
+                     fused=True)
+    ctx = t.matmul(f"{p}.context", s, s, dh, deps=[probs, v], batch=b * heads)
+    o, st["o"] = dense_fwd(t, f"{p}.out", ctx, T, h, h)
+    o = t.vector(f"{p}.out_dropout", "dropout", [o], elements=T * h, fused=True)
+    r = t.vector(f"{p}.residual", "add", [o, x], elements=T * h, fused=True)
+    y, st["ln"] = layernorm_fwd(t, f"{p}.ln", r, T, h)
+    st.update(q_out=q, k_out=k, v_out=v, probs=probs, b=b, s=s, h=h, heads=heads)
+    return y, st
+
+
+def attention_bwd(t, p, st, dy):
+    b, s, h, heads = st["b"], st["s"], st["h"], st["heads"]
+    T, dh = b * s, h // heads
+    dr = layernorm_bwd(t, st["ln"], dy)
+    do = t.vector(f"{p}.out_dropout_grad", "dropout_grad", [dr], elements=T * h, fused=True)
+    dctx, g_o = dense_bwd(t, st["o"], do)
+    dprobs = t.matmul(f"{p}.dprobs", s, dh, s, deps=[dctx, st["v_out"]], batch=b * heads,
+                      transpose_rhs=True)
+    dv = t.matmul(f"{p}.dv", s, s, dh, deps=[st["probs"], dctx], batch=b * heads,
+                  transpose_lhs=True)
+    dprobs = t.vector(f"{p}.probs_dropout_grad", "dropout_grad", [dprobs],
+                      elements=b * heads * s * s, fused=True)
+    dscores = t.vector(f"{p}.softmax_grad", "softmax_grad", [dprobs, st["probs"]],
+                       rows=b * heads * s, cols=s, fused=True)
+    dq = t.matmul(f"{p}.dq", s, s, dh, deps=[dscores, st["k_out"]], batch=b * heads)
+    dk = t.matmul(f"{p}.dk", s, s, dh, deps=[dscores, st["q_out"]], batch=b * heads,
+                  transpose_lhs=True)
+    dxq, g_q = dense_bwd(t, st["q"], dq)
+    dxk, g_k = dense_bwd(t, st["k"], dk)
+    dxv, g_v = dense_bwd(t, st["v"], dv)
+    a1 = t.vector(f"{p}.dx_sum1", "add", [dxq, dxk], elements=T * h)
+    a2 = t.vector(f"{p}.dx_sum2", "add", [a1, dxv], elements=T * h, fused=True)
+    dx = t.vector(f"{p}.dx", "add", [a2, dr], elements=T * h, fused=True)
+    return dx, g_o + g_q + g_k + g_v + [dr]
+
+
+def ffn_fwd(t, p, x, T, h, f):
+    st = {}
+    a, st["in"] = dense_fwd(t, f"{p}.ffn_in", x, T, h, f, act="gelu")
+    o, st["out"] = dense_fwd(t, f"{p}.ffn_out", a, T, f, h)
+    o = t.vector(f"{p}.ffn_dropout", "dropout", [o], elements=T * h, fused=True)
+    r = t.vector(f"{p}.ffn_residual", "add", [o, x], elements=T * h, fused=True)
+    y, st["ln"] = layernorm_fwd(t, f"{p}.ffn_ln", r, T, h)
+    st.update(T=T, h=h)
+    return y, st
+
+
+def ffn_bwd(t, p, st, dy):
+    T, h = st["T"], st["h"]
+    dr = layernorm_bwd(t, st["ln"], dy)
+    do = t.vector(f"{p}.ffn_dropout_grad", "dropout_grad", [dr], elements=T * h, fused=True)
+    da, g_out = dense_bwd(t, st["out"], do)
+    dx, g_in = dense_bwd(t, st["in"], da)
+    dx = t.vector(f"{p}.ffn_dx", "add", [dx, dr], elements=T * h, fused=True)
+    return dx, g_out + g_in + [dr]
+
+
+def encoder_layer_params(h, f):
+    return 4 * (h * h + h) + 2 * h * f + f + h + 4 * h
+
+
+def gen_bert(a):
+    b, s, h, heads, f, L, vocab = a.batch, a.seq, a.hidden, a.heads, a.ffn, a.layers, a.vocab
+    T = b * s
+    fwd_only = a.forward_only
+    t = Trace(a.name or ("bert_fwd" if fwd_only else "bert_train_step"), a.cores,
+              f"BERT encoder ({L} layers, hidden {h}, {heads} heads, FFN {f}), seq {s}, "
+              f"batch {b} per core x {a.cores} cores" + ("" if fwd_only else
+              ": forward, backward, gradient all-reduce per layer, Adam"),
+              {"generator": "scripts/gen_trace.py bert", "layers": L, "seq": s,
+               "batch_per_core": b, "hidden": h, "heads": heads, "ffn": f, "vocab": vocab})
+    x = None
+    emb_params = (vocab + s + 2) * h + 2 * h
+    if a.embeddings:
+        tok = t.vector("emb.tokens", "gather", rows=T, cols=h, table_rows=vocab)
+        pos = t.vector("emb.position", "add", [tok], elements=T * h, fused=True)
+        typ = t.vector("emb.token_type", "add", [pos], elements=T * h, fused=True)
+        x, emb_ln = layernorm_fwd(t, "emb.ln", typ, T, h)
+    else:
+        x = t.op("input", "infeed", bytes=T * h * SIZE[BF16])
+    states = []
+    for i in range(L):
+        p = f"l{i}"
+        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
+        x, sf = ffn_fwd(t, p, x, T, h, f)
+        states.append((p, sa, sf))
+    if fwd_only:
+        t.op("output", "outfeed", [x], bytes=T * h * SIZE[BF16])
+        return t
+    # Masked-LM head on the masked positions (BERT pre-training: 76 of 512), weights tied to
+    # the token embedding; the loss gradient arrives as d(logits) = softmax - one_hot.
+    P = b * a.predictions
+    g = t.vector("mlm.gather", "gather", [x], rows=P, cols=h, table_rows=T)
+    tr, s_tr = dense_fwd(t, "mlm.transform", g, P, h, h, act="gelu")
+    tr, s_ln = layernorm_fwd(t, "mlm.ln", tr, P, h)
+    logits = t.matmul("mlm.logits", P, h, vocab, deps=[tr], transpose_rhs=True)
+    probs = t.vector("mlm.softmax", "softmax", [logits], rows=P, cols=vocab, fused=True,
+                     out_dtype=F32)
+    dlogits = t.vector("mlm.dlogits", "sub", [probs], elements=P * vocab, dtype=F32,
+                       fused=True, out_dtype=BF16)
+    dtr = t.matmul("mlm.dtransform_out", P, vocab, h, deps=[dlogits])
+    demb_dec = t.matmul("mlm.dembedding", vocab, P, h, deps=[dlogits, tr], transpose_lhs=True,
+                        out_dtype=F32)
+    dtr = layernorm_bwd(t, s_ln, dtr)
+    dg, g_mlm = dense_bwd(t, s_tr, dtr)
+    dx = t.vector("mlm.scatter", "scatter_add", [dg], rows=P, cols=h, table_rows=T)
+    head_grads = g_mlm + [demb_dec, s_ln["name"] + ".grad"]
+    for p, sa, sf in reversed(states):
+        dx, g_f = ffn_bwd(t, p, sf, dx)
+        dx, g_a = attention_bwd(t, f"{p}.attn", sa, dx)
+        grad_sync_and_update(t, p, g_f + g_a, encoder_layer_params(h, f))
+    grad_sync_and_update(t, "mlm", head_grads, h * h + 3 * h + vocab)
+    if a.embeddings:
+        dln = layernorm_bwd(t, emb_ln, dx)
+        demb = t.vector("emb.tokens_grad", "scatter_add", [dln], rows=T, cols=h,
+                        table_rows=vocab)
+        grad_sync_and_update(t, "emb", [demb, demb_dec], emb_params)
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolutional networks (ResNet-50, UNet): conv2d + batchnorm + relu; backward as a conv for
+# dx (stride 1) or its implicit GEMM (strided), and the implicit GEMM x^T dy for dw.
+
+
+def out_dim(x, stride):
+    return (x + stride - 1) // stride
+
+
+class ConvNet:
+    def __init__(self, t, b):
+        self.t, self.b = t, b
+        self.tape = []  # (name, state) in forward order
+        self.params = {}
+        self.size = {}  # activation id -> elements (for gradient sums)
+        self.no_grad = set()  # activations that need no gradient (the input)
+
+    def conv(self, name, x, hw, c_in, c_out, k, stride=1, bn=True, relu=True, deps=(),
+             group="g"):
+        t, b = self.t, self.b
+        h, w = hw
+        oh, ow = out_dim(h, stride), out_dim(w, stride)
+        y = t.op(f"{name}.conv", "conv2d", [x, *deps], batch=b, h=h, w=w, c_in=c_in,
+                 c_out=c_out, kh=k, kw=k, stride_h=stride, stride_w=stride, padding="same",
+                 dtype=BF16)
+        pre = y
+        if bn:
+            y = t.vector(f"{name}.bn", "batchnorm", [y], rows=b * oh * ow, cols=c_out,
+                         fused=True)
+        if relu:
+            y = t.vector(f"{name}.relu", "relu", [y], elements=b * oh * ow * c_out, fused=True)
+        self.params[group] = self.params.get(group, 0) + k * k * c_in * c_out + (
+            2 * c_out if bn else c_out)
+        self.tape.append(("conv", name, dict(x=x, pre=pre, out=y, h=h, w=w, oh=oh, ow=ow,
+                                             c_in=c_in, c_out=c_out, k=k, stride=stride,
+                                             bn=bn, relu=relu, group=group)))
+        return y, (oh, ow)
+
+    def conv_bwd(self, name, s, dy, need_dx=True):
+        t, b = self.t, self.b
+        pix = b * s["oh"] * s["ow"]
+        if s["relu"]:
+            dy = t.vector(f"{name}.relu_grad", "relu_grad", [dy, s["out"]],
+                          elements=pix * s["c_out"])
+        if s["bn"]:
+            dy = t.vector(f"{name}.bn_grad", "batchnorm_grad", [dy, s["pre"]], rows=pix,
+                          cols=s["c_out"], fused=bool(s["relu"]))
+        k, c_in, c_out = s["k"], s["c_in"], s["c_out"]
+        dx = None
+        if not need_dx:
+            pass
+        elif s["stride"] == 1:
+            dx = t.op(f"{name}.dx", "conv2d", [dy], batch=b, h=s["oh"], w=s["ow"], c_in=c_out,
+                      c_out=c_in, kh=k, kw=k, padding="same", dtype=BF16)
+        else:
+            # dy dilated by the stride, convolved with the flipped filter: the same FLOPs as
+            # the forward conv, written as its implicit GEMM over the output pixels.
+            dx = t.matmul(f"{name}.dx", pix, k * k * c_out, c_in, deps=[dy],
+                          transpose_rhs=True)
+        dw = t.matmul(f"{name}.dw", k * k * c_in, pix, c_out, deps=[s["x"], dy],
+                      transpose_lhs=True, out_dtype=F32)
+        return dx, dw
+
+
+def backward_convnet(net, dy, extra_grad_of=None):
+    """Walks the tape backwards; skip connections add their gradient where they fork."""
+    t = net.t
+    grads = {}
+    pending = {}  # activation id -> gradient ids still to be summed into it
+    dys = {net.tape[-1][2]["out"]: dy}
+    for kind, name, s in reversed(net.tape):
+        out = s["out"]
+        if out not in dys:
+            continue
+        g = dys.pop(out)
+        if kind == "conv":
+            dx, dw = net.conv_bwd(name, s, g, need_dx=s["x"] not in net.no_grad)
+            grads.setdefault(s["group"], []).append(dw)
+            targets = [(s["x"], dx)] if dx else []
+        else:  # "add" (residual), "pool", "concat", "up": custom backward
+            targets = s["bwd"](g)
+        for x, dx in targets:
+            if x in dys:
+                dys[x] = t.vector(f"{name}.gsum_{len(t.ops)}", "add", [dys[x], dx],
+                                  elements=net.size[x])
+            else:
+                dys[x] = dx
+    return grads
+
+
+def gen_resnet50(a):
+    b = a.batch
+    t = Trace(a.name or "resnet50_train_step", a.cores,
+              f"ResNet-50 v1.5 training step, {a.image}x{a.image} images, batch {b} per core x "
+              f"{a.cores} cores: forward, backward, gradient all-reduce per stage, SGD momentum",
+              {"generator": "scripts/gen_trace.py resnet50", "batch_per_core": b,
+               "image": a.image})
+    net = ConvNet(t, b)
+    x = t.op("input", "infeed", bytes=b * a.image * a.image * 3 * SIZE[BF16])
+    net.no_grad.add(x)
+    net.size[x] = b * a.image * a.image * 3
+    y, hw = net.conv("stem", x, (a.image, a.image), 3, 64, 7, stride=2, group="stem")
+    net.size[y] = b * hw[0] * hw[1] * 64
+    pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
+    pool = t.vector("stem.maxpool", "reduce_max", [y], rows=b * pool_hw[0] * pool_hw[1] * 64,
+                    cols=9, fused=True)
+    net.size[pool] = b * pool_hw[0] * pool_hw[1] * 64
+
+    def pool_bwd(g, src=y, hw_in=hw):
+        return [(src, t.vector("stem.maxpool_grad", "scatter_add", [g], rows=net.size[pool],
+                               cols=1, table_rows=b * hw_in[0] * hw_in[1] * 64))]
+
+    net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
+    x, hw, c = pool, pool_hw, 64
+    stages = [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]
+    for si, (width, blocks, stride0) in enumerate(stages):
+        grp = f"stage{si + 1}"
+        for bi in range(blocks):
+            p = f"s{si + 1}b{bi}"
+            stride = stride0 if bi == 0 else 1
+            y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 1, group=grp)
+            net.size[y1] = b * hw1[0] * hw1[1] * width
+            y2, hw2 = net.conv(f"{p}.c2", y1, hw1, width, width, 3, stride=stride, group=grp)
+            net.size[y2] = b * hw2[0] * hw2[1] * width
+            y3, _ = net.conv(f"{p}.c3", y2, hw2, width, 4 * width, 1, relu=False, group=grp)
+            net.size[y3] = b * hw2[0] * hw2[1] * 4 * width
+            sc = x
+            if bi == 0:
+                sc, _ = net.conv(f"{p}.proj", x, hw, c, 4 * width, 1, stride=stride,
+                                 relu=False, group=grp)
+                net.size[sc] = net.size[y3]
+            n = net.size[y3]
+            add = t.vector(f"{p}.add", "add", [y3, sc], elements=n, fused=True)
+            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
+            net.size[out] = n
+
+            def add_bwd(g, p=p, out=out, y3=y3, sc=sc, n=n):
+                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n)
+                return [(y3, dg), (sc, dg)]
+
+            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
+            x, hw, c = out, hw2, 4 * width
+    gap = t.vector("head.avgpool", "reduce_sum", [x], rows=b * c, cols=hw[0] * hw[1])
+    fc, s_fc = dense_fwd(t, "head.fc", gap, b, c, 1000)
+    net.params["head"] = 0
+    sm = t.vector("head.softmax", "softmax", [fc], rows=b, cols=1000, fused=True, out_dtype=F32)
+    dlog = t.vector("head.dlogits", "sub", [sm], elements=b * 1000, dtype=F32, fused=True,
+                    out_dtype=BF16)
+    dgap, g_fc = dense_bwd(t, s_fc, dlog)
+    dfeat = t.vector("head.avgpool_grad", "scale", [dgap], elements=b * c * hw[0] * hw[1])
+    grads = backward_convnet(net, dfeat)
+    grads["head"] = g_fc
+    net.params["head"] = c * 1000 + 1000
+    for grp in reversed(list(net.params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp], "sgd_momentum")
+    return t
+
+
+def gen_unet(a):
+    b, img, base, depth = a.batch, a.image, a.base, a.depth
+    t = Trace(a.name or "unet_train_step", a.cores,
+              f"UNet ({depth} levels, {base} base channels, 3x3 convs) on {img}x{img} images, "
+              f"batch {b} per core x {a.cores} cores: forward, backward, all-reduce, Adam",
+              {"generator": "scripts/gen_trace.py unet", "batch_per_core": b, "image": img,
+               "base_channels": base, "depth": depth})
+    net = ConvNet(t, b)
+    x = t.op("input", "infeed", bytes=b * img * img * a.in_channels * SIZE[BF16])
+    net.no_grad.add(x)
+    net.size[x] = b * img * img * a.in_channels
+    hw, c, skips = (img, img), a.in_channels, []
+    for d in range(depth + 1):
+        width = base << d
+        grp = f"down{d}" if d < depth else "bottom"
+        x, hw = net.conv(f"d{d}.c1", x, hw, c, width, 3, group=grp)
+        net.size[x] = b * hw[0] * hw[1] * width
+        x, hw = net.conv(f"d{d}.c2", x, hw, width, width, 3, group=grp)
+        net.size[x] = b * hw[0] * hw[1] * width
+        c = width
+        if d == depth:
+            break
+        skips.append((x, hw, c))
+        phw = (hw[0] // 2, hw[1] // 2)
+        pool = t.vector(f"d{d}.maxpool", "reduce_max", [x], rows=b * phw[0] * phw[1] * c,
+                        cols=4, fused=True)
+        net.size[pool] = b * phw[0] * phw[1] * c
+
+        def pool_bwd(g, d=d, src=x, n=net.size[x], rows=net.size[pool]):
+            return [(src, t.vector(f"d{d}.maxpool_grad", "scatter_add", [g], rows=rows,
+                                   cols=1, table_rows=n))]
+
+        net.tape.append(("pool", f"d{d}.maxpool", {"out": pool, "bwd": pool_bwd}))
+        x, hw = pool, phw
+    for d in reversed(range(depth)):
+        skip, shw, sc = skips[d]
+        width = base << d
+        grp = f"up{d}"
+        # 2x2 transposed conv: each input pixel writes a 2x2 patch of `width` channels.
+        up = t.matmul(f"u{d}.upconv", b * hw[0] * hw[1], c, 4 * width, deps=[x])
+        n_up = b * shw[0] * shw[1] * width
+        net.size[up] = n_up
+        cat = t.op(f"u{d}.concat", "copy", [up, skip], bytes=2 * n_up * SIZE[BF16])
+        net.size[cat] = 2 * n_up
+        net.params[grp] = c * 4 * width + width
+
+        def up_bwd(g, d=d, x=x, skip=skip, rows=b * hw[0] * hw[1], c=c, width=width,
+                   grp=grp, n_up=n_up):
+            dup = t.op(f"u{d}.concat_grad", "copy", [g], bytes=2 * n_up * SIZE[BF16])
+            dx = t.matmul(f"u{d}.upconv_dx", rows, 4 * width, c, deps=[dup], transpose_rhs=True)
+            dw = t.matmul(f"u{d}.upconv_dw", c, rows, 4 * width, deps=[x, dup],
+                          transpose_lhs=True, out_dtype=F32)
+            extra.setdefault(grp, []).append(dw)
+            return [(x, dx), (skip, dup)]
+
+        net.tape.append(("up", f"u{d}.upconv", {"out": cat, "bwd": up_bwd}))
+        x, hw = cat, shw
+        x, hw = net.conv(f"u{d}.c1", x, hw, 2 * width, width, 3, group=grp)
+        net.size[x] = b * hw[0] * hw[1] * width
+        x, hw = net.conv(f"u{d}.c2", x, hw, width, width, 3, group=grp)
+        net.size[x] = b * hw[0] * hw[1] * width
+        c = width
+    extra = {}
+    logits, _ = net.conv("head", x, hw, c, a.classes, 1, bn=False, relu=False, group="head")
+    n = b * hw[0] * hw[1] * a.classes
+    net.size[logits] = n
+    sm = t.vector("loss.softmax", "softmax", [logits], rows=b * hw[0] * hw[1], cols=a.classes,
+                  fused=True, out_dtype=F32)
+    dlog = t.vector("loss.dlogits", "sub", [sm], elements=n, dtype=F32, fused=True,
+                    out_dtype=BF16)
+    grads = backward_convnet(net, dlog)
+    for grp in reversed(list(net.params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []) + extra.get(grp, []), net.params[grp])
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# LSTM (Keras IMDB example: Embedding(10000, 128) -> LSTM(32) -> Dense(1, sigmoid)), unrolled
+# per timestep: one recurrent matmul and the gate arithmetic per step.
+
+
+def gen_lstm(a):
+    b, seq, emb, u, vocab = a.batch, a.seq, a.embedding, a.units, a.vocab
+    t = Trace(a.name or "lstm_imdb_train_step", a.cores,
+              f"Keras IMDB LSTM (embedding {vocab}x{emb}, LSTM {u} units, seq {seq}), batch {b} "
+              f"per core x {a.cores} cores: forward, backward through time, all-reduce, Adam",
+              {"generator": "scripts/gen_trace.py lstm", "batch_per_core": b, "seq": seq,
+               "embedding": emb, "units": u, "vocab": vocab})
+    g4, g3 = 4 * u, 3 * u
+    e = t.vector("embed", "gather", rows=b * seq, cols=emb, table_rows=vocab)
+    xp, s_xp = dense_fwd(t, "x_proj", e, b * seq, emb, g4)
+    h = c = None
+    steps = []
+    for i in range(seq):
+        p = f"t{i}"
+        gates = xp
+        if h:
+            rec = t.matmul(f"{p}.rec", b, u, g4, deps=[h, xp])
+            gates = t.vector(f"{p}.gates", "add", [rec], elements=b * g4, fused=True)
+        sig = t.vector(f"{p}.sigmoid", "sigmoid", [gates], elements=b * g3, fused=bool(h))
+        gg = t.vector(f"{p}.tanh_g", "tanh", [gates], elements=b * u, fused=bool(h))
+        ig = t.vector(f"{p}.i_g", "mul", [sig, gg], elements=b * u)
+        if c:
+            fc = t.vector(f"{p}.f_c", "mul", [sig, c], elements=b * u)
+            c_new = t.vector(f"{p}.c", "add", [ig, fc], elements=b * u, fused=True)
+        else:
+            c_new = ig
+        tc = t.vector(f"{p}.tanh_c", "tanh", [c_new], elements=b * u, fused=True)
+        h_new = t.vector(f"{p}.h", "mul", [tc, sig], elements=b * u, fused=True)
+        steps.append(dict(p=p, h_prev=h, c_prev=c, sig=sig, gg=gg, c=c_new, tc=tc))
+        h, c = h_new, c_new
+    y, s_out = dense_fwd(t, "out", h, b, u, 1, act="sigmoid")
+    dy = t.vector("loss.dlogits", "sub", [y], elements=b, dtype=F32, fused=True,
+                  out_dtype=BF16)
+    dh, g_out = dense_bwd(t, s_out, dy)
+    dc = None
+    du_acc = None
+    dgates_last = None
+    for st in reversed(steps):
+        p = st["p"]
+        do = t.vector(f"{p}.do", "mul", [dh, st["tc"]], elements=b * u)
+        dtc = t.vector(f"{p}.dtanh_c", "mul", [dh, st["sig"]], elements=b * u)
+        dcc = t.vector(f"{p}.dc_in", "tanh_grad", [dtc, st["tc"]], elements=b * u, fused=True)
+        if dc:
+            dcc = t.vector(f"{p}.dc", "add", [dcc, dc], elements=b * u, fused=True)
+        di = t.vector(f"{p}.di", "mul", [dcc, st["gg"]], elements=b * u)
+        dg = t.vector(f"{p}.dg", "mul", [dcc, st["sig"]], elements=b * u)
+        dsig_in = [di, do]
+        if st["c_prev"]:
+            df = t.vector(f"{p}.df", "mul", [dcc, st["c_prev"]], elements=b * u)
+            dc = t.vector(f"{p}.dc_prev", "mul", [dcc, st["sig"]], elements=b * u)
+            dsig_in.append(df)
+        dsig = t.vector(f"{p}.dsigmoid", "sigmoid_grad", [*dsig_in, st["sig"]],
+                        elements=b * g3)
+        dgt = t.vector(f"{p}.dtanh_g", "tanh_grad", [dg, st["gg"]], elements=b * u)
+        dgates = t.op(f"{p}.dgates", "copy", [dsig, dgt], bytes=b * g4 * SIZE[BF16])
+        dgates_last = dgates
+        if st["h_prev"]:
+            dh = t.matmul(f"{p}.dh_prev", b, g4, u, deps=[dgates], transpose_rhs=True)
+            du = t.matmul(f"{p}.du", u, b, g4, deps=[st["h_prev"], dgates], transpose_lhs=True,
+                          out_dtype=F32)
+            if du_acc:
+                du = t.vector(f"{p}.du_acc", "add", [du, du_acc], elements=u * g4, dtype=F32,
+                              fused=True)
+            du_acc = du
+    # The input projection's gradient for every step at once (all dgates done by now).
+    de, g_xp = dense_bwd(t, s_xp, dgates_last)
+    demb = t.vector("embed.grad", "scatter_add", [de], rows=b * seq, cols=emb, table_rows=vocab)
+    grad_sync_and_update(t, "out", g_out, u + 1)
+    grad_sync_and_update(t, "lstm", g_xp + [du_acc], emb * g4 + u * g4 + g4)
+    grad_sync_and_update(t, "embed", [demb], vocab * emb)
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# The small committed examples in traces/.
+
+
+def ex_gemm():
+    t = Trace("gemm", 1, "one bf16 GEMM, 8192 x 12288 x 12288")
+    t.matmul("mm", 8192, 12288, 12288)
+    return t
+
+
+def ex_mlp():
+    T, h, f = 8192, 1024, 4096
+    t = Trace("mlp_fwd_bwd", 1, f"MLP layer forward and backward: {T} tokens, {h} -> {f} (gelu) "
+              f"-> {h}, SGD update")
+    x = t.op("x", "infeed", bytes=T * h * SIZE[BF16])
+    a1, s1 = dense_fwd(t, "fc1", x, T, h, f, act="gelu")
+    y, s2 = dense_fwd(t, "fc2", a1, T, f, h)
+    dy = t.vector("loss_grad", "sub", [y], elements=T * h)
+    da, g2 = dense_bwd(t, s2, dy)
+    _, g1 = dense_bwd(t, s1, da)
+    t.vector("fc2.sgd", "sgd", g2, elements=f * h + h, dtype=F32)
+    t.vector("fc1.sgd", "sgd", g1, elements=h * f + f, dtype=F32)
+    return t
+
+
+def ex_attention():
+    b, s, h, heads = 8, 512, 1024, 16
+    t = Trace("attention", 1, f"one self-attention block forward: batch {b}, seq {s}, hidden "
+              f"{h}, {heads} heads")
+    x = t.op("x", "infeed", bytes=b * s * h * SIZE[BF16])
+    attention_fwd(t, "attn", x, b, s, h, heads)
+    return t
+
+
+def ex_bert_layer():
+    a = argparse.Namespace(batch=8, seq=512, hidden=768, heads=12, ffn=3072, layers=1,
+                           vocab=30522, cores=1, forward_only=True, embeddings=False,
+                           predictions=76, name="bert_base_layer_fwd")
+    return gen_bert(a)
+
+
+def ex_data_parallel():
+    T, dims = 4096, [1024, 4096, 4096, 1024]
+    t = Trace("data_parallel_step", 8, f"data-parallel training step over 8 cores: a "
+              f"{len(dims) - 1}-layer MLP on {T} tokens per core; each layer's gradient "
+              f"all-reduce starts as soon as its backward is done, overlapping the rest")
+    x = t.op("x", "infeed", bytes=T * dims[0] * SIZE[BF16])
+    states = []
+    for i in range(len(dims) - 1):
+        x, s = dense_fwd(t, f"fc{i}", x, T, dims[i], dims[i + 1],
+                         act="gelu" if i < len(dims) - 2 else None)
+        states.append(s)
+    dy = t.vector("loss_grad", "sub", [x], elements=T * dims[-1])
+    for i, s in reversed(list(enumerate(states))):
+        dy, g = dense_bwd(t, s, dy)
+        grad_sync_and_update(t, f"fc{i}", g, dims[i] * dims[i + 1] + dims[i + 1])
+    return t
+
+
+def bert_base_train_args():
+    return argparse.Namespace(batch=8, seq=512, hidden=768, heads=12, ffn=3072, layers=12,
+                              vocab=30522, cores=8, forward_only=False, embeddings=True,
+                              predictions=76, name="bert_base_train_step")
+
+
+def gen_examples(a):
+    out = a.dir
+    os.makedirs(out, exist_ok=True)
+    for name, make in [("gemm", ex_gemm), ("mlp_fwd_bwd", ex_mlp), ("attention", ex_attention),
+                       ("bert_base_layer_fwd", ex_bert_layer),
+                       ("data_parallel_step", ex_data_parallel),
+                       ("bert_base_train_step", lambda: gen_bert(bert_base_train_args()))]:
+        make().write(os.path.join(out, name + ".json"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="model", required=True)
+
+    def common(p, batch, cores=8):
+        p.add_argument("--batch", type=int, default=batch, help="batch per core")
+        p.add_argument("--cores", type=int, default=cores, help="data-parallel cores")
+        p.add_argument("--name", default=None)
+        p.add_argument("-o", "--output", default="-", help="output file ('-': stdout)")
+
+    p = sub.add_parser("bert", help="BERT training step (default: BERT-base, seq 512)")
+    common(p, 8)
+    p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--seq", type=int, default=512)
+    p.add_argument("--hidden", type=int, default=768)
+    p.add_argument("--heads", type=int, default=12)
+    p.add_argument("--ffn", type=int, default=3072)
+    p.add_argument("--vocab", type=int, default=30522)
+    p.add_argument("--predictions", type=int, default=76,
+                   help="masked positions per sequence (BERT pre-training: 76 of 512)")
+    p.add_argument("--forward-only", action="store_true")
+    p.add_argument("--no-embeddings", dest="embeddings", action="store_false")
+    p.set_defaults(func=gen_bert)
+    p = sub.add_parser("resnet50", help="ResNet-50 training step")
+    common(p, 32)
+    p.add_argument("--image", type=int, default=224)
+    p.set_defaults(func=gen_resnet50)
+    p = sub.add_parser("lstm", help="Keras IMDB LSTM training step")
+    common(p, 128)
+    p.add_argument("--seq", type=int, default=500)
+    p.add_argument("--embedding", type=int, default=128)
+    p.add_argument("--units", type=int, default=32)
+    p.add_argument("--vocab", type=int, default=10000)
+    p.set_defaults(func=gen_lstm)
+    p = sub.add_parser("unet", help="UNet training step")
+    common(p, 4)
+    p.add_argument("--image", type=int, default=256)
+    p.add_argument("--base", type=int, default=64, help="channels of the first level")
+    p.add_argument("--depth", type=int, default=4, help="down-sampling steps")
+    p.add_argument("--in-channels", type=int, default=3)
+    p.add_argument("--classes", type=int, default=2)
+    p.set_defaults(func=gen_unet)
+    p = sub.add_parser("examples", help="write the small committed examples into DIR")
+    p.add_argument("dir")
+    p.set_defaults(func=gen_examples)
+    a = ap.parse_args(argv)
+    if a.model == "examples":
+        gen_examples(a)
+        return 0
+    for field in ("batch", "cores"):
+        if getattr(a, field) < 1:
+            ap.error(f"--{field} must be positive")
+    a.func(a).write(a.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

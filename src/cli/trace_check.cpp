@@ -1,0 +1,86 @@
+// `tpusim trace check`: reads and validates a trace (docs/trace-format.md) and prints a
+// one-line summary: ops by kind, FLOPs and bytes. No simulation.
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "tpusim/trace/trace.h"
+
+namespace tpusim::cli {
+
+namespace {
+
+struct CheckOptions {
+    std::string trace;
+    std::string config;
+    std::vector<std::string> sets;
+    bool json = false;
+};
+
+// Sums over every op and every core that runs it: up to 100,000 ops of up to 2^63 each.
+using Total = unsigned __int128;
+
+std::string to_string(Total v) {
+    if (v == 0) return "0";
+    std::string s;
+    while (v > 0) {
+        s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+        v /= 10;
+    }
+    return s;
+}
+
+void run_check(const CheckOptions& o) {
+    const TpuConfig cfg = o.config.empty() ? TpuConfig{} : load_config(o.config, o.sets);
+    const Trace t = read_trace(o.trace, cfg.cores());
+    std::map<std::string, std::size_t> by_kind;
+    Total flops = 0, bytes_in = 0, bytes_out = 0, ici = 0;
+    for (const auto& op : t.ops) {
+        const auto cores = static_cast<Total>(op_core_count(t, op));
+        ++by_kind[op_kind_name(op.kind)];
+        flops += static_cast<Total>(op_flops(op)) * cores;
+        bytes_in += static_cast<Total>(op_bytes_in(op)) * cores;
+        bytes_out += static_cast<Total>(op_bytes_out(op)) * cores;
+        if (is_collective(op.kind)) ici += static_cast<Total>(op.bytes) * cores;
+    }
+    if (o.json) {
+        nlohmann::json j = {{"name", t.name},
+                            {"ops", t.ops.size()},
+                            {"cores", t.cores},
+                            {"by_kind", by_kind},
+                            {"flops", to_string(flops)},
+                            {"bytes_in", to_string(bytes_in)},
+                            {"bytes_out", to_string(bytes_out)},
+                            {"collective_bytes", to_string(ici)}};
+        std::cout << j.dump(2) << "\n";
+        return;
+    }
+    std::string kinds;
+    for (const auto& [k, n] : by_kind) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", k, n);
+    std::cout << fmt::format(
+        "{}: ok, {} ops ({}), {} core{}, {} FLOP, {} bytes in, {} bytes out, {} collective "
+        "bytes (totals over all cores)\n",
+        t.name, t.ops.size(), kinds, t.cores, t.cores == 1 ? "" : "s", to_string(flops),
+        to_string(bytes_in), to_string(bytes_out), to_string(ici));
+}
+
+}  // namespace
+
+void add_trace_command(CLI::App& app) {
+    static CheckOptions opts;
+    auto* trace = app.add_subcommand("trace", "work with trace files (docs/trace-format.md)");
+    trace->require_subcommand(1);
+    auto* cmd = trace->add_subcommand("check", "read and validate a trace; print a summary");
+    cmd->add_option("--trace,-t", opts.trace, "trace file (JSON)")->required();
+    cmd->add_option("--config,-c", opts.config,
+                    "board configuration; the trace may use at most its cores (default: the "
+                    "built-in TPU v3-8 values)");
+    cmd->add_option("--set", opts.sets, "override a config value (repeatable)")->take_all();
+    cmd->add_flag("--json", opts.json, "print JSON instead of text");
+    cmd->callback([] { run_check(opts); });
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,156 @@
+// Reading a trace file: JSON syntax (json_io), the top-level object, then each op
+// (trace_op_parse.cpp) and the links between ops (trace_link.cpp).
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tpusim/common/error.h"
+#include "tpusim/common/json_io.h"
+#include "trace_internal.h"
+
+namespace tpusim {
+
+using nlohmann::json;
+
+namespace {
+
+// The 1-based line on which each object in the top-level "ops" array starts (a non-object
+// element fails before lines matter). nlohmann::json
+// keeps no source positions, so this is one pass over the (already valid) text.
+std::vector<int> op_lines(const std::string& text) {
+    std::vector<int> lines;
+    int line = 1, depth = 0;
+    bool in_string = false, escaped = false, in_ops = false;
+    std::size_t key_start = 0;
+    std::string_view last_key;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '\n') ++line;
+        if (in_string) {
+            if (escaped) {
+                escaped = false;
+            } else if (c == '\\') {
+                escaped = true;
+            } else if (c == '"') {
+                in_string = false;
+                if (depth == 1) last_key = std::string_view(text).substr(key_start, i - key_start);
+            }
+            continue;
+        }
+        switch (c) {
+            case '"':
+                in_string = true;
+                key_start = i + 1;
+                break;
+            case '[':
+            case '{':
+                if (in_ops && depth == 2) lines.push_back(line);
+                if (depth == 1 && c == '[' && last_key == "ops") in_ops = true;
+                ++depth;
+                break;
+            case ']':
+            case '}':
+                --depth;
+                if (depth == 1) in_ops = false;
+                break;
+            default:
+                break;
+        }
+    }
+    return lines;
+}
+
+std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+}  // namespace
+
+Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cores,
+                  const std::vector<int>& lines) {
+    auto fail = [&](const std::string& where, const std::string& what) {
+        throw InputError(name, where, what);
+    };
+    if (!j.is_object()) {
+        fail("", fmt::format("the top level must be a JSON object, got {}", json_type_name(j)));
+    }
+    static const char* const kKeys[] = {"format", "version", "name", "description",
+                                        "cores",  "ops",     "metadata"};
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        if (std::find(std::begin(kKeys), std::end(kKeys), it.key()) == std::end(kKeys)) {
+            fail(json_pointer_child("", it.key()),
+                 "unknown key (expected format, version, name, description, cores, ops, "
+                 "metadata)");
+        }
+    }
+    const auto format = j.find("format");
+    if (format == j.end()) fail("/format", fmt::format("missing (expected \"{}\")", kTraceFormat));
+    if (!format->is_string() || *format != kTraceFormat) {
+        fail("/format", fmt::format("expected \"{}\", got {}", kTraceFormat, format->dump()));
+    }
+    const auto version = j.find("version");
+    const std::string supported = fmt::format("this tpusim reads version {}", kTraceVersion);
+    if (version == j.end()) fail("/version", fmt::format("missing ({})", supported));
+    if (!version->is_number_integer() || *version != kTraceVersion) {
+        fail("/version", fmt::format("unsupported version {} ({})", version->dump(), supported));
+    }
+    Trace t;
+    t.path = name;
+    t.version = kTraceVersion;
+    t.name = stem(name);
+    if (const auto it = j.find("name"); it != j.end()) {
+        if (!it->is_string()) fail("/name", "expected a string, got " + json_type_name(*it));
+        t.name = it->get<std::string>();
+    }
+    if (const auto it = j.find("description"); it != j.end() && !it->is_string()) {
+        fail("/description", "expected a string, got " + json_type_name(*it));
+    }
+    if (const auto it = j.find("metadata"); it != j.end() && !it->is_object()) {
+        fail("/metadata", "expected an object, got " + json_type_name(*it));
+    }
+    t.cores = board_cores;
+    if (const auto it = j.find("cores"); it != j.end()) {
+        if (!it->is_number_integer() || *it < 1) {
+            fail("/cores", "expected a positive integer, got " + it->dump());
+        }
+        if (it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t{INT64_MAX}) {
+            fail("/cores", "out of range");
+        }
+        t.cores = it->get<std::int64_t>();
+        if (t.cores > board_cores) {
+            fail("/cores", fmt::format("the trace needs {} cores but the board has {}", t.cores,
+                                       board_cores));
+        }
+    }
+    const auto ops = j.find("ops");
+    if (ops == j.end()) fail("/ops", "missing (expected an array of ops)");
+    if (!ops->is_array()) fail("/ops", "expected an array of ops, got " + json_type_name(*ops));
+    if (ops->empty()) fail("/ops", "the trace has no ops");
+    t.ops.reserve(ops->size());
+    std::vector<std::vector<std::string>> dep_ids(ops->size());
+    for (std::size_t i = 0; i < ops->size(); ++i) {
+        t.ops.push_back(trace_detail::parse_op((*ops)[i], i, t.cores, name, dep_ids[i]));
+        t.ops.back().line = i < lines.size() ? lines[i] : 0;
+    }
+    trace_detail::link_ops(t, dep_ids);
+    return t;
+}
+
+Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cores) {
+    return parse_trace(j, name, board_cores, {});
+}
+
+Trace read_trace(const std::string& path, std::int64_t board_cores) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, "", "cannot open file");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (in.bad()) throw InputError(path, "", "cannot read file");
+    const std::string text = ss.str();
+    const json j = parse_json_text(text, path);
+    return parse_trace(j, path, board_cores, op_lines(text));
+}
+
+}  // namespace tpusim
