@@ -1,0 +1,39 @@
+#pragma once
+// SystemC wrapper of VpuTiming: the sequencer hands it vector programs; it notifies the
+// caller's event when the last instruction of each has completed (1 SystemC ns = 1 cycle).
+#include <deque>
+
+#include <systemc>
+
+#include "tpusim/arch/vpu.h"
+
+namespace tpusim {
+
+class Vpu : public sc_core::sc_module {
+ public:
+    Vpu(sc_core::sc_module_name name, const VpuConfig& vpu, const VmemConfig& vmem);
+
+    // Contract: programs run in the order they are handed over; a program starts issuing no
+    // earlier than the cycle execute() is called and may overlap the previous program's
+    // drain (in-order issue, slots and vregs carry over). `done` (may be null) is notified
+    // at the cycle the program's last instruction completes. `prog` is copied.
+    void execute(const VectorProgram& prog, sc_core::sc_event* done);
+
+    bool busy() const { return running_ || !queue_.empty(); }
+    const VpuCounters& counters() const { return timing_.counters(); }
+
+ private:
+    struct Job {
+        VectorProgram prog;
+        Cycle submitted;
+        sc_core::sc_event* done;
+    };
+    void run();
+
+    VpuTiming timing_;
+    std::deque<Job> queue_;
+    sc_core::sc_event wake_;
+    bool running_ = false;
+};
+
+}  // namespace tpusim

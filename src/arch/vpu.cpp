@@ -1,0 +1,204 @@
+#include "tpusim/arch/vpu.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace tpusim {
+
+const char* vop_name(VOp op) {
+    switch (op) {
+        case VOp::Add: return "add";
+        case VOp::Sub: return "sub";
+        case VOp::Logic: return "logic";
+        case VOp::Mul: return "mul";
+        case VOp::Fma: return "fma";
+        case VOp::Max: return "max";
+        case VOp::Min: return "min";
+        case VOp::Cmp: return "cmp";
+        case VOp::Select: return "select";
+        case VOp::Splat: return "splat";
+        case VOp::Exp: return "exp";
+        case VOp::Log: return "log";
+        case VOp::Rsqrt: return "rsqrt";
+        case VOp::Recip: return "reciprocal";
+        case VOp::Tanh: return "tanh";
+        case VOp::Cvt: return "cvt";
+        case VOp::Load: return "vld";
+        case VOp::Store: return "vst";
+        case VOp::Reduce: return "xlu_reduce";
+        case VOp::Broadcast: return "xlu_broadcast";
+        case VOp::Transpose: return "xlu_transpose";
+    }
+    return "?";
+}
+
+VUnit vop_unit(VOp op) {
+    switch (op) {
+        case VOp::Load: return VUnit::Vld;
+        case VOp::Store: return VUnit::Vst;
+        case VOp::Reduce:
+        case VOp::Broadcast:
+        case VOp::Transpose: return VUnit::Xlu;
+        default: return VUnit::Valu;
+    }
+}
+
+const char* vunit_name(VUnit u) {
+    switch (u) {
+        case VUnit::Valu: return "valu";
+        case VUnit::Vld: return "vld";
+        case VUnit::Vst: return "vst";
+        case VUnit::Xlu: return "xlu";
+    }
+    return "?";
+}
+
+VpuCounters& VpuCounters::operator+=(const VpuCounters& o) {
+    instructions += o.instructions;
+    for (std::size_t u = 0; u < kVUnits; ++u) {
+        issued[u] += o.issued[u];
+        busy_cycles[u] += o.busy_cycles[u];
+    }
+    vmem_bytes_loaded += o.vmem_bytes_loaded;
+    vmem_bytes_stored += o.vmem_bytes_stored;
+    return *this;
+}
+
+VpuCounters& VpuCounters::operator-=(const VpuCounters& o) {
+    instructions -= o.instructions;
+    for (std::size_t u = 0; u < kVUnits; ++u) {
+        issued[u] -= o.issued[u];
+        busy_cycles[u] -= o.busy_cycles[u];
+    }
+    vmem_bytes_loaded -= o.vmem_bytes_loaded;
+    vmem_bytes_stored -= o.vmem_bytes_stored;
+    return *this;
+}
+
+VpuCounters VpuCounters::scaled(std::uint64_t n) const {
+    VpuCounters r = *this;
+    r.instructions *= n;
+    for (std::size_t u = 0; u < kVUnits; ++u) {
+        r.issued[u] *= n;
+        r.busy_cycles[u] *= n;
+    }
+    r.vmem_bytes_loaded *= n;
+    r.vmem_bytes_stored *= n;
+    return r;
+}
+
+VpuTiming::VpuTiming(const VpuConfig& vpu, const VmemConfig& vmem)
+    : vpu_(vpu), load_bpc_(vmem.load_bytes_per_cycle), store_bpc_(vmem.store_bytes_per_cycle) {
+    slot_free_[static_cast<std::size_t>(VUnit::Valu)].assign(vpu.valu_slots, 0);
+    slot_free_[static_cast<std::size_t>(VUnit::Vld)].assign(vpu.vld_slots, 0);
+    slot_free_[static_cast<std::size_t>(VUnit::Vst)].assign(vpu.vst_slots, 0);
+    slot_free_[static_cast<std::size_t>(VUnit::Xlu)].assign(vpu.xlu.units, 0);
+    ready_.assign(vpu.vregs, 0);
+}
+
+const VpuOpTiming& VpuTiming::timing(VOp op) const {
+    const VpuOpTable& t = vpu_.ops;
+    switch (op) {
+        case VOp::Add:
+        case VOp::Sub:
+        case VOp::Logic: return t.add;
+        case VOp::Mul: return t.mul;
+        case VOp::Fma: return t.fma;
+        case VOp::Max:
+        case VOp::Min: return t.max;
+        case VOp::Cmp:
+        case VOp::Select:
+        case VOp::Splat: return t.cmp_select;
+        case VOp::Exp: return t.exp;
+        case VOp::Log: return t.log;
+        case VOp::Rsqrt: return t.rsqrt;
+        case VOp::Recip: return t.reciprocal;
+        case VOp::Tanh: return t.tanh;
+        case VOp::Cvt: return t.cvt;
+        case VOp::Reduce: return vpu_.xlu.reduce;
+        case VOp::Broadcast: return vpu_.xlu.broadcast;
+        case VOp::Transpose: return vpu_.xlu.transpose;
+        case VOp::Load:
+        case VOp::Store: break;
+    }
+    throw std::logic_error("VpuTiming::timing: no table entry for a VMEM access");
+}
+
+Cycle VpuTiming::occupancy(const VInstr& in) const {
+    // A VMEM access holds its port for as many cycles as its bytes need at the port width
+    // (a full 8 x 128 x 32-bit vreg is 4 KiB: one cycle at the default 4 KiB/cycle).
+    if (in.op == VOp::Load) return std::max<Cycle>(1, ceil_div(in.bytes, load_bpc_));
+    if (in.op == VOp::Store) return std::max<Cycle>(1, ceil_div(in.bytes, store_bpc_));
+    return static_cast<Cycle>(timing(in.op).issue_interval_cycles);
+}
+
+Cycle VpuTiming::latency(const VInstr& in) const {
+    if (in.op == VOp::Load) return static_cast<Cycle>(vpu_.vld_latency_cycles) + occupancy(in) - 1;
+    if (in.op == VOp::Store) return occupancy(in);
+    return static_cast<Cycle>(timing(in.op).latency_cycles);
+}
+
+Cycle VpuTiming::issue(const VInstr& in) {
+    auto check = [&](std::int16_t r) {
+        if (r >= static_cast<std::int64_t>(ready_.size())) {
+            throw std::invalid_argument(std::string("vector instruction ") + vop_name(in.op) +
+                                        " names vreg " + std::to_string(r) + " of " +
+                                        std::to_string(ready_.size()));
+        }
+    };
+    const Cycle occ = occupancy(in);
+    const Cycle lat = latency(in);
+    Cycle t = cur_;
+    for (std::int16_t s : in.src) {
+        if (s < 0) continue;
+        check(s);
+        t = std::max(t, ready_[s]);
+    }
+    if (in.dst >= 0) {
+        check(in.dst);
+        if (ready_[in.dst] > lat) t = std::max(t, ready_[in.dst] - lat);  // WAW
+    }
+    const auto u = static_cast<std::size_t>(vop_unit(in.op));
+    auto& slots = slot_free_[u];
+    auto slot = std::min_element(slots.begin(), slots.end());
+    t = std::max(t, *slot);
+
+    *slot = t + occ;
+    if (in.dst >= 0) ready_[in.dst] = t + lat;
+    cur_ = t;
+    finish_ = std::max(finish_, t + lat);
+
+    ++counters_.instructions;
+    ++counters_.issued[u];
+    counters_.busy_cycles[u] += occ;
+    if (in.op == VOp::Load) counters_.vmem_bytes_loaded += in.bytes;
+    if (in.op == VOp::Store) counters_.vmem_bytes_stored += in.bytes;
+    return t;
+}
+
+void VpuTiming::run(const VectorProgram& prog) {
+    for (const VInstr& in : prog.instrs) issue(in);
+}
+
+void VpuTiming::advance_to(Cycle t) { cur_ = std::max(cur_, t); }
+
+std::vector<std::int64_t> VpuTiming::relative_state() const {
+    // Times at or before the current issue cycle no longer constrain anything (every later
+    // instruction issues at or after cur_), so they are clamped to zero. Slots of one unit
+    // are interchangeable, so their free times are compared as a sorted list.
+    auto rel = [&](Cycle c) { return c > cur_ ? static_cast<std::int64_t>(c - cur_) : 0; };
+    std::vector<std::int64_t> s;
+    s.reserve(ready_.size() + 16);
+    for (Cycle c : ready_) s.push_back(rel(c));
+    for (const auto& slots : slot_free_) {
+        std::vector<std::int64_t> r;
+        for (Cycle c : slots) r.push_back(rel(c));
+        std::sort(r.begin(), r.end());
+        s.insert(s.end(), r.begin(), r.end());
+    }
+    s.push_back(rel(finish_));
+    return s;
+}
+
+}  // namespace tpusim

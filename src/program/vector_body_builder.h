@@ -1,0 +1,45 @@
+#pragma once
+// Builds one loop iteration of a lowered vector op with unlimited virtual registers, then
+// allocates them onto vregs (linear scan, freed registers reused in FIFO order so that reuse
+// is spread out and does not serialise neighbouring instructions).
+#include <cstdint>
+#include <vector>
+
+#include "tpusim/arch/vpu.h"
+#include "tpusim/program/vector_lowering.h"
+
+namespace tpusim {
+
+// A value: a constant (splatted once in the prologue) or a per-iteration temporary.
+struct VVal {
+    int id = -1;
+    bool is_const = false;
+};
+
+class BodyBuilder {
+ public:
+    VVal konst();
+    VVal load(std::uint32_t bytes);
+    VVal op(VOp op, VVal a, VVal b = {}, VVal c = {});
+    void store(VVal v, std::uint32_t bytes);
+
+    // Allocates registers and returns the loop (iterations and unroll filled in by the caller
+    // through `vregs`). Throws std::logic_error when one iteration needs more vregs than exist.
+    VectorLoop finish(std::int64_t iterations, std::int64_t vregs, bool row_op) const;
+
+ private:
+    struct Ins {
+        VOp op;
+        VVal dst;
+        VVal src[3];
+        std::uint32_t bytes = 0;
+        Addr addr = 0;
+    };
+    std::vector<Ins> ins_;
+    int consts_ = 0;
+    int temps_ = 0;
+    Addr load_off_ = 0;
+    Addr store_off_ = 0;
+};
+
+}  // namespace tpusim

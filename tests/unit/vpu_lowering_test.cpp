@@ -1,0 +1,153 @@
+// Lowering of vector trace ops onto the VPU, and the steady-state fast path.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "tpusim/common/error.h"
+#include "tpusim/program/vector_lowering.h"
+
+using namespace tpusim;
+
+namespace {
+
+bool same(const VectorOpCost& a, const VectorOpCost& b) {
+    return a.cycles == b.cycles && a.instructions == b.instructions &&
+           a.vmem_bytes_loaded == b.vmem_bytes_loaded &&
+           a.vmem_bytes_stored == b.vmem_bytes_stored && a.busy_cycles == b.busy_cycles;
+}
+
+// Cycles can never beat the busiest unit: slot-cycles held / slots of that unit.
+Cycle resource_bound(const VectorOpCost& c, const VpuConfig& vpu) {
+    const std::int64_t slots[kVUnits] = {vpu.valu_slots, vpu.vld_slots, vpu.vst_slots,
+                                         vpu.xlu.units};
+    Cycle b = 0;
+    for (std::size_t u = 0; u < kVUnits; ++u) b = std::max<Cycle>(b, ceil_div(c.busy_cycles[u], slots[u]));
+    return b;
+}
+
+}  // namespace
+
+TEST_CASE("fast path equals the full simulation for every op", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    struct Shape {
+        std::int64_t rows, cols;
+    };
+    // Small and ragged shapes (partial tiles, a partial unroll group) and ones long enough
+    // for the steady state to be extrapolated.
+    const Shape shapes[] = {{1, 1}, {8, 128}, {24, 300}, {200, 1000}, {1000, 512}};
+    const std::pair<std::int64_t, std::int64_t> dtypes[] = {{4, 4}, {2, 2}, {4, 2}, {2, 4}};
+    for (const std::string& op : vector_op_names()) {
+        for (const Shape& s : shapes) {
+            for (auto [in, out] : dtypes) {
+                const VectorOpDesc d{op, s.rows, s.cols, in, out};
+                INFO(op << " " << s.rows << "x" << s.cols << " " << in << "->" << out);
+                const VectorOpCost full = simulate_vector_op(d, vpu, vmem);
+                const VectorOpCost fast = vector_op_cost(d, vpu, vmem);
+                CHECK(same(full, fast));
+                CHECK(full.cycles >= resource_bound(full, vpu));
+            }
+        }
+    }
+}
+
+TEST_CASE("fast path equals the full simulation under other configs", "[vpu][lowering]") {
+    VpuConfig vpu;
+    vpu.valu_slots = 1;
+    vpu.ops.tanh = {7, 31};
+    vpu.ops.exp = {3, 9};
+    vpu.vregs = 64;
+    VmemConfig vmem;
+    vmem.load_bytes_per_cycle = 1024;
+    for (const char* op : {"gelu", "softmax", "layernorm", "adam", "transpose"}) {
+        const VectorOpDesc d{op, 520, 384, 2, 4};
+        INFO(op);
+        CHECK(same(simulate_vector_op(d, vpu, vmem), vector_op_cost(d, vpu, vmem)));
+    }
+}
+
+TEST_CASE("a 100M-element op is costed without materialising it", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    // 100M f32 elements as 97656 x 1024 plus change: the cost must be linear in the tile
+    // count once in steady state, and the instruction count must match the per-tile mix.
+    const VectorOpDesc big{"gelu", 102400, 1024, 4, 4};
+    const VectorOpDesc half{"gelu", 51200, 1024, 4, 4};
+    const VectorOpCost cb = vector_op_cost(big, vpu, vmem);
+    const VectorOpCost ch = vector_op_cost(half, vpu, vmem);
+    const VectorLoop loop = lower_vector_loop(big, vpu);
+    CHECK(cb.instructions == loop.prologue.size() + loop.body.size() * loop.iterations);
+    // Doubling the tiles adds the same steady-state time again (up to the fill/drain, which
+    // is bounded by one group of iterations).
+    const Cycle fill = ch.cycles - (cb.cycles - ch.cycles);
+    CHECK(fill < 200);
+}
+
+TEST_CASE("GELU runs at the resource-bound initiation interval", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    const VectorOpDesc d{"gelu", 8 * 4096, 128, 4, 4};  // 4096 f32 tiles
+    const VectorOpCost c = vector_op_cost(d, vpu, vmem);
+    // Per 8 x 128 tile: x2, x2*c1+c0 (fma), x*t, tanh, 0.5*th+0.5 (fma), x*h on the VALU;
+    // one vld and one vst. The VALU needs (mul*3 + fma*2 + tanh) slot-cycles per tile.
+    const auto& o = vpu.ops;
+    const std::int64_t valu = 3 * o.mul.issue_interval_cycles + 2 * o.fma.issue_interval_cycles +
+                              o.tanh.issue_interval_cycles;
+    const double ii = std::max<double>({double(valu) / vpu.valu_slots, 1.0, 1.0});
+    const double per_tile = double(c.cycles) / 4096;
+    CHECK(per_tile >= ii);
+    CHECK(per_tile <= ii * 1.02);
+    CHECK(c.busy_cycles[0] == 4096u * static_cast<std::uint64_t>(valu));
+}
+
+TEST_CASE("layernorm VMEM traffic and cost follow its lowering", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    const std::int64_t rows = 512, cols = 1024;
+    const VectorOpCost c = vector_op_cost({"layernorm", rows, cols, 4, 4}, vpu, vmem);
+    // x is read twice (one pass for both moments, one to normalise); gamma and beta are one
+    // 128-lane f32 row each per tile column and row group; y is written once.
+    const std::int64_t tiles = cols / vpu.lanes, groups = rows / vpu.sublanes;
+    CHECK(c.vmem_bytes_loaded == Bytes(2 * rows * cols * 4 + groups * tiles * 2 * vpu.lanes * 4));
+    CHECK(c.vmem_bytes_stored == Bytes(rows * cols * 4));
+    // More rows or more columns cost more, and roughly in proportion once in steady state.
+    const VectorOpCost c2r = vector_op_cost({"layernorm", 2 * rows, cols, 4, 4}, vpu, vmem);
+    const VectorOpCost c2c = vector_op_cost({"layernorm", rows, 2 * cols, 4, 4}, vpu, vmem);
+    CHECK(c2r.cycles > c.cycles);
+    CHECK(c2c.cycles > c.cycles);
+    CHECK(double(c2r.cycles) / double(c.cycles) == Approx(2.0).epsilon(0.05));
+    CHECK(double(c2c.cycles) / double(c.cycles) == Approx(2.0).epsilon(0.05));
+}
+
+TEST_CASE("softmax cost grows with rows and cols", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    Cycle prev = 0;
+    for (std::int64_t cols : {128, 256, 512, 1024, 2048}) {
+        const VectorOpCost c = vector_op_cost({"softmax", 256, cols, 4, 4}, vpu, vmem);
+        CHECK(c.cycles > prev);
+        // One exp per element: the VALU time holds at least that.
+        CHECK(c.busy_cycles[0] >= Cycle(256 * cols / vpu.elements_per_vreg()) *
+                                      Cycle(vpu.ops.exp.issue_interval_cycles));
+        prev = c.cycles;
+    }
+    const VectorOpCost r1 = vector_op_cost({"softmax", 1024, 512, 4, 4}, vpu, vmem);
+    const VectorOpCost r2 = vector_op_cost({"softmax", 2048, 512, 4, 4}, vpu, vmem);
+    CHECK(double(r2.cycles) / double(r1.cycles) == Approx(2.0).epsilon(0.05));
+}
+
+TEST_CASE("slower transcendentals slow down GELU", "[vpu][lowering]") {
+    VpuConfig vpu;
+    const VmemConfig vmem;
+    const VectorOpDesc d{"gelu", 4096, 1024, 4, 4};
+    const Cycle base = vector_op_cost(d, vpu, vmem).cycles;
+    vpu.ops.tanh.issue_interval_cycles *= 4;
+    CHECK(vector_op_cost(d, vpu, vmem).cycles > base);
+}
+
+TEST_CASE("bad vector op descriptions are input errors", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    CHECK_THROWS_AS(lower_vector_loop({"frobnicate", 8, 128, 4, 4}, vpu), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({"gelu", 0, 128, 4, 4}, vpu), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({"gelu", 8, 128, 3, 4}, vpu), InputError);
+}
