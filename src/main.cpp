@@ -8,11 +8,12 @@
 
 #include "cli/common.h"
 #include "tpusim/common/error.h"
+#include "tpusim/stats/report.h"
 
 int sc_main(int argc, char* argv[]) {
     CLI::App app{"tpusim: cycle-accurate simulator of Cloud TPU v2-8 and v3-8 boards"};
-    app.set_version_flag("--version", std::string("tpusim ") + TPUSIM_VERSION + " (" +
-                                          TPUSIM_GIT_REVISION + ")");
+    app.set_version_flag("--version", std::string("tpusim ") + tpusim::ToolInfo::version() +
+                                          " (" + tpusim::ToolInfo::git_revision() + ")");
     app.require_subcommand(1);
     tpusim::cli::add_info_command(app);
     tpusim::cli::add_config_command(app);

@@ -1,3 +1,5 @@
+// sc_spawn (one MXU lane thread per configured MXU) needs the dynamic-process API.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "tpusim/arch/tensor_core.h"
 
 #include <algorithm>
@@ -31,8 +33,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id,
     }
     SC_THREAD(sequencer);
     for (std::size_t x = 0; x < mxus_.size(); ++x) {
-        sc_core::sc_spawn(sc_bind(&TensorCore::mxu_lane, this, x),
-                          fmt::format("mxu_lane{}", x).c_str());
+        sc_core::sc_spawn([this, x] { mxu_lane(x); }, fmt::format("mxu_lane{}", x).c_str());
     }
     SC_THREAD(vpu_lane);
     SC_METHOD(on_completion);
