@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tpusim/common/error.h"
+#include "tpusim/common/types.h"
 
 namespace tpusim {
 
@@ -39,6 +40,12 @@ void check_relations(const TpuConfig& cfg, const std::map<std::string, std::stri
                                     cfg.hbm.timing.burst_length) {
         fail(origin, "/hbm/row_bytes", "expected a row to hold at least one burst");
     }
+    if (cfg.hbm.timing.tREFI <= cfg.hbm.timing.tRFC + cfg.hbm.timing.tRP) {
+        fail(origin, "/hbm/timing/tREFI",
+             fmt::format("expected more than tRFC + tRP ({}) so that a bank can work between "
+                         "refreshes, got {}",
+                         cfg.hbm.timing.tRFC + cfg.hbm.timing.tRP, cfg.hbm.timing.tREFI));
+    }
     // Address mapping: each field exactly once.
     const std::set<std::string> fields = {"ro", "ba", "bg", "co", "pc", "ch", "st"};
     std::set<std::string> seen;
@@ -57,9 +64,17 @@ void check_relations(const TpuConfig& cfg, const std::map<std::string, std::stri
              fmt::format("expected each of ro, ba, bg, co, pc, ch, st once, got \"{}\"",
                          cfg.hbm.address_mapping));
     }
-    if (cfg.hbm.channels() % cfg.chip.cores_per_chip != 0) {
+    if (!is_power_of_two(static_cast<std::uint64_t>(cfg.hbm.stacks))) {
+        fail(origin, "/hbm/stacks",
+             fmt::format("expected a power of two (the address map uses bit fields), got {}",
+                         cfg.hbm.stacks));
+    }
+    if (cfg.hbm.channels() % cfg.chip.cores_per_chip != 0 ||
+        !is_power_of_two(static_cast<std::uint64_t>(cfg.hbm.channels() /
+                                                    cfg.chip.cores_per_chip))) {
         fail(origin, "/hbm/channels_per_stack",
-             fmt::format("expected the chip's {} channels to split evenly between its {} cores",
+             fmt::format("expected the chip's {} channels to split into a power of two per "
+                         "core between its {} cores",
                          cfg.hbm.channels(), cfg.chip.cores_per_chip));
     }
 }
