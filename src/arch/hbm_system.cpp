@@ -9,19 +9,6 @@
 
 namespace tpusim {
 
-struct HbmSystem::Txn {
-    HbmRequest req;
-    Addr next = 0;      // address of the next burst to hand out
-    Addr row_end = 0;   // end of the current row
-    std::int64_t row = 0;
-    bool fed_all = false;
-    bool remote = false;
-    bool live = false;
-    std::uint64_t outstanding = 0;  // bursts handed to a channel and not yet transferred
-    Cycle start_h = 0;              // HBM cycle at which the request arrives
-    Cycle done_h = 0;
-};
-
 HbmSystem::HbmSystem(const HbmConfig& cfg, double core_clock_mhz, std::uint32_t cores_per_chip)
     : cfg_(cfg),
       map_(cfg, cores_per_chip),
@@ -34,11 +21,12 @@ HbmSystem::HbmSystem(const HbmConfig& cfg, double core_clock_mhz, std::uint32_t 
         const Cycle first = static_cast<Cycle>(cfg.timing.tREFI) * (i + 1) / n;
         pcs_.emplace_back(cfg, counters_, first);
     }
+    backlog_.resize(n);
+    wake_.assign(n, kNever);
     const double half_bytes_per_tck =
         static_cast<double>(cfg.channels() / cores_per_chip * cfg.channel_width_bits / 8 * 2);
     remote_rate_ = cfg.remote_bandwidth_fraction * half_bytes_per_tck;
-    remote_credit_.assign(cores_per_chip, 0.0);
-    remote_credit_at_.assign(cores_per_chip, 0);
+    remote_next_.assign(cores_per_chip, 0.0);
 
     const HbmCounters& c = counters_;
     stats_.counter("bytes_read", bytes_read_, "B", "bytes read (whole bursts)");
@@ -114,85 +102,62 @@ void HbmSystem::submit(const HbmRequest& r, Cycle now) {
     }
     Txn& t = txns_[slot];
     t = Txn{};
-    t.req = r;
-    t.live = true;
+    t.tag = r.tag;
+    const Cycle start = std::max(hbm_clock_.from(core_clock_, now), now_h_);
+    const bool remote = r.requester >= 0 &&
+                        static_cast<std::size_t>(r.requester) < remote_next_.size() &&
+                        !map_.is_local(static_cast<std::uint32_t>(r.requester), r.addr);
+    t.remote = remote;
+    remote_requests_ += remote ? 1 : 0;
     const Bytes bb = map_.burst_bytes();
-    t.next = r.addr / bb * bb;
-    t.row_end = r.addr + r.bytes;
-    t.start_h = hbm_clock_.from(core_clock_, now);
-    if (r.requester >= 0 && static_cast<std::size_t>(r.requester) < remote_credit_.size() &&
-        !map_.is_local(static_cast<std::uint32_t>(r.requester), r.addr)) {
-        t.remote = true;
-        ++remote_requests_;
+    const double spacing = static_cast<double>(bb) / remote_rate_;
+    double* rnext = remote ? &remote_next_[static_cast<std::size_t>(r.requester)] : nullptr;
+    if (rnext) *rnext = std::max(*rnext, static_cast<double>(start));
+    const auto pcs_per_channel = static_cast<std::uint32_t>(cfg_.pseudo_channels);
+    for (std::int64_t row = 0; row < r.rows; ++row) {
+        const Addr first = r.addr + static_cast<Addr>(row) * r.stride;
+        for (Addr a = first / bb * bb; a < first + r.bytes; a += bb) {
+            const HbmLocation loc = map_.decode(a);
+            const std::uint32_t pc = loc.pc_index(pcs_per_channel);
+            Cycle release = start;
+            if (rnext) {
+                // The remote half is reached through the other core's side of the chip: this
+                // requester draws at most remote_bandwidth_fraction of that half's peak.
+                release = static_cast<Cycle>(std::ceil(*rnext));
+                *rnext += spacing;
+            }
+            Backlog& q = backlog_[pc];
+            (r.is_write ? q.writes : q.reads)
+                .push_back(Waiting{HbmBurst{loc.bank_group, loc.bank, loc.row, r.is_write, slot},
+                                   release});
+            ++t.outstanding;
+            wake_[pc] = std::min(wake_[pc], release);
+        }
     }
-    feeding_.push_back(slot);
     ++in_flight_;
-    feed_wake_ = std::min(feed_wake_, t.start_h);
 }
 
-bool HbmSystem::push_one(Txn& t, std::uint32_t slot) {
-    const HbmLocation loc = map_.decode(t.next);
-    HbmPseudoChannel& pc = pcs_[loc.pc_index(static_cast<std::uint32_t>(cfg_.pseudo_channels))];
-    if (!pc.can_accept(t.req.is_write)) return false;
-    const Bytes bb = map_.burst_bytes();
-    if (t.remote) {
-        // The remote half is reached through the other core's side of the chip: this
-        // requester may draw remote_bandwidth_fraction of that half's peak.
-        const auto q = static_cast<std::size_t>(t.req.requester);
-        double& credit = remote_credit_[q];
-        credit = std::min(credit + remote_rate_ * static_cast<double>(now_h_ - remote_credit_at_[q]),
-                          static_cast<double>(64 * bb));
-        remote_credit_at_[q] = now_h_;
-        if (credit < static_cast<double>(bb)) {
-            const double wait = std::ceil((static_cast<double>(bb) - credit) / remote_rate_);
-            feed_wake_ = std::min(feed_wake_, now_h_ + static_cast<Cycle>(std::max(1.0, wait)));
-            return false;
-        }
-        credit -= static_cast<double>(bb);
+void HbmSystem::top_up(std::size_t p) {
+    HbmPseudoChannel& pc = pcs_[p];
+    Backlog& q = backlog_[p];
+    while (!q.reads.empty() && q.reads.front().release <= now_h_ && pc.can_accept(false)) {
+        pc.enqueue(q.reads.front().burst, now_h_);
+        q.reads.pop_front();
     }
-    pc.enqueue(HbmBurst{loc.bank_group, loc.bank, loc.row, t.req.is_write, slot}, now_h_);
-    ++t.outstanding;
-    t.next += bb;
-    if (t.next >= t.row_end) {
-        if (++t.row >= t.req.rows) {
-            t.fed_all = true;
-        } else {
-            const Addr start = t.req.addr + static_cast<Addr>(t.row) * t.req.stride;
-            t.next = start / bb * bb;
-            t.row_end = start + t.req.bytes;
-        }
+    while (!q.writes.empty() && q.writes.front().release <= now_h_ && pc.can_accept(true)) {
+        pc.enqueue(q.writes.front().burst, now_h_);
+        q.writes.pop_front();
     }
-    return true;
 }
 
-void HbmSystem::feed() {
-    if (feeding_.empty()) return;
-    feed_wake_ = kNever;
-    // Hand out one burst per transaction per round so that concurrent requesters interleave
-    // fairly; a transaction whose next channel queue is full waits for a later step.
-    std::vector<std::uint32_t> round;
-    round.reserve(feeding_.size());
-    const std::size_t n = feeding_.size();
-    for (std::size_t k = 0; k < n; ++k) {
-        const std::uint32_t slot = feeding_[(rr_ + k) % n];
-        if (txns_[slot].start_h <= now_h_) {
-            round.push_back(slot);
-        } else {
-            feed_wake_ = std::min(feed_wake_, txns_[slot].start_h);
-        }
-    }
-    rr_ = n ? (rr_ + 1) % n : 0;
-    while (!round.empty()) {
-        std::size_t keep = 0;
-        for (std::size_t i = 0; i < round.size(); ++i) {
-            Txn& t = txns_[round[i]];
-            if (push_one(t, round[i]) && !t.fed_all) round[keep++] = round[i];
-        }
-        round.resize(keep);
-    }
-    feeding_.erase(std::remove_if(feeding_.begin(), feeding_.end(),
-                                  [this](std::uint32_t s) { return txns_[s].fed_all; }),
-                   feeding_.end());
+void HbmSystem::refresh_wake(std::size_t p) {
+    // A waiting burst needs attention when it is released and its queue has room; a full
+    // queue frees room only through a step, which the channel's own next_event covers.
+    Cycle w = pcs_[p].next_event();
+    const Backlog& q = backlog_[p];
+    if (!q.reads.empty() && pcs_[p].can_accept(false)) w = std::min(w, q.reads.front().release);
+    if (!q.writes.empty() && pcs_[p].can_accept(true)) w = std::min(w, q.writes.front().release);
+    wake_[p] = w;
 }
 
 void HbmSystem::on_issued(const HbmPseudoChannel::Issued& is) {
@@ -200,37 +165,38 @@ void HbmSystem::on_issued(const HbmPseudoChannel::Issued& is) {
     const Bytes bb = map_.burst_bytes();
     (is.is_write ? bytes_written_ : bytes_read_) += bb;
     t.done_h = std::max(t.done_h, is.data_end);
-    if (--t.outstanding == 0 && t.fed_all) {
+    if (--t.outstanding == 0) {
         Cycle done = core_clock_.from(hbm_clock_, t.done_h);
         if (t.remote) done += static_cast<Cycle>(cfg_.remote_latency_cycles);
-        pending_.push(HbmCompletion{t.req.tag, done});
-        t.live = false;
+        pending_.push(HbmCompletion{t.tag, done});
         free_slots_.push_back(is.owner);
         --in_flight_;
     }
 }
 
 Cycle HbmSystem::next_hbm_event() const {
-    Cycle t = feed_wake_;
-    for (const auto& pc : pcs_) t = std::min(t, pc.next_event());
+    Cycle t = kNever;
+    for (const Cycle w : wake_) t = std::min(t, w);
     return t;
 }
 
 void HbmSystem::advance_to(Cycle now) {
     const Cycle target = core_to_hbm_floor(now);
     for (;;) {
-        if (!feeding_.empty() && feed_wake_ <= now_h_) feed();
         const Cycle t = next_hbm_event();
         if (t > target) break;
         now_h_ = std::max(now_h_, t);
-        for (auto& pc : pcs_) {
-            if (pc.next_event() > now_h_) continue;
-            issued_.clear();
-            pc.step(now_h_, issued_);
-            for (const auto& is : issued_) on_issued(is);
+        for (std::size_t p = 0; p < pcs_.size(); ++p) {
+            if (wake_[p] > now_h_) continue;
+            top_up(p);
+            if (pcs_[p].next_event() <= now_h_) {
+                issued_.clear();
+                pcs_[p].step(now_h_, issued_);
+                for (const auto& is : issued_) on_issued(is);
+                top_up(p);  // room freed by the issued burst
+            }
+            refresh_wake(p);
         }
-        // A freed queue slot may let a waiting transaction feed at this cycle.
-        if (!feeding_.empty()) feed_wake_ = std::min(feed_wake_, now_h_);
     }
     now_h_ = std::max(now_h_, target);
     while (!pending_.empty() && pending_.top().cycle <= now) {

@@ -5,11 +5,15 @@
 // rate), and only cycles at which a command can issue are visited.
 //
 //   HbmSystem hbm(cfg.hbm, cfg.chip.clock_mhz, cfg.chip.cores_per_chip);
-//   hbm.submit({.addr = a, .bytes = 65536, .is_write = false, .requester = 0, .tag = 7}, now);
-//   while (!hbm.idle()) { hbm.advance_to(hbm.next_event_cycle()); for (auto& c :
-//   hbm.take_completions()) ... }
+//   hbm.submit(request, now);
+//   while (!hbm.idle()) {
+//       hbm.advance_to(hbm.next_event_cycle());
+//       for (const HbmCompletion& c : hbm.take_completions()) ...
+//   }
+// Bursts of a transaction enter each pseudo-channel's queue in address order as room frees
+// up; different pseudo-channels do not block each other (per-channel transaction queues).
 #include <cstdint>
-#include <memory>
+#include <deque>
 #include <queue>
 #include <vector>
 
@@ -65,9 +69,23 @@ class HbmSystem {
     StatGroup& stats() { return stats_; }
 
  private:
-    struct Txn;
-    bool push_one(Txn& t, std::uint32_t slot);
-    void feed();
+    struct Txn {
+        std::uint64_t tag = 0;
+        std::uint64_t outstanding = 0;  // bursts not yet transferred
+        bool remote = false;
+        Cycle done_h = 0;
+    };
+    // A burst waiting for room in its pseudo-channel's queue (the controller's transaction
+    // queue, unbounded: back-pressure is the requesters' in-flight limit).
+    struct Waiting {
+        HbmBurst burst;
+        Cycle release;  // HBM cycle from which it may enter the channel queue
+    };
+    struct Backlog {
+        std::deque<Waiting> reads, writes;
+    };
+    void top_up(std::size_t pc);
+    void refresh_wake(std::size_t pc);
     void on_issued(const HbmPseudoChannel::Issued& is);
     Cycle next_hbm_event() const;
     Cycle core_to_hbm_floor(Cycle c) const;
@@ -77,9 +95,10 @@ class HbmSystem {
     ClockDomain core_clock_, hbm_clock_;
     HbmCounters counters_;
     std::vector<HbmPseudoChannel> pcs_;
+    std::vector<Backlog> backlog_;
+    std::vector<Cycle> wake_;  // per pseudo-channel: next cycle it needs attention
     std::vector<Txn> txns_;
     std::vector<std::uint32_t> free_slots_;
-    std::vector<std::uint32_t> feeding_;  // slots with bursts left to hand to a channel
     std::vector<HbmPseudoChannel::Issued> issued_;
     struct Later {
         bool operator()(const HbmCompletion& a, const HbmCompletion& b) const {
@@ -89,13 +108,11 @@ class HbmSystem {
     std::priority_queue<HbmCompletion, std::vector<HbmCompletion>, Later> pending_;
     std::vector<HbmCompletion> ready_;
     std::size_t in_flight_ = 0;
-    std::size_t rr_ = 0;
     Cycle now_h_ = 0;
-    Cycle feed_wake_ = kNever;  // next HBM cycle at which a waiting transaction may feed
-    // Remote bandwidth share: per requester, bytes of credit refilled at remote_rate_ per tCK.
+    // Remote bandwidth share: per requester, the HBM cycle (fractional) at which its next
+    // remote burst may enter a channel queue; bursts are spaced burst_bytes / remote_rate_.
     double remote_rate_ = 0;
-    std::vector<double> remote_credit_;
-    std::vector<Cycle> remote_credit_at_;
+    std::vector<double> remote_next_;
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0, remote_requests_ = 0;
     StatGroup stats_{"hbm", "HBM of one chip"};
 };
