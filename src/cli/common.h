@@ -29,5 +29,6 @@ void add_trace_command(CLI::App& app);
 void add_bench_commands(CLI::App& bench);
 void add_bench_peak_command(CLI::App& bench);
 void add_bench_mxu_command(CLI::App& bench);
+void add_bench_hbm_command(CLI::App& bench);
 
 }  // namespace tpusim::cli

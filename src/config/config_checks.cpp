@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "tpusim/common/error.h"
+#include "tpusim/common/types.h"
 
 namespace tpusim {
 
@@ -76,6 +77,12 @@ void check_relations(const TpuConfig& cfg, const std::map<std::string, std::stri
                        fmt::format("expected a burst ({} B) to fit in a row ({} B)", burst_bits / 8,
                                    h.row_bytes)});
     }
+    if (cfg.hbm.timing.tREFI <= cfg.hbm.timing.tRFC + cfg.hbm.timing.tRP) {
+        fail(origin, "/hbm/timing/tREFI",
+             fmt::format("expected more than tRFC + tRP ({}) so that a bank can work between "
+                         "refreshes, got {}",
+                         cfg.hbm.timing.tRFC + cfg.hbm.timing.tRP, cfg.hbm.timing.tREFI));
+    }
     // Address mapping: each field exactly once.
     const std::set<std::string> fields = {"ro", "ba", "bg", "co", "pc", "ch", "st"};
     std::set<std::string> seen;
@@ -94,9 +101,17 @@ void check_relations(const TpuConfig& cfg, const std::map<std::string, std::stri
              fmt::format("expected each of ro, ba, bg, co, pc, ch, st once, got \"{}\"",
                          cfg.hbm.address_mapping));
     }
-    if (cfg.hbm.channels() % cfg.chip.cores_per_chip != 0) {
+    if (!is_power_of_two(static_cast<std::uint64_t>(cfg.hbm.stacks))) {
+        fail(origin, "/hbm/stacks",
+             fmt::format("expected a power of two (the address map uses bit fields), got {}",
+                         cfg.hbm.stacks));
+    }
+    if (cfg.hbm.channels() % cfg.chip.cores_per_chip != 0 ||
+        !is_power_of_two(static_cast<std::uint64_t>(cfg.hbm.channels() /
+                                                    cfg.chip.cores_per_chip))) {
         const std::string what =
-            fmt::format("expected the chip's {} HBM channels to split evenly between its {} cores",
+            fmt::format("expected the chip's {} HBM channels to split into a power of two per "
+                        "core between its {} cores",
                         cfg.hbm.channels(), cfg.chip.cores_per_chip);
         fail_relation(origin, {"/hbm/channels_per_stack", what}, {"/chip/cores_per_chip", what});
     }

@@ -9,24 +9,27 @@
 namespace tpusim {
 
 struct HbmTimingConfig {
-    std::int64_t burst_length = 4;  // BL4 on a 128-bit channel (64-bit pseudo-channel: BL4)
-    std::int64_t tCL = 14;
-    std::int64_t tWL = 4;
-    std::int64_t tRCD = 14;
-    std::int64_t tRP = 14;
-    std::int64_t tRAS = 34;
-    std::int64_t tCCD_S = 2;
-    std::int64_t tCCD_L = 4;
-    std::int64_t tRRD_S = 4;
-    std::int64_t tRRD_L = 6;
-    std::int64_t tFAW = 16;
-    std::int64_t tWTR_S = 4;
-    std::int64_t tWTR_L = 9;
-    std::int64_t tRTW = 18;
-    std::int64_t tWR = 16;
-    std::int64_t tRTP = 5;
-    std::int64_t tREFI = 3900;
-    std::int64_t tRFC = 260;
+    // Defaults: TPU v3 (HBM clock 878.9 MHz, tCK 1.138 ns). The nanosecond values of
+    // DRAMsim3's configs/HBM2_8Gb_x128.ini (tCK = 1 ns) converted to this tCK, rounded up
+    // (tREFI rounded down), with JEDEC's 350 ns tRFC for 8 Gb dies; docs/hbm.md has the table.
+    std::int64_t burst_length = 4;  // BL4 on a 64-bit pseudo-channel: 32 B per burst
+    std::int64_t tCL = 13;     // 14 ns
+    std::int64_t tWL = 4;      // 4 tCK (a latency setting in clocks)
+    std::int64_t tRCD = 13;    // 14 ns
+    std::int64_t tRP = 13;     // 14 ns
+    std::int64_t tRAS = 30;    // 34 ns
+    std::int64_t tCCD_S = 2;   // = BL/2: one burst per two clocks on the pseudo-channel
+    std::int64_t tCCD_L = 4;   // same bank group: twice tCCD_S, as in DRAMsim3 and Ramulator
+    std::int64_t tRRD_S = 4;   // 4 ns
+    std::int64_t tRRD_L = 6;   // 6 ns
+    std::int64_t tFAW = 27;    // 30 ns
+    std::int64_t tWTR_S = 6;   // 6 ns
+    std::int64_t tWTR_L = 8;   // 8 ns
+    std::int64_t tRTW = 13;    // tCL + BL/2 + 2 - tWL: read data off the bus plus 2 tCK turnaround
+    std::int64_t tWR = 15;     // 16 ns
+    std::int64_t tRTP = 6;     // 6 ns (tRTP_L)
+    std::int64_t tREFI = 3427;  // 3.9 us
+    std::int64_t tRFC = 308;    // 350 ns (8 Gb die)
 
     void visit(ConfigVisitor& v) {
         const auto pos = Limits::positive();
@@ -65,7 +68,9 @@ struct HbmConfig {
     double data_rate_mtps = 1757.8125;  // mega-transfers per second per pin
     HbmTimingConfig timing;
     // Controller.
-    std::string address_mapping = "ro-ba-bg-co-pc-ch-st";
+    // Bank group below column: consecutive bursts on a pseudo-channel alternate bank groups, so a
+    // stream is paced by tCCD_S rather than tCCD_L (docs/hbm.md).
+    std::string address_mapping = "ro-ba-co-bg-pc-ch-st";
     std::int64_t read_queue_depth = 32;
     std::int64_t write_queue_depth = 32;
     double write_drain_high = 0.75;  // start draining writes at this queue fill
@@ -75,6 +80,11 @@ struct HbmConfig {
     double remote_bandwidth_fraction = 0.5;   // of the remote half's peak a core can draw
 
     double clock_mhz() const { return data_rate_mtps / 2.0; }
+    std::int64_t pseudo_channels_total() const { return channels() * pseudo_channels; }
+    // Bytes one burst moves on a pseudo-channel (32 B for 64 bit x BL4).
+    std::int64_t burst_bytes() const {
+        return channel_width_bits / pseudo_channels / 8 * timing.burst_length;
+    }
     std::int64_t channels() const { return stacks * channels_per_stack; }
     double peak_bytes_per_second() const {
         return static_cast<double>(channels() * channel_width_bits / 8) * data_rate_mtps * 1e6;
@@ -104,7 +114,8 @@ struct HbmConfig {
                 "data rate per pin (the HBM clock is half of it)");
         v.section("timing", timing, "JEDEC HBM2 timing parameters");
         v.value("address_mapping", address_mapping, {},
-                "address bit order, most significant first (ro, ba, bg, co, pc, ch, st)");
+                "address bit order above the burst offset, most significant first (ro, ba, bg, co, pc, "
+                "ch, st); the TensorCore that owns the address is above all of them");
         v.value("read_queue_depth", read_queue_depth, Limits::range(1, 4096), "requests",
                 "read queue per pseudo-channel");
         v.value("write_queue_depth", write_queue_depth, Limits::range(1, 4096), "requests",

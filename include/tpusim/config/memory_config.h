@@ -26,14 +26,20 @@ struct VmemConfig {
 // DMA engines move 2-D strided blocks between HBM, VMEM and (later) ICI.
 struct DmaConfig {
     std::int64_t engines = 4;
-    std::int64_t max_outstanding_bursts = 64;
+    // A descriptor is cut into chunks of at most chunk_bytes; each chunk is one transaction
+    // to the HBM (one SystemC event at its completion), and an engine keeps
+    // max_outstanding_chunks of them in flight.
+    std::int64_t chunk_bytes = 64 * 1024;
+    std::int64_t max_outstanding_chunks = 4;
     std::int64_t setup_latency_cycles = 32;
     std::int64_t vmem_bytes_per_cycle = 512;
 
     void visit(ConfigVisitor& v) {
         v.value("engines", engines, Limits::range(1, 64), "engines", "DMA engines per core");
-        v.value("max_outstanding_bursts", max_outstanding_bursts, Limits::range(1, 65536),
-                "bursts", "bursts in flight per engine");
+        v.value("chunk_bytes", chunk_bytes, Limits::range(32, 64 << 20), "B",
+                "largest piece of a descriptor sent to the HBM as one transaction");
+        v.value("max_outstanding_chunks", max_outstanding_chunks, Limits::range(1, 256),
+                "chunks", "chunks in flight per engine");
         v.value("setup_latency_cycles", setup_latency_cycles, Limits::non_negative(), "cycles",
                 "descriptor decode before the first burst");
         v.value("vmem_bytes_per_cycle", vmem_bytes_per_cycle, Limits::positive(), "B/cycle",

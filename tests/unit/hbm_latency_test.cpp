@@ -1,0 +1,162 @@
+// Single-request latencies of one pseudo-channel, each expected value derived from the JEDEC
+// timing parameters in the config (DRAMsim3's style: tRCD + tCL + BL/2 ...). All times in tCK.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "tpusim/arch/hbm_channel.h"
+#include "tpusim/config/tpu_config.h"
+#include "../test_util.h"
+
+using namespace tpusim;
+
+namespace {
+
+// Drives one pseudo-channel from `now` until `count` bursts issued; returns them.
+struct Driver {
+    explicit Driver(const HbmConfig& cfg, Cycle first_refresh = kNever / 2)
+        : pc(cfg, counters, first_refresh) {}
+    std::vector<HbmPseudoChannel::Issued> run(std::size_t count) {
+        std::vector<HbmPseudoChannel::Issued> got;
+        while (got.size() < count) {
+            REQUIRE(pc.next_event() != kNever);
+            now = pc.next_event();
+            pc.step(now, got);
+        }
+        return got;
+    }
+    void read(std::uint32_t bg, std::uint32_t bank, std::uint32_t row, std::uint32_t tag) {
+        pc.enqueue(HbmBurst{bg, bank, row, false, tag}, now);
+    }
+    void write(std::uint32_t bg, std::uint32_t bank, std::uint32_t row, std::uint32_t tag) {
+        pc.enqueue(HbmBurst{bg, bank, row, true, tag}, now);
+    }
+    HbmCounters counters;
+    HbmPseudoChannel pc;
+    Cycle now = 0;
+};
+
+HbmConfig v3_hbm() { return load_config(test::config_path("tpu_v3_8.json")).hbm; }
+
+}  // namespace
+
+TEST_CASE("row miss, row hit and row conflict latencies follow the timing parameters",
+          "[hbm]") {
+    for (const char* board : {"tpu_v2_8.json", "tpu_v3_8.json"}) {
+        const HbmConfig cfg = load_config(test::config_path(board)).hbm;
+        const HbmTimingConfig& t = cfg.timing;
+        const Cycle bl2 = static_cast<Cycle>(t.burst_length / 2);
+        Driver d(cfg);
+        // Closed bank: ACT at 0, RD at tRCD, last beat tCL + BL/2 later.
+        d.read(0, 0, 5, 1);
+        auto got = d.run(1);
+        CHECK(got[0].data_end == static_cast<Cycle>(t.tRCD + t.tCL) + bl2);
+        CHECK(d.counters.row_misses == 1);
+        // Open row, idle channel: RD issues on arrival.
+        d.now = 1000;
+        d.read(0, 0, 5, 2);
+        got = d.run(1);
+        CHECK(got[0].data_end == 1000 + static_cast<Cycle>(t.tCL) + bl2);
+        CHECK(d.counters.row_hits == 1);
+        // Another row open (tRAS long past): PRE, tRP, ACT, tRCD, RD, tCL + BL/2.
+        d.now = 2000;
+        d.read(0, 0, 6, 3);
+        got = d.run(1);
+        CHECK(got[0].data_end == 2000 + static_cast<Cycle>(t.tRP + t.tRCD + t.tCL) + bl2);
+        CHECK(d.counters.row_conflicts == 1);
+    }
+}
+
+TEST_CASE("read after write waits tWTR_L after the write data; write after read waits tRTW",
+          "[hbm]") {
+    const HbmConfig cfg = v3_hbm();
+    const HbmTimingConfig& t = cfg.timing;
+    const Cycle bl2 = static_cast<Cycle>(t.burst_length / 2);
+    Driver d(cfg);
+    d.read(1, 2, 7, 0);  // open the row
+    d.run(1);
+    d.now = 500;
+    d.write(1, 2, 7, 1);
+    auto w = d.run(1);
+    // WR at 500; its data ends at 500 + tWL + BL/2.
+    CHECK(w[0].data_end == 500 + static_cast<Cycle>(t.tWL) + bl2);
+    d.now = 501;
+    d.read(1, 2, 7, 2);
+    auto r = d.run(1);
+    // Same bank group: RD no earlier than the write data end + tWTR_L.
+    const Cycle rd_issue = w[0].data_end + static_cast<Cycle>(t.tWTR_L);
+    CHECK(r[0].data_end == rd_issue + static_cast<Cycle>(t.tCL) + bl2);
+    CHECK(d.counters.lost_turnaround_cycles > 0);
+
+    // Write after read: RD at 2000, WR no earlier than 2000 + tRTW.
+    d.now = 2000;
+    d.read(1, 2, 7, 3);
+    d.run(1);
+    d.now = 2001;
+    d.write(1, 2, 7, 4);
+    w = d.run(1);
+    CHECK(w[0].data_end == 2000 + static_cast<Cycle>(t.tRTW + t.tWL) + bl2);
+}
+
+TEST_CASE("refresh blocks the bank: a read due at refresh time waits tRP + tRFC", "[hbm]") {
+    const HbmConfig cfg = v3_hbm();
+    const HbmTimingConfig& t = cfg.timing;
+    const Cycle bl2 = static_cast<Cycle>(t.burst_length / 2);
+    const Cycle refresh_at = 1000;
+    Driver d(cfg, refresh_at);
+    d.read(0, 0, 3, 0);
+    d.run(1);
+    // The row is open and idle; at the refresh the controller precharges (tRP) and refreshes
+    // (tRFC); the read then needs a new ACT (tRCD) before RD.
+    d.now = refresh_at;
+    d.read(0, 0, 3, 1);
+    auto got = d.run(1);
+    CHECK(got[0].data_end ==
+          refresh_at + static_cast<Cycle>(t.tRP + t.tRFC + t.tRCD + t.tCL) + bl2);
+    CHECK(d.counters.refreshes == 1);
+    CHECK(d.counters.lost_refresh_cycles > 0);
+    // The next refresh is tREFI later; an idle channel catches up on it without a step.
+    d.now = refresh_at + static_cast<Cycle>(t.tREFI) * 3 + 1;
+    d.read(0, 0, 3, 2);
+    d.run(1);
+    CHECK(d.counters.refreshes == 4);
+}
+
+TEST_CASE("FR-FCFS serves a younger row hit before an older row conflict", "[hbm]") {
+    const HbmConfig cfg = v3_hbm();
+    const HbmTimingConfig& t = cfg.timing;
+    const Cycle bl2 = static_cast<Cycle>(t.burst_length / 2);
+    Driver d(cfg);
+    d.read(2, 1, 10, 0);
+    d.run(1);
+    d.now = 300;
+    d.read(2, 1, 11, 1);  // older, conflicts with the open row 10
+    d.read(2, 1, 10, 2);  // younger, hits
+    auto got = d.run(2);
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].owner == 2);
+    CHECK(got[0].data_end == 300 + static_cast<Cycle>(t.tCL) + bl2);
+    // The conflict's PRE waits for the hit's read-to-precharge time (tRTP), then tRP + tRCD.
+    CHECK(got[1].owner == 1);
+    CHECK(got[1].data_end == 300 + static_cast<Cycle>(t.tRTP + t.tRP + t.tRCD + t.tCL) + bl2);
+}
+
+TEST_CASE("bank-group interleaved reads run at one burst per tCCD_S, same group at tCCD_L",
+          "[hbm]") {
+    const HbmConfig cfg = v3_hbm();
+    const HbmTimingConfig& t = cfg.timing;
+    const Cycle bl2 = static_cast<Cycle>(t.burst_length / 2);
+    Driver d(cfg);
+    for (std::uint32_t bg = 0; bg < 2; ++bg) d.read(bg, 0, 1, bg);
+    d.run(2);
+    d.now = 1000;
+    for (std::uint32_t i = 0; i < 8; ++i) d.read(i % 2, 0, 1, i);
+    auto alt = d.run(8);
+    const Cycle s = std::max<Cycle>(static_cast<Cycle>(t.tCCD_S), bl2);
+    CHECK(alt.back().data_end - alt.front().data_end == 7 * s);
+    d.now = 2000;
+    for (std::uint32_t i = 0; i < 8; ++i) d.read(0, 0, 1, i);
+    auto same = d.run(8);
+    const Cycle l = std::max<Cycle>(static_cast<Cycle>(t.tCCD_L), bl2);
+    CHECK(same.back().data_end - same.front().data_end == 7 * l);
+}
