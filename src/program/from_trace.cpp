@@ -58,6 +58,7 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
                     s.group.push_back(-1);  // group separator
                 }
                 s.peer = op.peer;
+                for (const auto& [a, b] : op.source_target_pairs) s.pairs.emplace_back(a, b);
                 break;
         }
         out.push_back(std::move(s));

@@ -152,6 +152,8 @@ void CoreLowering::lower_single(std::size_t i) {
             }
         }
         in.coll.peer = op.peer;
+        in.coll.pairs = op.pairs;
+        in.coll.element_bytes = op.in_bytes;
         in.coll.instance = i;
     }
     done_[i].push_back(emit(std::move(in)));

@@ -7,14 +7,38 @@
 namespace tpusim {
 
 ChipMemory::ChipMemory(sc_core::sc_module_name name, const HbmConfig& hbm, double core_clock_mhz,
-                       std::int64_t cores_per_chip)
-    : sc_module(name), hbm_(hbm, core_clock_mhz, static_cast<std::uint32_t>(cores_per_chip)) {
-    SC_THREAD(run);
+                       std::int64_t cores_per_chip, bool burst_level)
+    : sc_module(name) {
+    if (burst_level) {
+        burst_ = std::make_unique<HbmSystem>(hbm, core_clock_mhz,
+                                             static_cast<std::uint32_t>(cores_per_chip));
+        SC_THREAD(run);
+    } else {
+        calibrated_ = std::make_unique<HbmCalibratedModel>(hbm, core_clock_mhz, cores_per_chip);
+        SC_METHOD(deliver);
+        sensitive << due_q_;
+        dont_initialize();
+    }
 }
+
+const StatGroup& ChipMemory::stats() const {
+    return burst_ ? burst_->stats() : calibrated_->stats();
+}
+
+double ChipMemory::bytes_read() const { return stats().lookup("bytes_read"); }
+double ChipMemory::bytes_written() const { return stats().lookup("bytes_written"); }
 
 void ChipMemory::transfer(int core_on_chip, const DmaInstr& d, std::function<void(Cycle)> done) {
     const Cycle now = now_cycles();
-    hbm_.advance_to(now);
+    const std::uint64_t tag = next_tag_++;
+    waiting_.emplace(tag, std::move(done));
+    if (calibrated_) {
+        const Cycle t = calibrated_->transfer(d.hbm_addr, d.bytes(), !d.to_vmem, core_on_chip, now);
+        due_.push({t, tag});
+        due_q_.notify(cycles(t - now));
+        return;
+    }
+    burst_->advance_to(now);
     HbmRequest r;
     r.addr = d.hbm_addr;
     r.bytes = d.row_bytes;
@@ -22,24 +46,35 @@ void ChipMemory::transfer(int core_on_chip, const DmaInstr& d, std::function<voi
     r.stride = d.hbm_stride;
     r.is_write = !d.to_vmem;
     r.requester = core_on_chip;
-    r.tag = next_tag_++;
-    waiting_.emplace(r.tag, std::move(done));
-    hbm_.submit(r, now);
+    r.tag = tag;
+    burst_->submit(r, now);
     wake_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void ChipMemory::deliver() {
+    const Cycle now = now_cycles();
+    while (!due_.empty() && due_.top().t <= now) {
+        const std::uint64_t tag = due_.top().tag;
+        due_.pop();
+        auto it = waiting_.find(tag);
+        auto cb = std::move(it->second);
+        waiting_.erase(it);
+        cb(now);
+    }
 }
 
 void ChipMemory::run() {
     while (true) {
         const Cycle now = now_cycles();
-        hbm_.advance_to(now);
-        for (const HbmCompletion& c : hbm_.take_completions()) {
+        burst_->advance_to(now);
+        for (const HbmCompletion& c : burst_->take_completions()) {
             auto it = waiting_.find(c.tag);
             if (it == waiting_.end()) continue;
             auto cb = std::move(it->second);
             waiting_.erase(it);
             cb(std::max(c.cycle, now));
         }
-        const Cycle next = hbm_.next_event_cycle();
+        const Cycle next = burst_->next_event_cycle();
         if (next == kNever) {
             wait(wake_);
         } else {
@@ -55,9 +90,10 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
         Chip chip;
         chip.stats = std::make_unique<StatGroup>(fmt::format("chip{}", c), "one TPU chip");
         chip.memory = std::make_unique<ChipMemory>(fmt::format("chip{}_hbm", c).c_str(), cfg.hbm,
-                                                   cfg.chip.clock_mhz, per_chip);
+                                                   cfg.chip.clock_mhz, per_chip,
+                                                   cfg.sim.hbm_model == "burst");
         chip.host = std::make_unique<HostLink>(cfg.host, cfg.chip.clock_mhz, static_cast<int>(c));
-        chip.stats->add_child(chip.memory->hbm().stats());
+        chip.stats->add_child(chip.memory->stats());
         chip.stats->add_child(chip.host->stats());
         stats_.add_child(*chip.stats);
         chips_.push_back(std::move(chip));
@@ -89,9 +125,8 @@ Board::~Board() = default;
 
 void Board::collect(RunResult& r) const {
     for (const Chip& chip : chips_) {
-        const StatGroup& s = const_cast<ChipMemory&>(*chip.memory).hbm().stats();
-        r.hbm_bytes_read += static_cast<Bytes>(s.lookup("bytes_read"));
-        r.hbm_bytes_written += static_cast<Bytes>(s.lookup("bytes_written"));
+        r.hbm_bytes_read += static_cast<Bytes>(chip.memory->bytes_read());
+        r.hbm_bytes_written += static_cast<Bytes>(chip.memory->bytes_written());
     }
 }
 

@@ -4,12 +4,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <queue>
 #include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include <systemc>
 
+#include "tpusim/arch/hbm_calibrated.h"
 #include "tpusim/arch/hbm_system.h"
 #include "tpusim/arch/host_link.h"
 #include "tpusim/arch/tensor_core.h"
@@ -22,20 +24,34 @@ namespace tpusim {
 // The chip's HBM, driven in simulated time: DMA transfers of both cores are submitted to the
 // HBM controller model, which interleaves their bursts; one thread advances the model to
 // its next event and reports completions. No SystemC event per burst.
+// With sim.hbm_model = "calibrated" the calibrated transfer queues answer instead.
 class ChipMemory : public sc_core::sc_module {
  public:
     SC_HAS_PROCESS(ChipMemory);
     ChipMemory(sc_core::sc_module_name name, const HbmConfig& hbm, double core_clock_mhz,
-               std::int64_t cores_per_chip);
+               std::int64_t cores_per_chip, bool burst_level);
+    // `done(cycle)` runs from the simulation at the completion cycle.
     void transfer(int core_on_chip, const DmaInstr& d, std::function<void(Cycle)> done);
-    HbmSystem& hbm() { return hbm_; }
+    const StatGroup& stats() const;
+    double bytes_read() const;
+    double bytes_written() const;
 
  private:
     void run();
-    HbmSystem hbm_;
+    void deliver();
+    std::unique_ptr<HbmSystem> burst_;
+    std::unique_ptr<HbmCalibratedModel> calibrated_;
     sc_core::sc_event wake_;
     std::uint64_t next_tag_ = 1;
     std::unordered_map<std::uint64_t, std::function<void(Cycle)>> waiting_;
+    // Calibrated mode: completions known in advance, delivered at their cycle.
+    struct Due {
+        Cycle t;
+        std::uint64_t tag;
+        bool operator>(const Due& o) const { return t != o.t ? t > o.t : tag > o.tag; }
+    };
+    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+    sc_core::sc_event_queue due_q_;
 };
 
 struct Chip {

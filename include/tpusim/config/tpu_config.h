@@ -13,6 +13,7 @@
 #include "tpusim/config/memory_config.h"
 #include "tpusim/config/mxu_config.h"
 #include "tpusim/config/sequencer_config.h"
+#include "tpusim/config/sim_config.h"
 #include "tpusim/config/visitor.h"
 
 namespace tpusim {
@@ -31,6 +32,7 @@ struct TpuConfig {
     DmaConfig dma;
     HbmConfig hbm;
     IciConfig ici;
+    SimConfig sim;
 
     std::int64_t chips() const { return board.chips(); }
     std::int64_t cores() const { return board.chips() * chip.cores_per_chip; }
@@ -49,6 +51,7 @@ struct TpuConfig {
         v.section("dma", dma, "DMA engines (per core)");
         v.section("hbm", hbm, "high-bandwidth memory (per chip)");
         v.section("ici", ici, "inter-chip interconnect");
+        v.section("sim", sim, "simulation detail / speed choices");
     }
 };
 

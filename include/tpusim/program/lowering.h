@@ -14,6 +14,7 @@
 // buffering follows from the VMEM capacity in the config.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tpusim/config/tpu_config.h"
@@ -37,6 +38,7 @@ struct OpSpec {
     Bytes bytes = 0;
     std::vector<std::int64_t> group;
     std::int64_t peer = -1;
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
     // graph
     std::vector<std::size_t> deps;
     bool fused = false;

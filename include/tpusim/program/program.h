@@ -7,6 +7,7 @@
 // models, so their cost follows from the hardware description.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tpusim/common/types.h"
@@ -44,7 +45,9 @@ struct CollectiveInstr {
     std::string kind;  // all_reduce, all_gather, ...
     Bytes bytes = 0;
     std::vector<std::int64_t> group;  // global core ids taking part
-    std::int64_t peer = -1;           // send / recv / collective_permute target
+    std::int64_t peer = -1;           // send: destination; recv: source
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // collective_permute
+    std::int64_t element_bytes = 4;   // sizes the reduction work
     std::uint64_t instance = 0;       // same value on every participating core
 };
 

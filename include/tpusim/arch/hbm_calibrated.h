@@ -1,0 +1,58 @@
+#pragma once
+// Calibrated transaction-level HBM model for whole-program runs.
+//
+// The burst-level model (HbmSystem: banks, JEDEC timing, FR-FCFS, refresh) is the reference.
+// It costs about a microsecond of wall time per 32-byte burst, so a training step that moves
+// tens of GB would take minutes. For `tpusim run` the chip's HBM is instead served as one
+// FIFO transfer queue per TensorCore half, whose sustained read and write rates and idle
+// latency are *measured* on the burst-level model for the same config when the simulator
+// starts (streaming reads, streaming writes and one isolated access; cached per config).
+// What it leaves out: read/write turnaround between interleaved streams, bank conflicts of
+// non-streaming patterns, and interference between the two halves; `--set
+// sim.hbm_model=burst` runs the reference instead. tests/unit/hbm_calibrated_test.cpp checks
+// the two against each other on streaming traffic.
+#include <cstdint>
+#include <vector>
+
+#include "tpusim/common/types.h"
+#include "tpusim/config/hbm_config.h"
+#include "tpusim/stats/stats.h"
+
+namespace tpusim {
+
+struct HbmCalibration {
+    double read_bytes_per_cycle = 0;   // per core half, core cycles, streaming
+    double write_bytes_per_cycle = 0;
+    Cycle read_latency = 0;            // an isolated access on an idle system, core cycles
+    Cycle write_latency = 0;
+    std::uint64_t calibration_bursts = 0;  // bursts the burst-level model simulated
+};
+
+// Runs the burst-level model; the result is cached per (HbmConfig, clock, cores).
+const HbmCalibration& calibrate_hbm(const HbmConfig& cfg, double core_clock_mhz,
+                                    std::int64_t cores_per_chip);
+
+class HbmCalibratedModel {
+ public:
+    HbmCalibratedModel(const HbmConfig& cfg, double core_clock_mhz, std::int64_t cores_per_chip);
+
+    // A transfer of rows x row_bytes starting at `addr`, requested at `now` by a core of the
+    // chip: returns the core cycle its last byte has landed. The half that owns `addr` serves
+    // it; a remote half adds hbm.remote_latency_cycles.
+    Cycle transfer(Addr addr, Bytes bytes, bool is_write, int requester, Cycle now);
+
+    const HbmCalibration& calibration() const { return cal_; }
+    StatGroup& stats() { return stats_; }
+
+ private:
+    HbmConfig cfg_;
+    HbmCalibration cal_;
+    std::int64_t halves_;
+    Bytes half_bytes_;
+    std::vector<Cycle> free_at_;  // per half: when its queue drains
+    std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0, remote_requests_ = 0;
+    std::uint64_t busy_cycles_ = 0;
+    StatGroup stats_{"hbm", "HBM of one chip (calibrated transaction model)"};
+};
+
+}  // namespace tpusim

@@ -1,0 +1,21 @@
+#pragma once
+// Simulation-level choices that trade detail for speed (not hardware parameters).
+#include <string>
+
+#include "tpusim/config/visitor.h"
+
+namespace tpusim {
+
+struct SimConfig {
+    // "calibrated": HBM served as per-core-half transfer queues whose rates and latency are
+    // measured on the burst-level model at start-up (include/tpusim/arch/hbm_calibrated.h);
+    // "burst": every 32-byte burst through the bank/timing/scheduler model (slow, exact).
+    std::string hbm_model = "calibrated";
+
+    void visit(ConfigVisitor& v) {
+        v.value("hbm_model", hbm_model, {"calibrated", "burst"},
+                "HBM model in whole-program runs: calibrated transfer queues or every burst");
+    }
+};
+
+}  // namespace tpusim
