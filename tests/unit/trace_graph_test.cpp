@@ -61,7 +61,7 @@ TEST_CASE("a long cycle is shortened in the message", "[trace]") {
     CHECK(what.find("... (50 ops) -> \"o0\"") != std::string::npos);
 }
 
-TEST_CASE("a chain of 100,000 ops reads without recursion", "[trace]") {
+TEST_CASE("a chain of 100000 ops listed backwards reads and reorders", "[trace]") {
     // Every op depends on the one before, listed in reverse so the reader must reorder them.
     const int n = 100000;
     std::string ops;
