@@ -15,6 +15,7 @@
 
 namespace tpusim {
 
+// Collectives come last, from AllReduce on (is_collective relies on it).
 enum class OpKind {
     Matmul,
     Conv2d,
