@@ -108,7 +108,8 @@ class OpReader {
 
     void reject_unknown_keys() const {
         for (auto it = j_.begin(); it != j_.end(); ++it) {
-            if (std::find(known_.begin(), known_.end(), it.key()) == known_.end()) {
+            const auto same = [&](const char* k) { return it.key() == k; };
+            if (std::find_if(known_.begin(), known_.end(), same) == known_.end()) {
                 fail(fmt::format("unknown key \"{}\" for a {} op", it.key(), kind_));
             }
         }
@@ -119,7 +120,7 @@ class OpReader {
     const json& j_;
     std::string where_;
     const std::string& file_;
-    std::vector<std::string> known_;
+    std::vector<const char*> known_;  // string literals
     const char* kind_ = "";
 };
 
