@@ -1,9 +1,9 @@
 // `tpusim trace check`: reads and validates a trace (docs/trace-format.md) and prints a
 // one-line summary: ops by kind, FLOPs and bytes. No simulation.
+#include <fmt/format.h>
+
 #include <iostream>
 #include <map>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
@@ -59,7 +59,8 @@ void run_check(const CheckOptions& o) {
         return;
     }
     std::string kinds;
-    for (const auto& [k, n] : by_kind) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", k, n);
+    for (const auto& [k, n] : by_kind)
+        kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", k, n);
     std::cout << fmt::format(
         "{}: ok, {} ops ({}), {} core{}, {} FLOP, {} bytes in, {} bytes out, {} collective "
         "bytes (totals over all cores)\n",

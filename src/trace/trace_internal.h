@@ -2,10 +2,9 @@
 // Shared by the trace reader and the size helpers: FLOP and byte figures in 128-bit
 // arithmetic, so that the reader can reject an op whose figures do not fit in 63 bits before
 // anyone computes them in 64.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "tpusim/trace/trace.h"
 

@@ -1,14 +1,14 @@
 // Cross-op checks of a trace: ids, deps, cycles, topological order, fused ops and send/recv
 // pairing. Everything here is linear or n log n in the number of ops and deps, so that a
 // trace of 100,000 ops is read in well under a second.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <queue>
 #include <tuple>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "tpusim/common/error.h"
 #include "trace_internal.h"
@@ -110,10 +110,10 @@ void check_send_recv_pairs(const Trace& t) {
             const std::size_t matched = it == theirs.end() ? 0 : it->second.size();
             if (ops.size() > matched) {
                 const auto& op = t.ops[ops[matched]];
-                throw InputError(t.path, op_where(op.id),
-                                 fmt::format("no matching {} of {} bytes from core {} to core {}",
-                                             what, std::get<2>(key), std::get<0>(key),
-                                             std::get<1>(key)));
+                throw InputError(
+                    t.path, op_where(op.id),
+                    fmt::format("no matching {} of {} bytes from core {} to core {}", what,
+                                std::get<2>(key), std::get<0>(key), std::get<1>(key)));
             }
         }
     };

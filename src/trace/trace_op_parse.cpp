@@ -1,10 +1,10 @@
 // One op object of a trace file -> TraceOp: keys, types, sizes, cores and replica groups.
 // Cross-op checks (ids, deps, cycles, pairing) are in trace_link.cpp.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tpusim/common/error.h"
@@ -93,8 +93,8 @@ class OpReader {
     int core(const char* key, const json& v, std::int64_t cores) const {
         const std::int64_t c = integer(key, v);
         if (c < 0 || c >= cores) {
-            fail(fmt::format("core {} in \"{}\" is outside the program's {} core{} (0..{})", c,
-                             key, cores, cores == 1 ? "" : "s", cores - 1));
+            fail(fmt::format("core {} in \"{}\" is outside the program's {} core{} (0..{})", c, key,
+                             cores, cores == 1 ? "" : "s", cores - 1));
         }
         return static_cast<int>(c);
     }
@@ -108,7 +108,8 @@ class OpReader {
 
     void reject_unknown_keys() const {
         for (auto it = j_.begin(); it != j_.end(); ++it) {
-            if (std::find(known_.begin(), known_.end(), it.key()) == known_.end()) {
+            const auto same = [&](const char* k) { return it.key() == k; };
+            if (std::find_if(known_.begin(), known_.end(), same) == known_.end()) {
                 fail(fmt::format("unknown key \"{}\" for a {} op", it.key(), kind_));
             }
         }
@@ -119,7 +120,7 @@ class OpReader {
     const json& j_;
     std::string where_;
     const std::string& file_;
-    std::vector<std::string> known_;
+    std::vector<const char*> known_;  // string literals
     const char* kind_ = "";
 };
 
@@ -156,8 +157,8 @@ void read_conv2d(OpReader& r, TraceOp& op) {
         }
     }
     if (c.padding == Padding::Valid && (c.kh > c.h || c.kw > c.w)) {
-        r.fail(fmt::format("a {}x{} filter does not fit a {}x{} input with \"valid\" padding",
-                           c.kh, c.kw, c.h, c.w));
+        r.fail(fmt::format("a {}x{} filter does not fit a {}x{} input with \"valid\" padding", c.kh,
+                           c.kw, c.h, c.w));
     }
 }
 
@@ -215,9 +216,10 @@ void read_replica_groups(OpReader& r, TraceOp& op, const std::vector<int>& op_co
     }
     for (int c : op_cores) {
         if (!seen[c]) {
-            r.fail(fmt::format("replica_groups must partition the op's cores; core {} is in no "
-                               "group",
-                               c));
+            r.fail(
+                fmt::format("replica_groups must partition the op's cores; core {} is in no "
+                            "group",
+                            c));
         }
         seen[c] = -1;
     }
@@ -270,8 +272,8 @@ void read_collective(OpReader& r, TraceOp& op, const std::vector<int>& op_cores,
     const std::int64_t g = static_cast<std::int64_t>(op.replica_groups[0].size());
     if ((op.kind == OpKind::ReduceScatter || op.kind == OpKind::AllToAll) &&
         (op.bytes / eb) % g != 0) {
-        r.fail(fmt::format("{} elements do not split evenly over groups of {} cores",
-                           op.bytes / eb, g));
+        r.fail(fmt::format("{} elements do not split evenly over groups of {} cores", op.bytes / eb,
+                           g));
     }
 }
 
@@ -308,7 +310,8 @@ void check_figures(OpReader& r, const TraceOp& op) {
 TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std::string& file,
                  std::vector<std::string>& dep_ids) {
     OpReader r(j, fmt::format("ops[{}]", index), file);
-    if (!j.is_object()) r.fail(fmt::format("an op must be a JSON object, got {}", json_type_name(j)));
+    if (!j.is_object())
+        r.fail(fmt::format("an op must be a JSON object, got {}", json_type_name(j)));
     TraceOp op;
     const std::string* id = r.str("id");
     if (!id) r.fail("missing \"id\"");
@@ -334,13 +337,23 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
     }
     const std::vector<int> op_cores = read_cores(r, op, cores);
     switch (op.kind) {
-        case OpKind::Matmul: read_matmul(r, op); break;
-        case OpKind::Conv2d: read_conv2d(r, op); break;
-        case OpKind::Vector: read_vector(r, op); break;
+        case OpKind::Matmul:
+            read_matmul(r, op);
+            break;
+        case OpKind::Conv2d:
+            read_conv2d(r, op);
+            break;
+        case OpKind::Vector:
+            read_vector(r, op);
+            break;
         case OpKind::Copy:
         case OpKind::Infeed:
-        case OpKind::Outfeed: op.bytes = r.size("bytes", -1, " (bytes moved)"); break;
-        default: read_collective(r, op, op_cores, cores); break;
+        case OpKind::Outfeed:
+            op.bytes = r.size("bytes", -1, " (bytes moved)");
+            break;
+        default:
+            read_collective(r, op, op_cores, cores);
+            break;
     }
     if (!is_collective(op.kind) && op.kind != OpKind::Copy && op.kind != OpKind::Infeed &&
         op.kind != OpKind::Outfeed) {

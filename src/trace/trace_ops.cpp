@@ -11,10 +11,19 @@ using trace_detail::Wide;
 
 namespace {
 
-constexpr std::array<const char*, 13> kKindNames = {
-    "matmul",         "conv2d",     "vector",    "copy",       "infeed",
-    "outfeed",        "all_reduce", "reduce_scatter", "all_gather", "all_to_all",
-    "collective_permute", "send",   "recv"};
+constexpr std::array<const char*, 13> kKindNames = {"matmul",
+                                                    "conv2d",
+                                                    "vector",
+                                                    "copy",
+                                                    "infeed",
+                                                    "outfeed",
+                                                    "all_reduce",
+                                                    "reduce_scatter",
+                                                    "all_gather",
+                                                    "all_to_all",
+                                                    "collective_permute",
+                                                    "send",
+                                                    "recv"};
 
 constexpr std::array<const char*, 7> kDtypeNames = {"bf16", "f16", "f32", "s32",
                                                     "s8",   "u8",  "pred"};
@@ -160,8 +169,7 @@ std::string vector_op_names() {
 }
 
 std::int64_t group_size(const TraceOp& op) {
-    return op.replica_groups.empty() ? 1
-                                     : static_cast<std::int64_t>(op.replica_groups[0].size());
+    return op.replica_groups.empty() ? 1 : static_cast<std::int64_t>(op.replica_groups[0].size());
 }
 
 Wide wide_flops(const TraceOp& op) {
@@ -178,7 +186,8 @@ Wide wide_flops(const TraceOp& op) {
             const auto& v = op.vector;
             return (w(v.rows) * w(v.cols) * w(vector_op_info(v.op).flops_per_element)).v;
         }
-        default: return 0;
+        default:
+            return 0;
     }
 }
 
@@ -203,21 +212,29 @@ std::vector<Sat> operand_bytes(const TraceOp& op) {
             const Sat indices = w(v.rows) * w(kIndexBytes);
             switch (v.op) {
                 case VectorOp::BiasAdd:
-                case VectorOp::Rmsnorm: return {full, row};  // bias or gamma
+                case VectorOp::Rmsnorm:
+                    return {full, row};  // bias or gamma
                 case VectorOp::Layernorm:
-                case VectorOp::Batchnorm: return {full, w(2) * row};  // gamma, beta
+                case VectorOp::Batchnorm:
+                    return {full, w(2) * row};  // gamma, beta
                 case VectorOp::LayernormGrad:
-                case VectorOp::BatchnormGrad: return {full, full, row};  // dy, x, gamma
+                case VectorOp::BatchnormGrad:
+                    return {full, full, row};  // dy, x, gamma
                 // The gathered rows of the table, and the indices.
-                case VectorOp::Gather: return {full, indices};
+                case VectorOp::Gather:
+                    return {full, indices};
                 // Updates, indices, and the table rows read for the read-modify-write.
-                case VectorOp::ScatterAdd: return {full, indices, full};
-                default: return std::vector<Sat>(vector_op_info(v.op).inputs, full);
+                case VectorOp::ScatterAdd:
+                    return {full, indices, full};
+                default:
+                    return std::vector<Sat>(vector_op_info(v.op).inputs, full);
             }
         }
         case OpKind::Infeed:
-        case OpKind::Recv: return {};
-        default: return {w(op.bytes)};
+        case OpKind::Recv:
+            return {};
+        default:
+            return {w(op.bytes)};
     }
 }
 
@@ -243,10 +260,14 @@ Sat bytes_out(const TraceOp& op) {
             return out;
         }
         case OpKind::Outfeed:
-        case OpKind::Send: return {0};
-        case OpKind::ReduceScatter: return {static_cast<Wide>(op.bytes / group_size(op))};
-        case OpKind::AllGather: return w(op.bytes) * w(group_size(op));
-        default: return w(op.bytes);
+        case OpKind::Send:
+            return {0};
+        case OpKind::ReduceScatter:
+            return {static_cast<Wide>(op.bytes / group_size(op))};
+        case OpKind::AllGather:
+            return w(op.bytes) * w(group_size(op));
+        default:
+            return w(op.bytes);
     }
 }
 

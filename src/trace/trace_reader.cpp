@@ -1,12 +1,12 @@
 // Reading a trace file: JSON syntax (json_io), the top-level object, then each op
 // (trace_op_parse.cpp) and the links between ops (trace_link.cpp).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
@@ -76,7 +76,7 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
     if (!j.is_object()) {
         fail("", fmt::format("the top level must be a JSON object, got {}", json_type_name(j)));
     }
-    static const char* const kKeys[] = {"format", "version", "name", "description",
+    static const char* const kKeys[] = {"format", "version", "name",    "description",
                                         "cores",  "ops",     "metadata"};
     for (auto it = j.begin(); it != j.end(); ++it) {
         if (std::find(std::begin(kKeys), std::end(kKeys), it.key()) == std::end(kKeys)) {

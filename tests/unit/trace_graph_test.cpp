@@ -1,8 +1,8 @@
 // Trace ops as a program: deps, cycles, order, cores and replica groups, send/recv pairing,
 // and the FLOP / byte figures the program layer lowers from.
-#include <chrono>
-
 #include <fmt/format.h>
+
+#include <chrono>
 
 #include "trace_test_util.h"
 
@@ -21,8 +21,7 @@ std::string located(const InputError& e) { return e.where() + ": " + e.what_only
 
 }  // namespace
 
-TEST_CASE("deps may point forward; ops come out in topological, otherwise file, order",
-          "[trace]") {
+TEST_CASE("deps may point forward; ops come out in topological, otherwise file, order", "[trace]") {
     // File order: c (needs b), a, b (needs a), d. Ready ops are taken in file order.
     const Trace t = parse_text(trace_text(copy_op("c", R"("b")") + "," + copy_op("a") + "," +
                                           copy_op("b", R"("a", "a")") + "," + copy_op("d")));
@@ -38,9 +37,9 @@ TEST_CASE("deps may point forward; ops come out in topological, otherwise file, 
 
 TEST_CASE("dependency cycles are reported with the ids on the cycle", "[trace]") {
     // x is outside the cycle b -> c -> d -> b but depends on it.
-    const InputError e = error_of(trace_text(
-        copy_op("a") + "," + copy_op("x", R"("d")") + "," + copy_op("b", R"("a", "d")") + "," +
-        copy_op("c", R"("b")") + "," + copy_op("d", R"("c")")));
+    const InputError e = error_of(
+        trace_text(copy_op("a") + "," + copy_op("x", R"("d")") + "," + copy_op("b", R"("a", "d")") +
+                   "," + copy_op("c", R"("b")") + "," + copy_op("d", R"("c")")));
     CHECK(located(e) == R"(op "b": dependency cycle: "b" -> "c" -> "d" -> "b")");
     CHECK(located(error_of(trace_text(copy_op("s", R"("s")")))) ==
           R"(op "s": dependency cycle: it depends on itself)");
@@ -54,14 +53,15 @@ TEST_CASE("a long cycle is shortened in the message", "[trace]") {
     std::string ops;
     const int n = 50;
     for (int i = 0; i < n; ++i) {
-        ops += (i ? "," : "") + copy_op(fmt::format("o{}", i), fmt::format(R"("o{}")", (i + n - 1) % n));
+        ops += (i ? "," : "") +
+               copy_op(fmt::format("o{}", i), fmt::format(R"("o{}")", (i + n - 1) % n));
     }
     const std::string what = error_of(trace_text(ops)).what_only();
     CHECK(what.rfind(R"(dependency cycle: "o0" -> "o1" -> )", 0) == 0);
     CHECK(what.find("... (50 ops) -> \"o0\"") != std::string::npos);
 }
 
-TEST_CASE("a chain of 100,000 ops reads without recursion", "[trace]") {
+TEST_CASE("a chain of 100000 ops listed backwards reads and reorders", "[trace]") {
     // Every op depends on the one before, listed in reverse so the reader must reorder them.
     const int n = 100000;
     std::string ops;
@@ -178,11 +178,11 @@ TEST_CASE("conv2d: output size and the equivalent implicit GEMM", "[trace]") {
     CHECK(g.n == 64);
     CHECK(op_flops(t.ops[0]) == 2 * g.m * g.k * g.n);
     const Conv2dShape& v = t.ops[1].conv;
-    CHECK(v.out_h() == 8);   // "valid": (10 - 3) / 1 + 1
-    CHECK(v.out_w() == 8);   // (12 - 5) / 1 + 1
+    CHECK(v.out_h() == 8);  // "valid": (10 - 3) / 1 + 1
+    CHECK(v.out_w() == 8);  // (12 - 5) / 1 + 1
     // f32: input 2x10x12x8, filter 3x5x8x16; output 2x8x8x16.
-    CHECK(op_operand_bytes(t.ops[1]) == std::vector<std::int64_t>{4 * 2 * 10 * 12 * 8,
-                                                                    4 * 3 * 5 * 8 * 16});
+    CHECK(op_operand_bytes(t.ops[1]) ==
+          std::vector<std::int64_t>{4 * 2 * 10 * 12 * 8, 4 * 3 * 5 * 8 * 16});
     CHECK(op_bytes_out(t.ops[1]) == 4 * 2 * 8 * 8 * 16);
 }
 

@@ -74,7 +74,8 @@ TEST_CASE("bert_base_train_step.json all-reduces every parameter once", "[trace]
             CHECK(op.replica_groups.size() == 1);
             CHECK(op.replica_groups[0].size() == 8);
         }
-        if (op.kind == OpKind::Vector && op.vector.op == VectorOp::Adam) updated += op.vector.elements();
+        if (op.kind == OpKind::Vector && op.vector.op == VectorOp::Adam)
+            updated += op.vector.elements();
     }
     CHECK(reduced == 4 * params);
     CHECK(updated == params);
@@ -196,8 +197,7 @@ TEST_CASE("op lines come from the file", "[trace]") {
 
 TEST_CASE("every file in traces/bad/ is rejected with a located error", "[trace]") {
     int files = 0;
-    for (const auto& e :
-         std::filesystem::directory_iterator(test::source_dir() + "/traces/bad")) {
+    for (const auto& e : std::filesystem::directory_iterator(test::source_dir() + "/traces/bad")) {
         ++files;
         INFO(e.path());
         try {

@@ -1,8 +1,7 @@
 #pragma once
 // Helpers for the trace tests: parse a trace from text, or capture the error it raises.
-#include <string>
-
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"

@@ -8,14 +8,14 @@
 // `cores` (or of the whole program) with the same shape.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 namespace tpusim {
 
+// Collectives come last, from AllReduce on (is_collective relies on it).
 enum class OpKind {
     Matmul,
     Conv2d,
@@ -35,13 +35,14 @@ enum class OpKind {
 enum class DType { BF16, F16, F32, S32, S8, U8, Pred };
 
 // Element-wise, row-wise and optimizer operations of the vector unit (VPU).
+// clang-format off
 enum class VectorOp {
     // elementwise, two full-size inputs
     Add, Sub, Mul, Div, Max, Min,
     // elementwise, one input
     Neg, Abs, Relu, Gelu, Tanh, Sigmoid, Exp, Log, Sqrt, Rsqrt, Scale, Convert, Dropout,
     Transpose,
-    // gradients: two full-size inputs (dy and the forward input or output)
+    // gradients: dy and the forward input or output (dropout_grad: dy only)
     ReluGrad, GeluGrad, TanhGrad, SigmoidGrad, DropoutGrad,
     // row-wise (along cols): a rows x cols shape is required
     BiasAdd, Softmax, SoftmaxGrad, Layernorm, LayernormGrad, Rmsnorm, ReduceSum, ReduceMax,
@@ -52,6 +53,7 @@ enum class VectorOp {
     // optimizer updates over `elements` parameters (state kept in the parameter dtype)
     Sgd, SgdMomentum, Adam,
 };
+// clang-format on
 
 // What the VPU does per element of a vector op, for the lowering and for op_flops.
 struct VectorOpInfo {
@@ -60,8 +62,8 @@ struct VectorOpInfo {
     int outputs;            // full-size output streams (reductions: 1 of `rows` elements)
     int flops_per_element;  // arithmetic per element, counting a transcendental as one
     int transcendentals_per_element;
-    bool row_wise;   // needs rows x cols; runs along cols
-    bool reduces;    // output has `rows` elements
+    bool row_wise;  // needs rows x cols; runs along cols
+    bool reduces;   // output has `rows` elements
 };
 const VectorOpInfo& vector_op_info(VectorOp op);
 
