@@ -40,6 +40,11 @@ VUnit vop_unit(VOp op) {
         case VOp::Reduce:
         case VOp::Broadcast:
         case VOp::Transpose: return VUnit::Xlu;
+        case VOp::Exp:
+        case VOp::Log:
+        case VOp::Rsqrt:
+        case VOp::Recip:
+        case VOp::Tanh: return VUnit::Eup;
         default: return VUnit::Valu;
     }
 }
@@ -50,6 +55,7 @@ const char* vunit_name(VUnit u) {
         case VUnit::Vld: return "vld";
         case VUnit::Vst: return "vst";
         case VUnit::Xlu: return "xlu";
+        case VUnit::Eup: return "eup";
     }
     return "?";
 }
@@ -94,6 +100,7 @@ VpuTiming::VpuTiming(const VpuConfig& vpu, const VmemConfig& vmem)
     slot_free_[static_cast<std::size_t>(VUnit::Vld)].assign(vpu.vld_slots, 0);
     slot_free_[static_cast<std::size_t>(VUnit::Vst)].assign(vpu.vst_slots, 0);
     slot_free_[static_cast<std::size_t>(VUnit::Xlu)].assign(vpu.xlu.units, 0);
+    slot_free_[static_cast<std::size_t>(VUnit::Eup)].assign(vpu.eup_units, 0);
     ready_.assign(vpu.vregs, 0);
 }
 
@@ -163,8 +170,17 @@ Cycle VpuTiming::issue(const VInstr& in) {
     auto& slots = slot_free_[u];
     auto slot = std::min_element(slots.begin(), slots.end());
     t = std::max(t, *slot);
+    // The EUP is fed from a vector ALU slot: the push needs one for one cycle.
+    constexpr auto kValu = static_cast<std::size_t>(VUnit::Valu);
+    const bool push = vop_unit(in.op) == VUnit::Eup;
+    auto valu = std::min_element(slot_free_[kValu].begin(), slot_free_[kValu].end());
+    if (push) t = std::max(t, *valu);
 
     *slot = t + occ;
+    if (push) {
+        *valu = t + 1;
+        counters_.busy_cycles[kValu] += 1;
+    }
     if (in.dst >= 0) ready_[in.dst] = t + lat;
     cur_ = t;
     finish_ = std::max(finish_, t + lat);

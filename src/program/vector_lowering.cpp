@@ -50,6 +50,11 @@ struct Ctx {
             b.store(b.op(VOp::Cvt, ys[0], ys[1]), vreg_bytes);
         }
     }
+    // a * b + c: one fma where the VALU has one, else a multiply and an add.
+    VVal fma(VVal a, VVal x, VVal c) {
+        if (vpu.has_fma) return b.op(VOp::Fma, a, x, c);
+        return b.op(VOp::Add, b.op(VOp::Mul, a, x), c);
+    }
     // A row vector (bias, gamma, beta: f32) loaded with sublane broadcast: one lane row.
     VVal load_row() { return b.load(static_cast<std::uint32_t>(vpu.lanes * 4)); }
 };
@@ -119,10 +124,10 @@ VVal gelu(Ctx& c, VVal x, VVal c0, VVal c1, VVal half) {
     // XLA's tanh approximation: x * 0.5 * (1 + tanh(0.79788456 * (x + 0.044715 x^3))),
     // as x * (0.5 + 0.5 tanh(x * (c0 + c1 x^2))).
     VVal x2 = c.b.op(VOp::Mul, x, x);
-    VVal t = c.b.op(VOp::Fma, x2, c1, c0);
+    VVal t = c.fma(x2, c1, c0);
     VVal u = c.b.op(VOp::Mul, x, t);
     VVal th = c.b.op(VOp::Tanh, u);
-    VVal h = c.b.op(VOp::Fma, th, half, half);
+    VVal h = c.fma(th, half, half);
     return c.b.op(VOp::Mul, x, h);
 }
 
@@ -169,7 +174,7 @@ void lower_norm(Ctx& c, std::int64_t tiles, bool rms) {
         for (int h = 0; h < c.k; ++h) {
             VVal d = rms ? xs[h] : c.b.op(VOp::Sub, xs[h], mean[h]);
             VVal n = c.b.op(VOp::Mul, d, rstd[h]);
-            ys.push_back(rms ? c.b.op(VOp::Mul, n, gamma) : c.b.op(VOp::Fma, n, gamma, beta));
+            ys.push_back(rms ? c.b.op(VOp::Mul, n, gamma) : c.fma(n, gamma, beta));
         }
         c.store_out(ys);
     }
@@ -215,12 +220,12 @@ void lower_adam(Ctx& c) {
     const std::vector<VVal> p = c.load_in(), g = c.load_in(), m = c.load_in(), v = c.load_in();
     std::vector<VVal> po, mo, vo;
     for (int h = 0; h < c.k; ++h) {
-        VVal m1 = c.b.op(VOp::Fma, g[h], omb1, c.b.op(VOp::Mul, m[h], b1));
+        VVal m1 = c.fma(g[h], omb1, c.b.op(VOp::Mul, m[h], b1));
         VVal g2 = c.b.op(VOp::Mul, g[h], g[h]);
-        VVal v1 = c.b.op(VOp::Fma, g2, omb2, c.b.op(VOp::Mul, v[h], b2));
+        VVal v1 = c.fma(g2, omb2, c.b.op(VOp::Mul, v[h], b2));
         VVal sq = c.b.op(VOp::Mul, v1, c.b.op(VOp::Rsqrt, v1));
         VVal r = c.b.op(VOp::Recip, c.b.op(VOp::Add, sq, eps));
-        po.push_back(c.b.op(VOp::Fma, c.b.op(VOp::Mul, m1, r), neg_lr, p[h]));
+        po.push_back(c.fma(c.b.op(VOp::Mul, m1, r), neg_lr, p[h]));
         mo.push_back(m1);
         vo.push_back(v1);
     }
@@ -239,7 +244,7 @@ const std::vector<std::string>& vector_op_names() {
     return names;
 }
 
-VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
+VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
     auto bad = [&](const std::string& what) { throw InputError("vector op", d.op, what); };
     if (d.rows < 1 || d.cols < 1) bad(fmt::format("expected rows and cols >= 1, got {} x {}", d.rows, d.cols));
     if ((d.in_bytes != 2 && d.in_bytes != 4) || (d.out_bytes != 2 && d.out_bytes != 4)) {
@@ -263,7 +268,9 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
     }
     if (op == "softmax" || op == "layernorm" || op == "rmsnorm" || op == "reduce_sum" ||
         op == "reduce_max") {
-        return c.b.finish(row_groups, vpu.vregs, true);
+        VectorLoop loop = c.b.finish(row_groups, vpu.vregs, true);
+        schedule_loop(loop, vpu, vmem);
+        return loop;
     }
 
     static const std::map<std::string, VOp> binary = {
@@ -286,7 +293,7 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
         // XLA expands logistic(x) as 0.5 * tanh(0.5 x) + 0.5.
         VVal half = c.b.konst();
         lower_elementwise(c, 1, [&](Ctx& x, Args a) {
-            return x.b.op(VOp::Fma, x.b.op(VOp::Tanh, x.b.op(VOp::Mul, a[0], half)), half, half);
+            return x.fma(x.b.op(VOp::Tanh, x.b.op(VOp::Mul, a[0], half)), half, half);
         });
     } else if (op == "convert") {
         if (d.in_bytes == d.out_bytes) {  // same type: a copy of the packed tile
@@ -307,7 +314,7 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
         });
     } else if (op == "sgd") {
         VVal neg_lr = c.b.konst();
-        lower_elementwise(c, 2, [=](Ctx& x, Args a) { return x.b.op(VOp::Fma, a[1], neg_lr, a[0]); });
+        lower_elementwise(c, 2, [=](Ctx& x, Args a) { return x.fma(a[1], neg_lr, a[0]); });
     } else if (op == "adam") {
         lower_adam(c);
     } else if (op == "transpose") {
@@ -315,7 +322,9 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
     } else {
         bad("unknown vector op; expected one of: " + fmt::format("{}", fmt::join(vector_op_names(), ", ")));
     }
-    return c.b.finish(elementwise_iters, vpu.vregs, false);
+    VectorLoop loop = c.b.finish(elementwise_iters, vpu.vregs, false);
+    schedule_loop(loop, vpu, vmem);
+    return loop;
 }
 
 }  // namespace tpusim

@@ -65,19 +65,42 @@ TEST_CASE("a dependent chain takes n latencies", "[vpu]") {
     CHECK(t.finish_cycle() == static_cast<Cycle>(n * vpu.ops.mul.latency_cycles));
 }
 
-TEST_CASE("transcendentals issue at their own interval", "[vpu]") {
-    VpuConfig vpu;
-    for (VOp op : {VOp::Exp, VOp::Tanh, VOp::Rsqrt}) {
-        VpuTiming t(vpu, VmemConfig{});
-        const int n = 40;
-        t.run(independent(op, n));
-        const VpuOpTiming& e = op == VOp::Exp    ? vpu.ops.exp
-                               : op == VOp::Tanh ? vpu.ops.tanh
-                                                 : vpu.ops.rsqrt;
-        // Each VALU slot takes one every issue_interval cycles.
-        const Cycle last_issue = (ceil_div(n, vpu.valu_slots) - 1) * e.issue_interval_cycles;
-        CHECK(t.finish_cycle() == last_issue + e.latency_cycles);
+TEST_CASE("transcendentals issue at the EUP's interval", "[vpu]") {
+    for (std::int64_t units : {1, 2}) {
+        VpuConfig vpu;
+        vpu.eup_units = units;
+        for (VOp op : {VOp::Exp, VOp::Tanh, VOp::Rsqrt}) {
+            VpuTiming t(vpu, VmemConfig{});
+            const int n = 40;
+            t.run(independent(op, n));
+            const VpuOpTiming& e = op == VOp::Exp    ? vpu.ops.exp
+                                   : op == VOp::Tanh ? vpu.ops.tanh
+                                                     : vpu.ops.rsqrt;
+            // Each EUP unit takes one every issue_interval cycles (the one-cycle push on a
+            // VALU slot is never the limit with intervals >= 1 and 2 VALU slots).
+            const Cycle last_issue = (ceil_div(n, units) - 1) * e.issue_interval_cycles;
+            CHECK(t.finish_cycle() == last_issue + e.latency_cycles);
+            CHECK(t.counters().busy_cycles[static_cast<std::size_t>(VUnit::Valu)] == Cycle(n));
+            CHECK(t.counters().busy_cycles[static_cast<std::size_t>(VUnit::Eup)] ==
+                  Cycle(n) * e.issue_interval_cycles);
+        }
     }
+}
+
+TEST_CASE("EUP pushes compete with ALU ops for the VALU slots", "[vpu]") {
+    VpuConfig vpu;
+    vpu.valu_slots = 1;
+    vpu.ops.exp.issue_interval_cycles = 1;
+    VpuTiming t(vpu, VmemConfig{});
+    const int n = 30;
+    VectorProgram p;
+    for (int i = 0; i < n; ++i) {
+        p.instrs.push_back(alu(VOp::Exp, 2 + i % 15, 0));
+        p.instrs.push_back(alu(VOp::Add, 17 + i % 15, 0, 1));
+    }
+    t.run(p);
+    // One VALU slot: the push and the add take a cycle each, 2n issues back to back.
+    CHECK(t.issue_cycle() == Cycle(2 * n - 1));
 }
 
 TEST_CASE("vector loads and stores are limited by slots and VMEM port width", "[vpu]") {

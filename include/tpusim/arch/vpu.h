@@ -16,16 +16,17 @@ enum class VOp : std::uint8_t {
     Add, Sub, Logic,           // add timing class (Logic: and / xor / shift on 32-bit ints)
     Mul, Fma, Max, Min,
     Cmp, Select, Splat,        // cmp_select class; Splat: scalar register -> every element
-    Exp, Log, Rsqrt, Recip, Tanh,
+    Exp, Log, Rsqrt, Recip, Tanh,  // transcendental unit (EUP)
     Cvt,                       // bf16 <-> f32 unpack / pack
     Load, Store,               // vector load / store against VMEM
     Reduce, Broadcast, Transpose,  // cross-lane unit
 };
 const char* vop_name(VOp op);
 
-// The bundle slots / units an instruction issues on.
-enum class VUnit : std::uint8_t { Valu, Vld, Vst, Xlu };
-inline constexpr std::size_t kVUnits = 4;
+// The bundle slots / units an instruction issues on. An Eup instruction also takes a Valu
+// slot for its push cycle.
+enum class VUnit : std::uint8_t { Valu, Vld, Vst, Xlu, Eup };
+inline constexpr std::size_t kVUnits = 5;
 VUnit vop_unit(VOp op);
 const char* vunit_name(VUnit u);
 
@@ -45,7 +46,7 @@ struct VectorProgram {
 
 struct VpuCounters {
     std::uint64_t instructions = 0;
-    std::array<std::uint64_t, kVUnits> issued{};       // instructions per unit
+    std::array<std::uint64_t, kVUnits> issued{};       // instructions per unit (EUP ops: Eup)
     std::array<std::uint64_t, kVUnits> busy_cycles{};  // slot-cycles held, summed over slots
     Bytes vmem_bytes_loaded = 0;
     Bytes vmem_bytes_stored = 0;
@@ -58,7 +59,8 @@ struct VpuCounters {
 // Contract: instructions issue in program order, several per cycle (one bundle), each at the
 // earliest cycle not before the previous instruction's issue cycle where
 //  - a slot of its unit is free (a slot is held for the op's issue interval; vector loads and
-//    stores hold their slot for ceil(bytes / VMEM port bytes per cycle) cycles),
+//    stores hold their slot for ceil(bytes / VMEM port bytes per cycle) cycles; an EUP op
+//    holds an EUP unit for its interval and a VALU slot for one push cycle),
 //  - its source vregs are ready (RAW: producer issue + producer latency),
 //  - its result lands no earlier than the previous write of its destination (WAW).
 // Reads happen at issue, so in-order issue makes WAR safe. Stores complete when their port
