@@ -85,7 +85,7 @@ std::shared_ptr<const SteadyState> find_steady_state(const VectorLoop& loop, con
                 st->found = true;
                 st->start = k - p;
                 st->period = p;
-                st->delta = m.issue_cycle() - st->snapshots[k - p].issue_cycle();
+                st->delta = m.front_cycle() - st->snapshots[k - p].front_cycle();
                 st->delta_counts = m.counters();
                 st->delta_counts -= st->snapshots[k - p].counters();
                 return st;

@@ -2,6 +2,8 @@
 // Expected cycles are derived from the config in each test.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "tpusim/arch/vpu.h"
 #include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
@@ -98,9 +100,10 @@ TEST_CASE("EUP pushes compete with ALU ops for the VALU slots", "[vpu]") {
         p.instrs.push_back(alu(VOp::Exp, 2 + i % 15, 0));
         p.instrs.push_back(alu(VOp::Add, 17 + i % 15, 0, 1));
     }
-    t.run(p);
+    Cycle last = 0;
+    for (const VInstr& in : p.instrs) last = std::max(last, t.issue(in));
     // One VALU slot: the push and the add take a cycle each, 2n issues back to back.
-    CHECK(t.issue_cycle() == Cycle(2 * n - 1));
+    CHECK(last == Cycle(2 * n - 1));
 }
 
 TEST_CASE("vector loads and stores are limited by slots and VMEM port width", "[vpu]") {
@@ -142,21 +145,37 @@ TEST_CASE("one bundle holds a load, two ALU ops and a store", "[vpu]") {
         p.instrs.push_back(alu(VOp::Add, 11 + (2 * i) % 20, 0, 1));
         p.instrs.push_back(mem(VOp::Store, 31, vreg_bytes));
     }
-    t.run(p);
+    Cycle last = 0;
+    for (const VInstr& in : p.instrs) last = std::max(last, t.issue(in));
     // With 1 vld, 2 valu and 1 vst slot every group of four fits one bundle: the last one
     // issues at cycle n - 1; the load's latency is the longest.
     REQUIRE(vpu.valu_slots == 2);
-    CHECK(t.issue_cycle() == static_cast<Cycle>(n - 1));
+    CHECK(last == static_cast<Cycle>(n - 1));
     CHECK(t.finish_cycle() == static_cast<Cycle>(n - 1 + vpu.vld_latency_cycles));
 }
 
-TEST_CASE("in-order issue: an instruction waits behind a stalled one", "[vpu]") {
+TEST_CASE("the bundle packer hoists independent work within its window", "[vpu]") {
+    VpuConfig vpu;
+    for (std::int64_t window : {std::int64_t{1}, vpu.schedule_window_instrs}) {
+        vpu.schedule_window_instrs = window;
+        VpuTiming t(vpu, VmemConfig{});
+        t.issue(alu(VOp::Exp, 2, 0));                        // cycle 0
+        const Cycle dep = t.issue(alu(VOp::Add, 3, 2));      // waits for exp's result
+        const Cycle c = t.issue(alu(VOp::Add, 4, 0, 1));     // independent
+        CHECK(dep == static_cast<Cycle>(vpu.ops.exp.latency_cycles));
+        // Window 1 is strict in-order issue; a wider window fills the free slot at cycle 0.
+        CHECK(c == (window == 1 ? dep : Cycle{0}));
+    }
+}
+
+TEST_CASE("WAR: a write lands after the last read of its register", "[vpu]") {
     VpuConfig vpu;
     VpuTiming t(vpu, VmemConfig{});
-    t.issue(alu(VOp::Exp, 2, 0));          // cycle 0
-    t.issue(alu(VOp::Add, 3, 2));          // waits for exp's result
-    const Cycle c = t.issue(alu(VOp::Add, 4, 0, 1));  // independent, but issues in order
-    CHECK(c == static_cast<Cycle>(vpu.ops.exp.latency_cycles));
+    t.issue(alu(VOp::Exp, 2, 0));
+    const Cycle rd = t.issue(alu(VOp::Add, 3, 2, 1));  // reads v2 and v1
+    const Cycle wr = t.issue(alu(VOp::Add, 1, 0, 0));  // overwrites v1
+    CHECK(wr + vpu.ops.add.latency_cycles > rd);
+    CHECK(wr + vpu.ops.add.latency_cycles == rd + 1);
 }
 
 TEST_CASE("WAW: a short op does not land before an older long op on the same vreg", "[vpu]") {
@@ -176,14 +195,16 @@ TEST_CASE("vregs outside the register file are rejected", "[vpu]") {
 
 TEST_CASE("relative state repeats for a repeating pattern", "[vpu]") {
     VpuConfig vpu;
+    vpu.schedule_window_instrs = 8;  // shorter than the pattern, so one run fills it
     VpuTiming t(vpu, VmemConfig{});
     const VectorProgram p = independent(VOp::Add, 30);
     t.run(p);
+    t.run(p);
     const auto s1 = t.relative_state();
-    const Cycle c1 = t.issue_cycle();
+    const Cycle c1 = t.front_cycle();
     t.run(p);
     CHECK(t.relative_state() == s1);
-    CHECK(t.issue_cycle() - c1 == ceil_div(30, vpu.valu_slots));
+    CHECK(t.front_cycle() - c1 == ceil_div(30, vpu.valu_slots));
 }
 
 TEST_CASE("bad VPU config values are rejected", "[vpu][config]") {

@@ -86,6 +86,10 @@ struct VpuConfig {
     // No fused multiply-add: a TPU v4 VPU was observed to have none (vmul then vadd); v2/v3 are
     // assumed alike. With has_fma the lowering emits fma where a*b+c appears.
     bool has_fma = false;
+    // The VPU is statically scheduled (VLIW): the compiler packs instructions into bundles.
+    // VpuTiming models that packing as a list scheduler that may move an instruction ahead of
+    // at most this many older ones (1: strictly in-order issue).
+    std::int64_t schedule_window_instrs = 64;
     VpuOpTable ops;
     XluConfig xlu;
 
@@ -106,6 +110,8 @@ struct VpuConfig {
         v.value("eup_units", eup_units, Limits::range(1, 8), "units",
                 "transcendental (EUP) units fed by the vector ALU slots");
         v.value("has_fma", has_fma, "vector ALUs have a fused multiply-add");
+        v.value("schedule_window_instrs", schedule_window_instrs, Limits::range(1, 4096),
+                "instructions", "how far the bundle packer may hoist an instruction");
         v.value("vld_latency_cycles", vld_latency_cycles, Limits::range(1, 1024), "cycles",
                 "vector load issue to data in the vreg");
         v.section("ops", ops, "per-op issue interval and latency");
