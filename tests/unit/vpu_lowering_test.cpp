@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "tpusim/common/error.h"
 #include "tpusim/program/vector_lowering.h"
@@ -160,4 +161,31 @@ TEST_CASE("bad vector op descriptions are input errors", "[vpu][lowering]") {
     CHECK_THROWS_AS(lower_vector_loop({"frobnicate", 8, 128, 4, 4}, vpu, vmem), InputError);
     CHECK_THROWS_AS(lower_vector_loop({"gelu", 0, 128, 4, 4}, vpu, vmem), InputError);
     CHECK_THROWS_AS(lower_vector_loop({"gelu", 8, 128, 3, 4}, vpu, vmem), InputError);
+}
+
+// Hidden (run with "[vpu-table]"): prints the per-op table of docs/vpu.md for the default
+// config, 4096 x 1024 arrays in f32 and bf16, and checks each row against its resource bound.
+TEST_CASE("per-op instruction mix and steady-state table", "[.][vpu-table]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    for (std::int64_t bytes : {4, 2}) {
+        std::printf("\n%s\n| op | iteration | instrs | VALU | vld | vst | XLU | EUP | II | "
+                    "cycles/iter | elements/cycle |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                    bytes == 4 ? "f32" : "bf16");
+        for (const std::string& op : vector_op_names()) {
+            const VectorOpDesc d{op, 4096, 1024, bytes, bytes};
+            const VectorLoop l = lower_vector_loop(d, vpu, vmem);
+            VpuTiming one(vpu, vmem);
+            for (const VInstr& in : l.body) one.issue(in);
+            const auto& b = one.counters().busy_cycles;
+            const VectorOpCost c = vector_op_cost(d, vpu, vmem);
+            CHECK(c.cycles >= resource_bound(c, vpu));
+            std::printf("| %s | %s | %zu | %llu | %llu | %llu | %llu | %llu | %.2f | %.2f | %.1f |\n",
+                        op.c_str(), l.row_op ? "8k rows" : "8k x 128", l.body.size(),
+                        static_cast<unsigned long long>(b[0]), static_cast<unsigned long long>(b[1]),
+                        static_cast<unsigned long long>(b[2]), static_cast<unsigned long long>(b[3]),
+                        static_cast<unsigned long long>(b[4]), l.ii(),
+                        double(c.cycles) / double(l.iterations), 4096.0 * 1024 / double(c.cycles));
+        }
+    }
 }
