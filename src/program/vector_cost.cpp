@@ -49,11 +49,13 @@ class KeyCollector : public ConfigVisitor {
 };
 
 // The steady state of one loop under one config. snapshots[k]: the VPU after the prologue
-// and chunks 0 .. k-1 of the endless listing. Once found, the state relative to the issue
+// and chunks 0 .. k-1 of the endless listing. Once found, the state relative to the front
 // cycle after `start + period` chunks equals the one after `start`, `delta` cycles and
-// `delta_counts` later; the period is a multiple of the register rotation, so the listing
-// ahead repeats too and the VPU evolves identically from both points.
+// `delta_counts` later; the period is a multiple of the register rotation and both points lie
+// past the pipeline fill, so the listing ahead repeats too and the VPU evolves identically
+// from both.
 struct SteadyState {
+    std::shared_ptr<const VectorLoop> loop;
     std::vector<VpuTiming> snapshots;
     bool found = false;
     std::size_t start = 0, period = 0;
@@ -61,38 +63,44 @@ struct SteadyState {
     VpuCounters delta_counts;
 };
 
-// Chunks simulated beyond the pipeline fill while looking for a repeating state before giving
-// up on extrapolation (then the whole loop is simulated: exact, only slower).
-constexpr std::size_t kMaxProbeChunks = 96;
-constexpr std::size_t kMaxPeriodRotations = 4;
+// Instructions the probe may simulate while looking for a repeating state before giving up
+// on extrapolation (then the rest of the loop is simulated: exact, only slower).
+constexpr std::uint64_t kProbeInstructionBudget = std::uint64_t{1} << 18;
 
-std::shared_ptr<const SteadyState> find_steady_state(const VectorLoop& loop, const VpuConfig& vpu,
+std::shared_ptr<const SteadyState> find_steady_state(std::shared_ptr<const VectorLoop> lp,
+                                                     const VpuConfig& vpu,
                                                      const VmemConfig& vmem) {
+    const VectorLoop& loop = *lp;
     auto st = std::make_shared<SteadyState>();
+    st->loop = std::move(lp);
     VpuTiming m(vpu, vmem);
     for (const VInstr& in : loop.prologue) m.issue(in);
     st->snapshots.push_back(m);
-    std::vector<std::vector<std::int64_t>> states{m.relative_state()};
-    // Every chunk from stages() - 1 on holds every stage: only from there can the state repeat.
-    const auto fill = static_cast<std::size_t>(loop.stages());
-    const auto rot = static_cast<std::size_t>(loop.reg_sets);
-    for (std::size_t k = 1; k <= fill + kMaxProbeChunks; ++k) {
+    // Only from snapshot `stages - 1` on does every chunk ahead hold all stages. The chunk
+    // index modulo the register rotation is part of the key: equal keys mean equal listings
+    // ahead as well as equal machine states.
+    const auto fill = static_cast<std::size_t>(loop.stages() - 1);
+    std::map<std::vector<std::int64_t>, std::size_t> seen;
+    for (std::size_t k = 1;; ++k) {
         run_chunk(m, loop, static_cast<std::int64_t>(k) - 1, kEndless);
         st->snapshots.push_back(m);
-        states.push_back(m.relative_state());
-        for (std::size_t p = rot; p <= rot * kMaxPeriodRotations && k >= fill + p; p += rot) {
-            if (states[k] == states[k - p]) {
+        if (k >= fill) {
+            std::vector<std::int64_t> key = m.relative_state();
+            key.push_back(static_cast<std::int64_t>(k % static_cast<std::size_t>(loop.reg_sets)));
+            auto [it, fresh] = seen.emplace(std::move(key), k);
+            if (!fresh) {
+                const std::size_t k0 = it->second;
                 st->found = true;
-                st->start = k - p;
-                st->period = p;
-                st->delta = m.front_cycle() - st->snapshots[k - p].front_cycle();
+                st->start = k0;
+                st->period = k - k0;
+                st->delta = m.front_cycle() - st->snapshots[k0].front_cycle();
                 st->delta_counts = m.counters();
-                st->delta_counts -= st->snapshots[k - p].counters();
+                st->delta_counts -= st->snapshots[k0].counters();
                 return st;
             }
         }
+        if (m.counters().instructions > kProbeInstructionBudget && k > fill) return st;
     }
-    return st;
 }
 
 struct CacheKey {
@@ -104,7 +112,6 @@ struct CacheKey {
 };
 
 std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d,
-                                                       const VectorLoop& loop,
                                                        const VpuConfig& vpu,
                                                        const VmemConfig& vmem) {
     static std::mutex mu;
@@ -114,16 +121,18 @@ std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d,
     VmemConfig w = vmem;
     v.visit(kc);
     w.visit(kc);
-    CacheKey key{d.op + "/" + std::to_string(loop.row_op ? d.cols : 0) + "/" +
+    CacheKey key{d.op + "/" + std::to_string(is_row_vector_op(d.op) ? d.cols : 0) + "/" +
                      std::to_string(d.in_bytes) + "/" + std::to_string(d.out_bytes),
                  std::move(kc.values)};
     {
         std::lock_guard<std::mutex> lock(mu);
         if (auto it = cache.find(key); it != cache.end()) return it->second;
     }
-    auto st = find_steady_state(loop, vpu, vmem);
+    auto st = find_steady_state(std::make_shared<const VectorLoop>(lower_vector_loop(d, vpu, vmem)),
+                                vpu, vmem);
     std::lock_guard<std::mutex> lock(mu);
-    if (cache.size() > 4096) cache.clear();  // bound memory over long sweeps
+    // Bound memory over long sweeps (an entry holds the snapshots of its probe).
+    if (cache.size() >= 256) cache.clear();
     cache.emplace(std::move(key), st);
     return st;
 }
@@ -138,9 +147,9 @@ VectorOpCost simulate_vector_op(const VectorOpDesc& d, const VpuConfig& vpu,
 }
 
 VectorOpCost vector_op_cost(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
-    const VectorLoop loop = lower_vector_loop(d, vpu, vmem);
-    const auto st = cached_steady_state(d, loop, vpu, vmem);
-    const auto n = static_cast<std::size_t>(loop.iterations);
+    const auto n = static_cast<std::size_t>(vector_loop_iterations(d, vpu));  // validates d
+    const auto st = cached_steady_state(d, vpu, vmem);
+    const VectorLoop& loop = *st->loop;
 
     // The VPU after chunks 0 .. n-1 (the listing of an endless loop up to there), as a
     // snapshot `periods` steady-state periods earlier; then the drain chunks of the real loop.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -244,18 +245,35 @@ const std::vector<std::string>& vector_op_names() {
     return names;
 }
 
-VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
+bool is_row_vector_op(const std::string& op) {
+    return op == "softmax" || op == "layernorm" || op == "rmsnorm" || op == "reduce_sum" ||
+           op == "reduce_max";
+}
+
+std::int64_t vector_loop_iterations(const VectorOpDesc& d, const VpuConfig& vpu) {
     auto bad = [&](const std::string& what) { throw InputError("vector op", d.op, what); };
-    if (d.rows < 1 || d.cols < 1) bad(fmt::format("expected rows and cols >= 1, got {} x {}", d.rows, d.cols));
+    if (std::find(vector_op_names().begin(), vector_op_names().end(), d.op) ==
+        vector_op_names().end()) {
+        bad("unknown vector op; expected one of: " +
+            fmt::format("{}", fmt::join(vector_op_names(), ", ")));
+    }
+    if (d.rows < 1 || d.cols < 1) {
+        bad(fmt::format("expected rows and cols >= 1, got {} x {}", d.rows, d.cols));
+    }
     if ((d.in_bytes != 2 && d.in_bytes != 4) || (d.out_bytes != 2 && d.out_bytes != 4)) {
         bad(fmt::format("expected element sizes of 2 (bf16) or 4 (f32) bytes, got {} -> {}",
                         d.in_bytes, d.out_bytes));
     }
+    const std::int64_t k = d.in_bytes == 2 || d.out_bytes == 2 ? 2 : 1;
+    const auto row_groups = static_cast<std::int64_t>(ceil_div(d.rows, vpu.sublanes * k));
+    const auto tiles = static_cast<std::int64_t>(ceil_div(d.cols, vpu.lanes));
+    return is_row_vector_op(d.op) ? row_groups : row_groups * tiles;
+}
+
+VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
+    const std::int64_t iterations = vector_loop_iterations(d, vpu);
     Ctx c(vpu, d);
-    const std::int64_t group_rows = vpu.sublanes * c.k;
-    const std::int64_t row_groups = static_cast<std::int64_t>(ceil_div(d.rows, group_rows));
     const std::int64_t tiles = static_cast<std::int64_t>(ceil_div(d.cols, vpu.lanes));
-    const std::int64_t elementwise_iters = row_groups * tiles;
     const std::string& op = d.op;
     using Args = std::vector<VVal>;
 
@@ -266,9 +284,8 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const 
     } else if (op == "reduce_sum" || op == "reduce_max") {
         lower_reduce(c, tiles, op == "reduce_max");
     }
-    if (op == "softmax" || op == "layernorm" || op == "rmsnorm" || op == "reduce_sum" ||
-        op == "reduce_max") {
-        VectorLoop loop = c.b.finish(row_groups, vpu.vregs, true);
+    if (is_row_vector_op(op)) {
+        VectorLoop loop = c.b.finish(iterations, vpu.vregs, true);
         schedule_loop(loop, vpu, vmem);
         return loop;
     }
@@ -320,9 +337,9 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const 
     } else if (op == "transpose") {
         lower_elementwise(c, 1, [](Ctx& x, Args a) { return x.b.op(VOp::Transpose, a[0]); });
     } else {
-        bad("unknown vector op; expected one of: " + fmt::format("{}", fmt::join(vector_op_names(), ", ")));
+        throw std::logic_error("vector lowering: no lowering for listed op " + op);
     }
-    VectorLoop loop = c.b.finish(elementwise_iters, vpu.vregs, false);
+    VectorLoop loop = c.b.finish(iterations, vpu.vregs, false);
     schedule_loop(loop, vpu, vmem);
     return loop;
 }

@@ -63,9 +63,14 @@ struct VectorLoop {
 
 // Op names lower_vector_op accepts.
 const std::vector<std::string>& vector_op_names();
+// Row ops reduce or normalise along cols; their loop iterates over row groups.
+bool is_row_vector_op(const std::string& op);
 
-// Throws InputError("vector op", <op>, ...) for an unknown op, non-positive sizes or element
-// sizes other than 2 and 4. The schedule uses the op table and the VMEM port widths.
+// Loop iterations of `op` (tiles, or row groups for row ops). Throws InputError("vector op",
+// <op>, ...) for an unknown op, non-positive sizes or element sizes other than 2 and 4.
+std::int64_t vector_loop_iterations(const VectorOpDesc& op, const VpuConfig& vpu);
+
+// Throws as vector_loop_iterations. The schedule uses the op table and the VMEM port widths.
 VectorLoop lower_vector_loop(const VectorOpDesc& op, const VpuConfig& vpu,
                              const VmemConfig& vmem);
 
@@ -84,8 +89,9 @@ VectorOpCost simulate_vector_op(const VectorOpDesc& op, const VpuConfig& vpu,
 
 // Fast path, exactly equal to simulate_vector_op: simulates groups until the VPU state
 // relative to the issue cycle repeats (the steady state: every later period adds the same
-// cycles and counts), then extrapolates and simulates only the tail. The per-(loop, config)
-// steady state is cached, so repeated calls for chunks of one op cost a tail simulation.
+// cycles and counts), then extrapolates and simulates only the drain. The lowered loop and its
+// steady state are cached per (op, cols for row ops, element sizes, config), so repeated calls
+// for chunks of one op cost a drain simulation. Thread-safe.
 VectorOpCost vector_op_cost(const VectorOpDesc& op, const VpuConfig& vpu,
                             const VmemConfig& vmem);
 
