@@ -23,7 +23,8 @@ class BodyBuilder {
     VVal op(VOp op, VVal a, VVal b = {}, VVal c = {});
     void store(VVal v, std::uint32_t bytes);
 
-    // Allocates registers and returns the loop, not yet scheduled. Throws std::logic_error when one iteration needs more vregs than exist.
+    // Allocates registers and returns the loop, not yet scheduled. Throws std::logic_error when one
+    // iteration needs more vregs than exist.
     VectorLoop finish(std::int64_t iterations, std::int64_t vregs, bool row_op) const;
 
  private:

@@ -68,8 +68,7 @@ struct SteadyState {
 constexpr std::uint64_t kProbeInstructionBudget = std::uint64_t{1} << 18;
 
 std::shared_ptr<const SteadyState> find_steady_state(std::shared_ptr<const VectorLoop> lp,
-                                                     const VpuConfig& vpu,
-                                                     const VmemConfig& vmem) {
+                                                     const VpuConfig& vpu, const VmemConfig& vmem) {
     const VectorLoop& loop = *lp;
     auto st = std::make_shared<SteadyState>();
     st->loop = std::move(lp);
@@ -111,8 +110,7 @@ struct CacheKey {
     }
 };
 
-std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d,
-                                                       const VpuConfig& vpu,
+std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d, const VpuConfig& vpu,
                                                        const VmemConfig& vmem) {
     static std::mutex mu;
     static std::map<CacheKey, std::shared_ptr<const SteadyState>> cache;

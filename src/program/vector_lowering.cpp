@@ -1,12 +1,12 @@
 // Instruction mix of every vector trace op, per loop iteration. docs/vpu.md tabulates it.
 #include "tpusim/program/vector_lowering.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "tpusim/common/error.h"
 #include "vector_body_builder.h"
@@ -158,8 +158,8 @@ void lower_norm(Ctx& c, std::int64_t tiles, bool rms) {
         }
     } else {
         // Both moments in one pass (var = E[x^2] - E[x]^2, as Flax's LayerNorm computes it).
-        const auto sq = row_reduce(c, tiles, {{VOp::Add, t.add, identity},
-                                              {VOp::Add, t.add, square}});
+        const auto sq =
+            row_reduce(c, tiles, {{VOp::Add, t.add, identity}, {VOp::Add, t.add, square}});
         for (int h = 0; h < c.k; ++h) {
             mean[h] = c.b.op(VOp::Mul, sq[0][h], inv_n);
             VVal ex2 = c.b.op(VOp::Mul, sq[1][h], inv_n);
@@ -211,7 +211,6 @@ void lower_reduce(Ctx& c, std::int64_t tiles, bool is_max) {
     }
 }
 
-
 // Adam on f32 state: m' = b1 m + (1-b1) g; v' = b2 v + (1-b2) g^2;
 // p' = p - lr * m' / (sqrt(v') + eps), bias corrections folded into lr (a scalar), and
 // sqrt(v) computed as v * rsqrt(v).
@@ -239,9 +238,9 @@ void lower_adam(Ctx& c) {
 
 const std::vector<std::string>& vector_op_names() {
     static const std::vector<std::string> names = {
-        "add",  "sub",     "mul",     "max",       "relu",      "bias_add",   "gelu",
-        "tanh", "exp",     "sigmoid", "softmax",   "layernorm", "rmsnorm",    "reduce_sum",
-        "reduce_max", "transpose", "convert", "dropout", "adam", "sgd"};
+        "add",        "sub",       "mul",     "max",     "relu",      "bias_add", "gelu",
+        "tanh",       "exp",       "sigmoid", "softmax", "layernorm", "rmsnorm",  "reduce_sum",
+        "reduce_max", "transpose", "convert", "dropout", "adam",      "sgd"};
     return names;
 }
 
@@ -314,7 +313,8 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const 
         });
     } else if (op == "convert") {
         if (d.in_bytes == d.out_bytes) {  // same type: a copy of the packed tile
-            for (int h = 0; h < (d.in_bytes == 2 ? 1 : c.k); ++h) c.b.store(c.b.load(c.vreg_bytes), c.vreg_bytes);
+            for (int h = 0; h < (d.in_bytes == 2 ? 1 : c.k); ++h)
+                c.b.store(c.b.load(c.vreg_bytes), c.vreg_bytes);
         } else {
             lower_elementwise(c, 1, [](Ctx&, Args a) { return a[0]; });
         }

@@ -85,8 +85,7 @@ std::vector<VInstr> emit_chunk(const VectorLoop& loop, std::int64_t g, std::int6
     return out;
 }
 
-VectorProgram lower_vector_op(const VectorOpDesc& d, const VpuConfig& vpu,
-                              const VmemConfig& vmem) {
+VectorProgram lower_vector_op(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
     const VectorLoop loop = lower_vector_loop(d, vpu, vmem);
     VectorProgram p;
     p.instrs = loop.prologue;

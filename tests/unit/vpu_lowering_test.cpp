@@ -1,7 +1,6 @@
 // Lowering of vector trace ops onto the VPU, and the steady-state fast path.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdio>
 
 #include "tpusim/common/error.h"
@@ -22,7 +21,8 @@ Cycle resource_bound(const VectorOpCost& c, const VpuConfig& vpu) {
     const std::int64_t slots[kVUnits] = {vpu.valu_slots, vpu.vld_slots, vpu.vst_slots,
                                          vpu.xlu.units, vpu.eup_units};
     Cycle b = 0;
-    for (std::size_t u = 0; u < kVUnits; ++u) b = std::max<Cycle>(b, ceil_div(c.busy_cycles[u], slots[u]));
+    for (std::size_t u = 0; u < kVUnits; ++u)
+        b = std::max<Cycle>(b, ceil_div(c.busy_cycles[u], slots[u]));
     return b;
 }
 
@@ -93,8 +93,7 @@ TEST_CASE("GELU runs at the resource-bound initiation interval", "[vpu][lowering
     // on the VALU slots; tanh on the EUP; one vld and one vst (one port cycle each).
     REQUIRE_FALSE(vpu.has_fma);
     const auto& o = vpu.ops;
-    const std::int64_t valu =
-        5 * o.mul.issue_interval_cycles + 2 * o.add.issue_interval_cycles + 1;
+    const std::int64_t valu = 5 * o.mul.issue_interval_cycles + 2 * o.add.issue_interval_cycles + 1;
     const double ii = std::max({double(valu) / double(vpu.valu_slots),
                                 double(o.tanh.issue_interval_cycles) / double(vpu.eup_units),
                                 1.0 / double(vpu.vld_slots), 1.0 / double(vpu.vst_slots)});
@@ -104,8 +103,9 @@ TEST_CASE("GELU runs at the resource-bound initiation interval", "[vpu][lowering
     CHECK(per_tile >= ii);
     CHECK(per_tile <= ii * 1.10);
     // Plus one splat per constant (c0, c1, 0.5) in the prologue.
-    CHECK(c.busy_cycles[0] == 4096u * static_cast<std::uint64_t>(valu) +
-                                  3u * static_cast<std::uint64_t>(o.cmp_select.issue_interval_cycles));
+    CHECK(c.busy_cycles[0] ==
+          4096u * static_cast<std::uint64_t>(valu) +
+              3u * static_cast<std::uint64_t>(o.cmp_select.issue_interval_cycles));
 }
 
 TEST_CASE("layernorm VMEM traffic and cost follow its lowering", "[vpu][lowering]") {
@@ -169,9 +169,10 @@ TEST_CASE("per-op instruction mix and steady-state table", "[.][vpu-table]") {
     const VpuConfig vpu;
     const VmemConfig vmem;
     for (std::int64_t bytes : {4, 2}) {
-        std::printf("\n%s\n| op | iteration | instrs | VALU | vld | vst | XLU | EUP | II | "
-                    "cycles/iter | elements/cycle |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
-                    bytes == 4 ? "f32" : "bf16");
+        std::printf(
+            "\n%s\n| op | iteration | instrs | VALU | vld | vst | XLU | EUP | II | "
+            "cycles/iter | elements/cycle |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+            bytes == 4 ? "f32" : "bf16");
         for (const std::string& op : vector_op_names()) {
             const VectorOpDesc d{op, 4096, 1024, bytes, bytes};
             const VectorLoop l = lower_vector_loop(d, vpu, vmem);
@@ -180,12 +181,13 @@ TEST_CASE("per-op instruction mix and steady-state table", "[.][vpu-table]") {
             const auto& b = one.counters().busy_cycles;
             const VectorOpCost c = vector_op_cost(d, vpu, vmem);
             CHECK(c.cycles >= resource_bound(c, vpu));
-            std::printf("| %s | %s | %zu | %llu | %llu | %llu | %llu | %llu | %.2f | %.2f | %.1f |\n",
-                        op.c_str(), l.row_op ? "8k rows" : "8k x 128", l.body.size(),
-                        static_cast<unsigned long long>(b[0]), static_cast<unsigned long long>(b[1]),
-                        static_cast<unsigned long long>(b[2]), static_cast<unsigned long long>(b[3]),
-                        static_cast<unsigned long long>(b[4]), l.ii(),
-                        double(c.cycles) / double(l.iterations), 4096.0 * 1024 / double(c.cycles));
+            std::printf(
+                "| %s | %s | %zu | %llu | %llu | %llu | %llu | %llu | %.2f | %.2f | %.1f |\n",
+                op.c_str(), l.row_op ? "8k rows" : "8k x 128", l.body.size(),
+                static_cast<unsigned long long>(b[0]), static_cast<unsigned long long>(b[1]),
+                static_cast<unsigned long long>(b[2]), static_cast<unsigned long long>(b[3]),
+                static_cast<unsigned long long>(b[4]), l.ii(),
+                double(c.cycles) / double(l.iterations), 4096.0 * 1024 / double(c.cycles));
         }
     }
 }

@@ -1,13 +1,12 @@
 // VpuTiming: bundle slots, issue intervals, the register scoreboard and VMEM port widths.
 // Expected cycles are derived from the config in each test.
+#include <algorithm>
 #include <catch2/catch.hpp>
 
-#include <algorithm>
-
+#include "../test_util.h"
 #include "tpusim/arch/vpu.h"
 #include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
-#include "../test_util.h"
 
 using namespace tpusim;
 
@@ -159,9 +158,9 @@ TEST_CASE("the bundle packer hoists independent work within its window", "[vpu]"
     for (std::int64_t window : {std::int64_t{1}, vpu.schedule_window_instrs}) {
         vpu.schedule_window_instrs = window;
         VpuTiming t(vpu, VmemConfig{});
-        t.issue(alu(VOp::Exp, 2, 0));                        // cycle 0
-        const Cycle dep = t.issue(alu(VOp::Add, 3, 2));      // waits for exp's result
-        const Cycle c = t.issue(alu(VOp::Add, 4, 0, 1));     // independent
+        t.issue(alu(VOp::Exp, 2, 0));                     // cycle 0
+        const Cycle dep = t.issue(alu(VOp::Add, 3, 2));   // waits for exp's result
+        const Cycle c = t.issue(alu(VOp::Add, 4, 0, 1));  // independent
         CHECK(dep == static_cast<Cycle>(vpu.ops.exp.latency_cycles));
         // Window 1 is strict in-order issue; a wider window fills the free slot at cycle 0.
         CHECK(c == (window == 1 ? dep : Cycle{0}));
@@ -209,10 +208,10 @@ TEST_CASE("relative state repeats for a repeating pattern", "[vpu]") {
 
 TEST_CASE("bad VPU config values are rejected", "[vpu][config]") {
     const std::string cfg = tpusim::test::config_path("tpu_v3_8.json");
-    for (const char* bad : {"vpu.valu_slots=0", "vpu.vld_slots=-1", "vpu.ops.exp.latency_cycles=0",
-                            "vpu.ops.tanh.issue_interval_cycles=0", "vpu.xlu.units=0",
-                            "vpu.xlu.transpose.latency_cycles=1.5", "vpu.vregs=4",
-                            "vpu.ops.fma.nonsense=3"}) {
+    for (const char* bad :
+         {"vpu.valu_slots=0", "vpu.vld_slots=-1", "vpu.ops.exp.latency_cycles=0",
+          "vpu.ops.tanh.issue_interval_cycles=0", "vpu.xlu.units=0",
+          "vpu.xlu.transpose.latency_cycles=1.5", "vpu.vregs=4", "vpu.ops.fma.nonsense=3"}) {
         INFO(bad);
         CHECK_THROWS_AS(load_config(cfg, {bad}), InputError);
     }

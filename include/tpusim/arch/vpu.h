@@ -14,13 +14,27 @@
 namespace tpusim {
 
 enum class VOp : std::uint8_t {
-    Add, Sub, Logic,           // add timing class (Logic: and / xor / shift on 32-bit ints)
-    Mul, Fma, Max, Min,
-    Cmp, Select, Splat,        // cmp_select class; Splat: scalar register -> every element
-    Exp, Log, Rsqrt, Recip, Tanh,  // transcendental unit (EUP)
-    Cvt,                       // bf16 <-> f32 unpack / pack
-    Load, Store,               // vector load / store against VMEM
-    Reduce, Broadcast, Transpose,  // cross-lane unit
+    Add,
+    Sub,
+    Logic,  // add timing class (Logic: and / xor / shift on 32-bit ints)
+    Mul,
+    Fma,
+    Max,
+    Min,
+    Cmp,
+    Select,
+    Splat,  // cmp_select class; Splat: scalar register -> every element
+    Exp,
+    Log,
+    Rsqrt,
+    Recip,
+    Tanh,  // transcendental unit (EUP)
+    Cvt,   // bf16 <-> f32 unpack / pack
+    Load,
+    Store,  // vector load / store against VMEM
+    Reduce,
+    Broadcast,
+    Transpose,  // cross-lane unit
 };
 const char* vop_name(VOp op);
 

@@ -34,7 +34,7 @@ struct VpuOpTable {
     VpuOpTiming fma{1, 4};         // fused multiply-add (used only when has_fma)
     VpuOpTiming max{1, 2};         // max, min
     VpuOpTiming cmp_select{1, 2};  // compare, select, splat of a scalar into a vreg
-    VpuOpTiming exp{4, 16};  // EUP
+    VpuOpTiming exp{4, 16};        // EUP
     VpuOpTiming log{4, 16};
     VpuOpTiming rsqrt{2, 12};
     VpuOpTiming reciprocal{2, 12};

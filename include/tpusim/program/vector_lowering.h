@@ -57,7 +57,7 @@ struct VectorLoop {
     std::vector<int> stage;         // per body instruction: floor(t_j / II)
     std::vector<int> kernel_order;  // body indices by (t_j mod II, older iteration first)
     double ii() const { return static_cast<double>(ii_num) / static_cast<double>(ii_den); }
-    int stages() const;             // 1 + max stage
+    int stages() const;  // 1 + max stage
     std::int64_t chunks() const { return iterations + stages() - 1; }
 };
 
@@ -71,8 +71,7 @@ bool is_row_vector_op(const std::string& op);
 std::int64_t vector_loop_iterations(const VectorOpDesc& op, const VpuConfig& vpu);
 
 // Throws as vector_loop_iterations. The schedule uses the op table and the VMEM port widths.
-VectorLoop lower_vector_loop(const VectorOpDesc& op, const VpuConfig& vpu,
-                             const VmemConfig& vmem);
+VectorLoop lower_vector_loop(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
 
 // Chunk g (0 <= g < loop.chunks()) of the software-pipelined program, for a loop of
 // `iterations` iterations (instructions of iterations outside [0, iterations) are left out).
@@ -80,8 +79,7 @@ std::vector<VInstr> emit_chunk(const VectorLoop& loop, std::int64_t g, std::int6
 
 // The whole program, materialised: prologue + every chunk. For tests and small ops; use
 // vector_op_cost for real sizes.
-VectorProgram lower_vector_op(const VectorOpDesc& op, const VpuConfig& vpu,
-                              const VmemConfig& vmem);
+VectorProgram lower_vector_op(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
 
 // Cost by simulating the whole program on VpuTiming (the reference).
 VectorOpCost simulate_vector_op(const VectorOpDesc& op, const VpuConfig& vpu,
@@ -92,7 +90,6 @@ VectorOpCost simulate_vector_op(const VectorOpDesc& op, const VpuConfig& vpu,
 // cycles and counts), then extrapolates and simulates only the drain. The lowered loop and its
 // steady state are cached per (op, cols for row ops, element sizes, config), so repeated calls
 // for chunks of one op cost a drain simulation. Thread-safe.
-VectorOpCost vector_op_cost(const VectorOpDesc& op, const VpuConfig& vpu,
-                            const VmemConfig& vmem);
+VectorOpCost vector_op_cost(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
 
 }  // namespace tpusim
