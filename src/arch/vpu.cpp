@@ -8,48 +8,85 @@ namespace tpusim {
 
 const char* vop_name(VOp op) {
     switch (op) {
-        case VOp::Add: return "add";
-        case VOp::Sub: return "sub";
-        case VOp::Logic: return "logic";
-        case VOp::Mul: return "mul";
-        case VOp::Fma: return "fma";
-        case VOp::Max: return "max";
-        case VOp::Min: return "min";
-        case VOp::Cmp: return "cmp";
-        case VOp::Select: return "select";
-        case VOp::Splat: return "splat";
-        case VOp::Exp: return "exp";
-        case VOp::Log: return "log";
-        case VOp::Rsqrt: return "rsqrt";
-        case VOp::Recip: return "reciprocal";
-        case VOp::Tanh: return "tanh";
-        case VOp::Cvt: return "cvt";
-        case VOp::Load: return "vld";
-        case VOp::Store: return "vst";
-        case VOp::Reduce: return "xlu_reduce";
-        case VOp::Broadcast: return "xlu_broadcast";
-        case VOp::Transpose: return "xlu_transpose";
+        case VOp::Add:
+            return "add";
+        case VOp::Sub:
+            return "sub";
+        case VOp::Logic:
+            return "logic";
+        case VOp::Mul:
+            return "mul";
+        case VOp::Fma:
+            return "fma";
+        case VOp::Max:
+            return "max";
+        case VOp::Min:
+            return "min";
+        case VOp::Cmp:
+            return "cmp";
+        case VOp::Select:
+            return "select";
+        case VOp::Splat:
+            return "splat";
+        case VOp::Exp:
+            return "exp";
+        case VOp::Log:
+            return "log";
+        case VOp::Rsqrt:
+            return "rsqrt";
+        case VOp::Recip:
+            return "reciprocal";
+        case VOp::Tanh:
+            return "tanh";
+        case VOp::Cvt:
+            return "cvt";
+        case VOp::Load:
+            return "vld";
+        case VOp::Store:
+            return "vst";
+        case VOp::Reduce:
+            return "xlu_reduce";
+        case VOp::Broadcast:
+            return "xlu_broadcast";
+        case VOp::Transpose:
+            return "xlu_transpose";
     }
     return "?";
 }
 
 VUnit vop_unit(VOp op) {
     switch (op) {
-        case VOp::Load: return VUnit::Vld;
-        case VOp::Store: return VUnit::Vst;
+        case VOp::Load:
+            return VUnit::Vld;
+        case VOp::Store:
+            return VUnit::Vst;
         case VOp::Reduce:
         case VOp::Broadcast:
-        case VOp::Transpose: return VUnit::Xlu;
-        default: return VUnit::Valu;
+        case VOp::Transpose:
+            return VUnit::Xlu;
+        case VOp::Exp:
+        case VOp::Log:
+        case VOp::Rsqrt:
+        case VOp::Recip:
+        case VOp::Tanh:
+            return VUnit::Eup;
+        default:
+            return VUnit::Valu;
     }
 }
 
 const char* vunit_name(VUnit u) {
     switch (u) {
-        case VUnit::Valu: return "valu";
-        case VUnit::Vld: return "vld";
-        case VUnit::Vst: return "vst";
-        case VUnit::Xlu: return "xlu";
+        case VUnit::Valu:
+            return "valu";
+        case VUnit::Vld:
+            return "vld";
+        case VUnit::Vst:
+            return "vst";
+        case VUnit::Xlu:
+            return "xlu";
+        case VUnit::Eup:
+            return "eup";
     }
     return "?";
 }
@@ -90,11 +127,9 @@ VpuCounters VpuCounters::scaled(std::uint64_t n) const {
 
 VpuTiming::VpuTiming(const VpuConfig& vpu, const VmemConfig& vmem)
     : vpu_(vpu), load_bpc_(vmem.load_bytes_per_cycle), store_bpc_(vmem.store_bytes_per_cycle) {
-    slot_free_[static_cast<std::size_t>(VUnit::Valu)].assign(vpu.valu_slots, 0);
-    slot_free_[static_cast<std::size_t>(VUnit::Vld)].assign(vpu.vld_slots, 0);
-    slot_free_[static_cast<std::size_t>(VUnit::Vst)].assign(vpu.vst_slots, 0);
-    slot_free_[static_cast<std::size_t>(VUnit::Xlu)].assign(vpu.xlu.units, 0);
+    slots_ = {vpu.valu_slots, vpu.vld_slots, vpu.vst_slots, vpu.xlu.units, vpu.eup_units};
     ready_.assign(vpu.vregs, 0);
+    last_read_.assign(vpu.vregs, 0);
 }
 
 const VpuOpTiming& VpuTiming::timing(VOp op) const {
@@ -102,25 +137,40 @@ const VpuOpTiming& VpuTiming::timing(VOp op) const {
     switch (op) {
         case VOp::Add:
         case VOp::Sub:
-        case VOp::Logic: return t.add;
-        case VOp::Mul: return t.mul;
-        case VOp::Fma: return t.fma;
+        case VOp::Logic:
+            return t.add;
+        case VOp::Mul:
+            return t.mul;
+        case VOp::Fma:
+            return t.fma;
         case VOp::Max:
-        case VOp::Min: return t.max;
+        case VOp::Min:
+            return t.max;
         case VOp::Cmp:
         case VOp::Select:
-        case VOp::Splat: return t.cmp_select;
-        case VOp::Exp: return t.exp;
-        case VOp::Log: return t.log;
-        case VOp::Rsqrt: return t.rsqrt;
-        case VOp::Recip: return t.reciprocal;
-        case VOp::Tanh: return t.tanh;
-        case VOp::Cvt: return t.cvt;
-        case VOp::Reduce: return vpu_.xlu.reduce;
-        case VOp::Broadcast: return vpu_.xlu.broadcast;
-        case VOp::Transpose: return vpu_.xlu.transpose;
+        case VOp::Splat:
+            return t.cmp_select;
+        case VOp::Exp:
+            return t.exp;
+        case VOp::Log:
+            return t.log;
+        case VOp::Rsqrt:
+            return t.rsqrt;
+        case VOp::Recip:
+            return t.reciprocal;
+        case VOp::Tanh:
+            return t.tanh;
+        case VOp::Cvt:
+            return t.cvt;
+        case VOp::Reduce:
+            return vpu_.xlu.reduce;
+        case VOp::Broadcast:
+            return vpu_.xlu.broadcast;
+        case VOp::Transpose:
+            return vpu_.xlu.transpose;
         case VOp::Load:
-        case VOp::Store: break;
+        case VOp::Store:
+            break;
     }
     throw std::logic_error("VpuTiming::timing: no table entry for a VMEM access");
 }
@@ -139,6 +189,26 @@ Cycle VpuTiming::latency(const VInstr& in) const {
     return static_cast<Cycle>(timing(in.op).latency_cycles);
 }
 
+bool VpuTiming::fits(std::size_t unit, Cycle t, Cycle occ) const {
+    const auto& u = used_[unit];
+    for (Cycle c = t - front_; c < t - front_ + occ && c < u.size(); ++c) {
+        if (u[c] >= slots_[unit]) return false;
+    }
+    return true;
+}
+
+void VpuTiming::reserve(std::size_t unit, Cycle t, Cycle occ) {
+    auto& u = used_[unit];
+    if (u.size() < t - front_ + occ) u.resize(t - front_ + occ, 0);
+    for (Cycle c = t - front_; c < t - front_ + occ; ++c) ++u[c];
+}
+
+void VpuTiming::move_front(Cycle t) {
+    if (t <= front_) return;
+    for (auto& u : used_) u.erase(u.begin(), u.begin() + std::min<Cycle>(t - front_, u.size()));
+    front_ = t;
+}
+
 Cycle VpuTiming::issue(const VInstr& in) {
     auto check = [&](std::int16_t r) {
         if (r >= static_cast<std::int64_t>(ready_.size())) {
@@ -149,7 +219,7 @@ Cycle VpuTiming::issue(const VInstr& in) {
     };
     const Cycle occ = occupancy(in);
     const Cycle lat = latency(in);
-    Cycle t = cur_;
+    Cycle t = front_;
     for (std::int16_t s : in.src) {
         if (s < 0) continue;
         check(s);
@@ -157,17 +227,34 @@ Cycle VpuTiming::issue(const VInstr& in) {
     }
     if (in.dst >= 0) {
         check(in.dst);
-        if (ready_[in.dst] > lat) t = std::max(t, ready_[in.dst] - lat);  // WAW
+        // WAW and WAR: the result lands after the previous write and after the last read.
+        const Cycle after = std::max(ready_[in.dst], last_read_[in.dst] + 1);
+        if (after > lat) t = std::max(t, after - lat);
     }
     const auto u = static_cast<std::size_t>(vop_unit(in.op));
-    auto& slots = slot_free_[u];
-    auto slot = std::min_element(slots.begin(), slots.end());
-    t = std::max(t, *slot);
+    constexpr auto kValu = static_cast<std::size_t>(VUnit::Valu);
+    const bool push = vop_unit(in.op) == VUnit::Eup;  // the EUP is fed from a VALU slot
+    while (!fits(u, t, occ) || (push && !fits(kValu, t, 1))) ++t;
 
-    *slot = t + occ;
+    reserve(u, t, occ);
+    if (push) {
+        reserve(kValu, t, 1);
+        counters_.busy_cycles[kValu] += 1;
+    }
+    for (std::int16_t s : in.src) {
+        if (s >= 0) last_read_[s] = std::max(last_read_[s], t);
+    }
     if (in.dst >= 0) ready_[in.dst] = t + lat;
-    cur_ = t;
     finish_ = std::max(finish_, t + lat);
+
+    // The window: the next instruction may not go before the one schedule_window_instrs - 1
+    // places older than it, i.e. this one's window_.front() once the window is full.
+    window_.push_back(t);
+    if (static_cast<std::int64_t>(window_.size()) >= vpu_.schedule_window_instrs) {
+        const Cycle oldest = window_.front();
+        window_.pop_front();
+        move_front(oldest);
+    }
 
     ++counters_.instructions;
     ++counters_.issued[u];
@@ -181,21 +268,27 @@ void VpuTiming::run(const VectorProgram& prog) {
     for (const VInstr& in : prog.instrs) issue(in);
 }
 
-void VpuTiming::advance_to(Cycle t) { cur_ = std::max(cur_, t); }
+void VpuTiming::advance_to(Cycle t) {
+    // Instructions handed over later cannot be hoisted into the past.
+    window_.clear();
+    move_front(t);
+}
 
 std::vector<std::int64_t> VpuTiming::relative_state() const {
-    // Times at or before the current issue cycle no longer constrain anything (every later
-    // instruction issues at or after cur_), so they are clamped to zero. Slots of one unit
-    // are interchangeable, so their free times are compared as a sorted list.
-    auto rel = [&](Cycle c) { return c > cur_ ? static_cast<std::int64_t>(c - cur_) : 0; };
+    // Times at or before front_ no longer constrain anything (every later instruction issues
+    // at or after front_), so they are clamped to zero.
+    auto rel = [&](Cycle c) { return c > front_ ? static_cast<std::int64_t>(c - front_) : 0; };
     std::vector<std::int64_t> s;
-    s.reserve(ready_.size() + 16);
+    s.reserve(2 * ready_.size() + window_.size() + 64);
     for (Cycle c : ready_) s.push_back(rel(c));
-    for (const auto& slots : slot_free_) {
-        std::vector<std::int64_t> r;
-        for (Cycle c : slots) r.push_back(rel(c));
-        std::sort(r.begin(), r.end());
-        s.insert(s.end(), r.begin(), r.end());
+    for (Cycle c : last_read_) s.push_back(rel(c + 1));
+    for (Cycle c : window_) s.push_back(rel(c));
+    s.push_back(-1);
+    for (const auto& u : used_) {
+        std::size_t n = u.size();
+        while (n > 0 && u[n - 1] == 0) --n;  // trailing free cycles are no state
+        s.insert(s.end(), u.begin(), u.begin() + static_cast<std::ptrdiff_t>(n));
+        s.push_back(-1);
     }
     s.push_back(rel(finish_));
     return s;

@@ -11,8 +11,8 @@ namespace {
 // Informational VMEM addresses: inputs from 0, outputs from here (VMEM banking is not
 // modelled; the timing model uses only the byte counts).
 constexpr Addr kStoreRegion = Addr{1} << 32;
-// The compiler unrolls at most this many iterations into one software-pipelined group.
-constexpr int kMaxUnroll = 8;
+// At most this many copies of an iteration's vregs (iterations in flight at once).
+constexpr int kMaxRegSets = 16;
 }  // namespace
 
 VVal BodyBuilder::konst() { return VVal{consts_++, true}; }
@@ -99,7 +99,7 @@ VectorLoop BodyBuilder::finish(std::int64_t iterations, std::int64_t vregs, bool
                                " vregs besides " + std::to_string(consts_) +
                                " constants; the VPU has " + std::to_string(vregs));
     }
-    loop.unroll = static_cast<int>(std::min<std::int64_t>(kMaxUnroll, avail / used));
+    loop.reg_sets = static_cast<int>(std::min<std::int64_t>(kMaxRegSets, avail / used));
     return loop;
 }
 

@@ -23,8 +23,8 @@ class BodyBuilder {
     VVal op(VOp op, VVal a, VVal b = {}, VVal c = {});
     void store(VVal v, std::uint32_t bytes);
 
-    // Allocates registers and returns the loop (iterations and unroll filled in by the caller
-    // through `vregs`). Throws std::logic_error when one iteration needs more vregs than exist.
+    // Allocates registers and returns the loop, not yet scheduled. Throws std::logic_error when one
+    // iteration needs more vregs than exist.
     VectorLoop finish(std::int64_t iterations, std::int64_t vregs, bool row_op) const;
 
  private:
@@ -41,5 +41,8 @@ class BodyBuilder {
     Addr load_off_ = 0;
     Addr store_off_ = 0;
 };
+
+// Fills loop.ii, stage and kernel_order (the modulo schedule; see VectorLoop).
+void schedule_loop(VectorLoop& loop, const VpuConfig& vpu, const VmemConfig& vmem);
 
 }  // namespace tpusim

@@ -21,8 +21,12 @@ VectorOpCost to_cost(Cycle cycles, const VpuCounters& c) {
     return r;
 }
 
-void run_group(VpuTiming& m, const VectorLoop& loop, std::int64_t first, int count) {
-    for (const VInstr& in : emit_group(loop, first, count)) m.issue(in);
+// Chunks are listed as for a loop that never ends: chunk g then holds the same instructions
+// whatever the real iteration count N >= g + 1, so one probe serves every N.
+constexpr std::int64_t kEndless = std::int64_t{1} << 40;
+
+void run_chunk(VpuTiming& m, const VectorLoop& loop, std::int64_t g, std::int64_t iterations) {
+    for (const VInstr& in : emit_chunk(loop, g, iterations)) m.issue(in);
 }
 
 // Every config value that can change the lowering or the timing, in visit() order: the cache
@@ -44,46 +48,58 @@ class KeyCollector : public ConfigVisitor {
     void end_section() override {}
 };
 
-// The steady state of one loop body under one config: machine snapshots after the prologue
-// and each of the first groups, and (once found) a period of `period` groups from group
-// `start` after which the relative state repeats, adding `delta` cycles and `delta_counts`.
+// The steady state of one loop under one config. snapshots[k]: the VPU after the prologue
+// and chunks 0 .. k-1 of the endless listing. Once found, the state relative to the front
+// cycle after `start + period` chunks equals the one after `start`, `delta` cycles and
+// `delta_counts` later; the period is a multiple of the register rotation and both points lie
+// past the pipeline fill, so the listing ahead repeats too and the VPU evolves identically
+// from both.
 struct SteadyState {
-    std::vector<VpuTiming> snapshots;  // snapshots[g]: after the prologue and g full groups
+    std::shared_ptr<const VectorLoop> loop;
+    std::vector<VpuTiming> snapshots;
     bool found = false;
     std::size_t start = 0, period = 0;
     Cycle delta = 0;
     VpuCounters delta_counts;
 };
 
-// Groups simulated while looking for a repeating state before giving up on extrapolation
-// (then the whole loop is simulated, which is exact but slower).
-constexpr std::size_t kMaxProbeGroups = 64;
-constexpr std::size_t kMaxPeriod = 8;
+// Instructions the probe may simulate while looking for a repeating state before giving up
+// on extrapolation (then the rest of the loop is simulated: exact, only slower).
+constexpr std::uint64_t kProbeInstructionBudget = std::uint64_t{1} << 18;
 
-std::shared_ptr<const SteadyState> find_steady_state(const VectorLoop& loop, const VpuConfig& vpu,
-                                                     const VmemConfig& vmem) {
+std::shared_ptr<const SteadyState> find_steady_state(std::shared_ptr<const VectorLoop> lp,
+                                                     const VpuConfig& vpu, const VmemConfig& vmem) {
+    const VectorLoop& loop = *lp;
     auto st = std::make_shared<SteadyState>();
+    st->loop = std::move(lp);
     VpuTiming m(vpu, vmem);
     for (const VInstr& in : loop.prologue) m.issue(in);
     st->snapshots.push_back(m);
-    std::vector<std::vector<std::int64_t>> states{m.relative_state()};
-    for (std::size_t g = 1; g <= kMaxProbeGroups; ++g) {
-        run_group(m, loop, 0, loop.unroll);  // groups are identical but for VMEM addresses
+    // Only from snapshot `stages - 1` on does every chunk ahead hold all stages. The chunk
+    // index modulo the register rotation is part of the key: equal keys mean equal listings
+    // ahead as well as equal machine states.
+    const auto fill = static_cast<std::size_t>(loop.stages() - 1);
+    std::map<std::vector<std::int64_t>, std::size_t> seen;
+    for (std::size_t k = 1;; ++k) {
+        run_chunk(m, loop, static_cast<std::int64_t>(k) - 1, kEndless);
         st->snapshots.push_back(m);
-        states.push_back(m.relative_state());
-        for (std::size_t p = 1; p <= kMaxPeriod && p <= g; ++p) {
-            if (states[g] == states[g - p]) {
+        if (k >= fill) {
+            std::vector<std::int64_t> key = m.relative_state();
+            key.push_back(static_cast<std::int64_t>(k % static_cast<std::size_t>(loop.reg_sets)));
+            auto [it, fresh] = seen.emplace(std::move(key), k);
+            if (!fresh) {
+                const std::size_t k0 = it->second;
                 st->found = true;
-                st->start = g - p;
-                st->period = p;
-                st->delta = m.issue_cycle() - st->snapshots[g - p].issue_cycle();
+                st->start = k0;
+                st->period = k - k0;
+                st->delta = m.front_cycle() - st->snapshots[k0].front_cycle();
                 st->delta_counts = m.counters();
-                st->delta_counts -= st->snapshots[g - p].counters();
+                st->delta_counts -= st->snapshots[k0].counters();
                 return st;
             }
         }
+        if (m.counters().instructions > kProbeInstructionBudget && k > fill) return st;
     }
-    return st;
 }
 
 struct CacheKey {
@@ -94,8 +110,7 @@ struct CacheKey {
     }
 };
 
-std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d, const VectorLoop& loop,
-                                                       const VpuConfig& vpu,
+std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d, const VpuConfig& vpu,
                                                        const VmemConfig& vmem) {
     static std::mutex mu;
     static std::map<CacheKey, std::shared_ptr<const SteadyState>> cache;
@@ -104,90 +119,54 @@ std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d, co
     VmemConfig w = vmem;
     v.visit(kc);
     w.visit(kc);
-    CacheKey key{d.op + "/" + std::to_string(loop.row_op ? d.cols : 0) + "/" +
+    CacheKey key{d.op + "/" + std::to_string(is_row_vector_op(d.op) ? d.cols : 0) + "/" +
                      std::to_string(d.in_bytes) + "/" + std::to_string(d.out_bytes),
                  std::move(kc.values)};
     {
         std::lock_guard<std::mutex> lock(mu);
         if (auto it = cache.find(key); it != cache.end()) return it->second;
     }
-    auto st = find_steady_state(loop, vpu, vmem);
+    auto st = find_steady_state(std::make_shared<const VectorLoop>(lower_vector_loop(d, vpu, vmem)),
+                                vpu, vmem);
     std::lock_guard<std::mutex> lock(mu);
-    if (cache.size() > 4096) cache.clear();  // bound memory over long sweeps
+    // Bound memory over long sweeps (an entry holds the snapshots of its probe).
+    if (cache.size() >= 256) cache.clear();
     cache.emplace(std::move(key), st);
     return st;
 }
 
 }  // namespace
 
-std::vector<VInstr> emit_group(const VectorLoop& loop, std::int64_t first, int count) {
-    Bytes load_bytes = 0, store_bytes = 0;
-    for (const VInstr& in : loop.body) {
-        if (in.op == VOp::Load) load_bytes += in.bytes;
-        if (in.op == VOp::Store) store_bytes += in.bytes;
-    }
-    std::vector<VInstr> out;
-    out.reserve(loop.body.size() * static_cast<std::size_t>(count));
-    for (const VInstr& in : loop.body) {
-        for (int s = 0; s < count; ++s) {
-            VInstr x = in;
-            const auto off = static_cast<std::int16_t>(s * loop.body_regs);
-            if (x.dst >= loop.const_regs) x.dst = static_cast<std::int16_t>(x.dst + off);
-            for (auto& r : x.src) {
-                if (r >= loop.const_regs) r = static_cast<std::int16_t>(r + off);
-            }
-            const auto iter = static_cast<Addr>(first + s);
-            if (x.op == VOp::Load) x.addr += iter * load_bytes;
-            if (x.op == VOp::Store) x.addr += iter * store_bytes;
-            out.push_back(x);
-        }
-    }
-    return out;
-}
-
-VectorProgram lower_vector_op(const VectorOpDesc& d, const VpuConfig& vpu) {
-    const VectorLoop loop = lower_vector_loop(d, vpu);
-    VectorProgram p;
-    p.instrs = loop.prologue;
-    for (std::int64_t i = 0; i < loop.iterations; i += loop.unroll) {
-        const int n = static_cast<int>(std::min<std::int64_t>(loop.unroll, loop.iterations - i));
-        std::vector<VInstr> g = emit_group(loop, i, n);
-        p.instrs.insert(p.instrs.end(), g.begin(), g.end());
-    }
-    return p;
-}
-
 VectorOpCost simulate_vector_op(const VectorOpDesc& d, const VpuConfig& vpu,
                                 const VmemConfig& vmem) {
     VpuTiming m(vpu, vmem);
-    m.run(lower_vector_op(d, vpu));
+    m.run(lower_vector_op(d, vpu, vmem));
     return to_cost(m.finish_cycle(), m.counters());
 }
 
 VectorOpCost vector_op_cost(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
-    const VectorLoop loop = lower_vector_loop(d, vpu);
-    const auto st = cached_steady_state(d, loop, vpu, vmem);
-    const auto full = static_cast<std::size_t>(loop.iterations / loop.unroll);
-    const int tail = static_cast<int>(loop.iterations % loop.unroll);
+    const auto n = static_cast<std::size_t>(vector_loop_iterations(d, vpu));  // validates d
+    const auto st = cached_steady_state(d, vpu, vmem);
+    const VectorLoop& loop = *st->loop;
 
-    // Start from the snapshot whose state equals the one after `full` groups up to a shift of
-    // `periods` x delta cycles (exact: equal relative states evolve identically).
-    std::size_t from = full;
+    // The VPU after chunks 0 .. n-1 (the listing of an endless loop up to there), as a
+    // snapshot `periods` steady-state periods earlier; then the drain chunks of the real loop.
+    std::size_t from = n;
     std::uint64_t periods = 0;
-    if (full >= st->snapshots.size()) {
-        if (!st->found) {
-            VpuTiming m = st->snapshots.back();  // no steady state found: simulate the rest
-            for (std::size_t g = st->snapshots.size() - 1; g < full; ++g) {
-                run_group(m, loop, static_cast<std::int64_t>(g) * loop.unroll, loop.unroll);
+    VpuTiming m = st->snapshots[std::min(n, st->snapshots.size() - 1)];
+    if (n >= st->snapshots.size()) {
+        if (st->found) {
+            periods = (n - st->start) / st->period;
+            from = st->start + (n - st->start) % st->period;
+            m = st->snapshots[from];
+        } else {
+            for (std::size_t g = st->snapshots.size() - 1; g < n; ++g) {
+                run_chunk(m, loop, static_cast<std::int64_t>(g), kEndless);
             }
-            if (tail) run_group(m, loop, static_cast<std::int64_t>(full) * loop.unroll, tail);
-            return to_cost(m.finish_cycle(), m.counters());
         }
-        periods = (full - st->start) / st->period;
-        from = st->start + (full - st->start) % st->period;
     }
-    VpuTiming m = st->snapshots[from];
-    if (tail) run_group(m, loop, static_cast<std::int64_t>(full) * loop.unroll, tail);
+    const auto k = static_cast<std::int64_t>(from);
+    for (std::int64_t g = k; g < k + loop.stages() - 1; ++g) run_chunk(m, loop, g, k);
     VpuCounters c = m.counters();
     c += st->delta_counts.scaled(periods);
     return to_cost(m.finish_cycle() + periods * st->delta, c);

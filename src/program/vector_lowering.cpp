@@ -1,11 +1,12 @@
 // Instruction mix of every vector trace op, per loop iteration. docs/vpu.md tabulates it.
 #include "tpusim/program/vector_lowering.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <map>
-
-#include <fmt/format.h>
+#include <stdexcept>
 
 #include "tpusim/common/error.h"
 #include "vector_body_builder.h"
@@ -49,6 +50,11 @@ struct Ctx {
         } else {
             b.store(b.op(VOp::Cvt, ys[0], ys[1]), vreg_bytes);
         }
+    }
+    // a * b + c: one fma where the VALU has one, else a multiply and an add.
+    VVal fma(VVal a, VVal x, VVal c) {
+        if (vpu.has_fma) return b.op(VOp::Fma, a, x, c);
+        return b.op(VOp::Add, b.op(VOp::Mul, a, x), c);
     }
     // A row vector (bias, gamma, beta: f32) loaded with sublane broadcast: one lane row.
     VVal load_row() { return b.load(static_cast<std::uint32_t>(vpu.lanes * 4)); }
@@ -119,10 +125,10 @@ VVal gelu(Ctx& c, VVal x, VVal c0, VVal c1, VVal half) {
     // XLA's tanh approximation: x * 0.5 * (1 + tanh(0.79788456 * (x + 0.044715 x^3))),
     // as x * (0.5 + 0.5 tanh(x * (c0 + c1 x^2))).
     VVal x2 = c.b.op(VOp::Mul, x, x);
-    VVal t = c.b.op(VOp::Fma, x2, c1, c0);
+    VVal t = c.fma(x2, c1, c0);
     VVal u = c.b.op(VOp::Mul, x, t);
     VVal th = c.b.op(VOp::Tanh, u);
-    VVal h = c.b.op(VOp::Fma, th, half, half);
+    VVal h = c.fma(th, half, half);
     return c.b.op(VOp::Mul, x, h);
 }
 
@@ -152,8 +158,8 @@ void lower_norm(Ctx& c, std::int64_t tiles, bool rms) {
         }
     } else {
         // Both moments in one pass (var = E[x^2] - E[x]^2, as Flax's LayerNorm computes it).
-        const auto sq = row_reduce(c, tiles, {{VOp::Add, t.add, identity},
-                                              {VOp::Add, t.add, square}});
+        const auto sq =
+            row_reduce(c, tiles, {{VOp::Add, t.add, identity}, {VOp::Add, t.add, square}});
         for (int h = 0; h < c.k; ++h) {
             mean[h] = c.b.op(VOp::Mul, sq[0][h], inv_n);
             VVal ex2 = c.b.op(VOp::Mul, sq[1][h], inv_n);
@@ -169,7 +175,7 @@ void lower_norm(Ctx& c, std::int64_t tiles, bool rms) {
         for (int h = 0; h < c.k; ++h) {
             VVal d = rms ? xs[h] : c.b.op(VOp::Sub, xs[h], mean[h]);
             VVal n = c.b.op(VOp::Mul, d, rstd[h]);
-            ys.push_back(rms ? c.b.op(VOp::Mul, n, gamma) : c.b.op(VOp::Fma, n, gamma, beta));
+            ys.push_back(rms ? c.b.op(VOp::Mul, n, gamma) : c.fma(n, gamma, beta));
         }
         c.store_out(ys);
     }
@@ -205,7 +211,6 @@ void lower_reduce(Ctx& c, std::int64_t tiles, bool is_max) {
     }
 }
 
-
 // Adam on f32 state: m' = b1 m + (1-b1) g; v' = b2 v + (1-b2) g^2;
 // p' = p - lr * m' / (sqrt(v') + eps), bias corrections folded into lr (a scalar), and
 // sqrt(v) computed as v * rsqrt(v).
@@ -215,12 +220,12 @@ void lower_adam(Ctx& c) {
     const std::vector<VVal> p = c.load_in(), g = c.load_in(), m = c.load_in(), v = c.load_in();
     std::vector<VVal> po, mo, vo;
     for (int h = 0; h < c.k; ++h) {
-        VVal m1 = c.b.op(VOp::Fma, g[h], omb1, c.b.op(VOp::Mul, m[h], b1));
+        VVal m1 = c.fma(g[h], omb1, c.b.op(VOp::Mul, m[h], b1));
         VVal g2 = c.b.op(VOp::Mul, g[h], g[h]);
-        VVal v1 = c.b.op(VOp::Fma, g2, omb2, c.b.op(VOp::Mul, v[h], b2));
+        VVal v1 = c.fma(g2, omb2, c.b.op(VOp::Mul, v[h], b2));
         VVal sq = c.b.op(VOp::Mul, v1, c.b.op(VOp::Rsqrt, v1));
         VVal r = c.b.op(VOp::Recip, c.b.op(VOp::Add, sq, eps));
-        po.push_back(c.b.op(VOp::Fma, c.b.op(VOp::Mul, m1, r), neg_lr, p[h]));
+        po.push_back(c.fma(c.b.op(VOp::Mul, m1, r), neg_lr, p[h]));
         mo.push_back(m1);
         vo.push_back(v1);
     }
@@ -233,24 +238,41 @@ void lower_adam(Ctx& c) {
 
 const std::vector<std::string>& vector_op_names() {
     static const std::vector<std::string> names = {
-        "add",  "sub",     "mul",     "max",       "relu",      "bias_add",   "gelu",
-        "tanh", "exp",     "sigmoid", "softmax",   "layernorm", "rmsnorm",    "reduce_sum",
-        "reduce_max", "transpose", "convert", "dropout", "adam", "sgd"};
+        "add",        "sub",       "mul",     "max",     "relu",      "bias_add", "gelu",
+        "tanh",       "exp",       "sigmoid", "softmax", "layernorm", "rmsnorm",  "reduce_sum",
+        "reduce_max", "transpose", "convert", "dropout", "adam",      "sgd"};
     return names;
 }
 
-VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
+bool is_row_vector_op(const std::string& op) {
+    return op == "softmax" || op == "layernorm" || op == "rmsnorm" || op == "reduce_sum" ||
+           op == "reduce_max";
+}
+
+std::int64_t vector_loop_iterations(const VectorOpDesc& d, const VpuConfig& vpu) {
     auto bad = [&](const std::string& what) { throw InputError("vector op", d.op, what); };
-    if (d.rows < 1 || d.cols < 1) bad(fmt::format("expected rows and cols >= 1, got {} x {}", d.rows, d.cols));
+    if (std::find(vector_op_names().begin(), vector_op_names().end(), d.op) ==
+        vector_op_names().end()) {
+        bad("unknown vector op; expected one of: " +
+            fmt::format("{}", fmt::join(vector_op_names(), ", ")));
+    }
+    if (d.rows < 1 || d.cols < 1) {
+        bad(fmt::format("expected rows and cols >= 1, got {} x {}", d.rows, d.cols));
+    }
     if ((d.in_bytes != 2 && d.in_bytes != 4) || (d.out_bytes != 2 && d.out_bytes != 4)) {
         bad(fmt::format("expected element sizes of 2 (bf16) or 4 (f32) bytes, got {} -> {}",
                         d.in_bytes, d.out_bytes));
     }
+    const std::int64_t k = d.in_bytes == 2 || d.out_bytes == 2 ? 2 : 1;
+    const auto row_groups = static_cast<std::int64_t>(ceil_div(d.rows, vpu.sublanes * k));
+    const auto tiles = static_cast<std::int64_t>(ceil_div(d.cols, vpu.lanes));
+    return is_row_vector_op(d.op) ? row_groups : row_groups * tiles;
+}
+
+VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
+    const std::int64_t iterations = vector_loop_iterations(d, vpu);
     Ctx c(vpu, d);
-    const std::int64_t group_rows = vpu.sublanes * c.k;
-    const std::int64_t row_groups = static_cast<std::int64_t>(ceil_div(d.rows, group_rows));
     const std::int64_t tiles = static_cast<std::int64_t>(ceil_div(d.cols, vpu.lanes));
-    const std::int64_t elementwise_iters = row_groups * tiles;
     const std::string& op = d.op;
     using Args = std::vector<VVal>;
 
@@ -261,9 +283,10 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
     } else if (op == "reduce_sum" || op == "reduce_max") {
         lower_reduce(c, tiles, op == "reduce_max");
     }
-    if (op == "softmax" || op == "layernorm" || op == "rmsnorm" || op == "reduce_sum" ||
-        op == "reduce_max") {
-        return c.b.finish(row_groups, vpu.vregs, true);
+    if (is_row_vector_op(op)) {
+        VectorLoop loop = c.b.finish(iterations, vpu.vregs, true);
+        schedule_loop(loop, vpu, vmem);
+        return loop;
     }
 
     static const std::map<std::string, VOp> binary = {
@@ -286,11 +309,12 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
         // XLA expands logistic(x) as 0.5 * tanh(0.5 x) + 0.5.
         VVal half = c.b.konst();
         lower_elementwise(c, 1, [&](Ctx& x, Args a) {
-            return x.b.op(VOp::Fma, x.b.op(VOp::Tanh, x.b.op(VOp::Mul, a[0], half)), half, half);
+            return x.fma(x.b.op(VOp::Tanh, x.b.op(VOp::Mul, a[0], half)), half, half);
         });
     } else if (op == "convert") {
         if (d.in_bytes == d.out_bytes) {  // same type: a copy of the packed tile
-            for (int h = 0; h < (d.in_bytes == 2 ? 1 : c.k); ++h) c.b.store(c.b.load(c.vreg_bytes), c.vreg_bytes);
+            for (int h = 0; h < (d.in_bytes == 2 ? 1 : c.k); ++h)
+                c.b.store(c.b.load(c.vreg_bytes), c.vreg_bytes);
         } else {
             lower_elementwise(c, 1, [](Ctx&, Args a) { return a[0]; });
         }
@@ -307,15 +331,17 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
         });
     } else if (op == "sgd") {
         VVal neg_lr = c.b.konst();
-        lower_elementwise(c, 2, [=](Ctx& x, Args a) { return x.b.op(VOp::Fma, a[1], neg_lr, a[0]); });
+        lower_elementwise(c, 2, [=](Ctx& x, Args a) { return x.fma(a[1], neg_lr, a[0]); });
     } else if (op == "adam") {
         lower_adam(c);
     } else if (op == "transpose") {
         lower_elementwise(c, 1, [](Ctx& x, Args a) { return x.b.op(VOp::Transpose, a[0]); });
     } else {
-        bad("unknown vector op; expected one of: " + fmt::format("{}", fmt::join(vector_op_names(), ", ")));
+        throw std::logic_error("vector lowering: no lowering for listed op " + op);
     }
-    return c.b.finish(elementwise_iters, vpu.vregs, false);
+    VectorLoop loop = c.b.finish(iterations, vpu.vregs, false);
+    schedule_loop(loop, vpu, vmem);
+    return loop;
 }
 
 }  // namespace tpusim

@@ -1,7 +1,7 @@
 // Lowering of vector trace ops onto the VPU, and the steady-state fast path.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
 
 #include "tpusim/common/error.h"
 #include "tpusim/program/vector_lowering.h"
@@ -19,9 +19,10 @@ bool same(const VectorOpCost& a, const VectorOpCost& b) {
 // Cycles can never beat the busiest unit: slot-cycles held / slots of that unit.
 Cycle resource_bound(const VectorOpCost& c, const VpuConfig& vpu) {
     const std::int64_t slots[kVUnits] = {vpu.valu_slots, vpu.vld_slots, vpu.vst_slots,
-                                         vpu.xlu.units};
+                                         vpu.xlu.units, vpu.eup_units};
     Cycle b = 0;
-    for (std::size_t u = 0; u < kVUnits; ++u) b = std::max<Cycle>(b, ceil_div(c.busy_cycles[u], slots[u]));
+    for (std::size_t u = 0; u < kVUnits; ++u)
+        b = std::max<Cycle>(b, ceil_div(c.busy_cycles[u], slots[u]));
     return b;
 }
 
@@ -75,7 +76,7 @@ TEST_CASE("a 100M-element op is costed without materialising it", "[vpu][lowerin
     const VectorOpDesc half{"gelu", 51200, 1024, 4, 4};
     const VectorOpCost cb = vector_op_cost(big, vpu, vmem);
     const VectorOpCost ch = vector_op_cost(half, vpu, vmem);
-    const VectorLoop loop = lower_vector_loop(big, vpu);
+    const VectorLoop loop = lower_vector_loop(big, vpu, vmem);
     CHECK(cb.instructions == loop.prologue.size() + loop.body.size() * loop.iterations);
     // Doubling the tiles adds the same steady-state time again (up to the fill/drain, which
     // is bounded by one group of iterations).
@@ -88,16 +89,23 @@ TEST_CASE("GELU runs at the resource-bound initiation interval", "[vpu][lowering
     const VmemConfig vmem;
     const VectorOpDesc d{"gelu", 8 * 4096, 128, 4, 4};  // 4096 f32 tiles
     const VectorOpCost c = vector_op_cost(d, vpu, vmem);
-    // Per 8 x 128 tile: x2, x2*c1+c0 (fma), x*t, tanh, 0.5*th+0.5 (fma), x*h on the VALU;
-    // one vld and one vst. The VALU needs (mul*3 + fma*2 + tanh) slot-cycles per tile.
+    // Per 8 x 128 tile, without fma: x*x, c1*x2, +c0, x*t, the tanh push, 0.5*th, +0.5, x*h
+    // on the VALU slots; tanh on the EUP; one vld and one vst (one port cycle each).
+    REQUIRE_FALSE(vpu.has_fma);
     const auto& o = vpu.ops;
-    const std::int64_t valu = 3 * o.mul.issue_interval_cycles + 2 * o.fma.issue_interval_cycles +
-                              o.tanh.issue_interval_cycles;
-    const double ii = std::max<double>({double(valu) / vpu.valu_slots, 1.0, 1.0});
+    const std::int64_t valu = 5 * o.mul.issue_interval_cycles + 2 * o.add.issue_interval_cycles + 1;
+    const double ii = std::max({double(valu) / double(vpu.valu_slots),
+                                double(o.tanh.issue_interval_cycles) / double(vpu.eup_units),
+                                1.0 / double(vpu.vld_slots), 1.0 / double(vpu.vst_slots)});
+    // VALU and EUP are both saturated at this II, so the greedy bundle packer (not an optimal
+    // modulo scheduler) loses a little to their misalignment; docs/vpu.md quantifies it.
     const double per_tile = double(c.cycles) / 4096;
     CHECK(per_tile >= ii);
-    CHECK(per_tile <= ii * 1.02);
-    CHECK(c.busy_cycles[0] == 4096u * static_cast<std::uint64_t>(valu));
+    CHECK(per_tile <= ii * 1.10);
+    // Plus one splat per constant (c0, c1, 0.5) in the prologue.
+    CHECK(c.busy_cycles[0] ==
+          4096u * static_cast<std::uint64_t>(valu) +
+              3u * static_cast<std::uint64_t>(o.cmp_select.issue_interval_cycles));
 }
 
 TEST_CASE("layernorm VMEM traffic and cost follow its lowering", "[vpu][lowering]") {
@@ -110,13 +118,15 @@ TEST_CASE("layernorm VMEM traffic and cost follow its lowering", "[vpu][lowering
     const std::int64_t tiles = cols / vpu.lanes, groups = rows / vpu.sublanes;
     CHECK(c.vmem_bytes_loaded == Bytes(2 * rows * cols * 4 + groups * tiles * 2 * vpu.lanes * 4));
     CHECK(c.vmem_bytes_stored == Bytes(rows * cols * 4));
-    // More rows or more columns cost more, and roughly in proportion once in steady state.
+    // Twice the rows: twice the row groups at the same steady-state interval. Twice the
+    // columns: more than before but less than twice, since each row group's fixed part (the
+    // cross-lane reductions, rsqrt and their latencies) does not grow with cols.
     const VectorOpCost c2r = vector_op_cost({"layernorm", 2 * rows, cols, 4, 4}, vpu, vmem);
     const VectorOpCost c2c = vector_op_cost({"layernorm", rows, 2 * cols, 4, 4}, vpu, vmem);
-    CHECK(c2r.cycles > c.cycles);
+    CHECK(double(c2r.cycles) / double(c.cycles) == Approx(2.0).epsilon(0.02));
     CHECK(c2c.cycles > c.cycles);
-    CHECK(double(c2r.cycles) / double(c.cycles) == Approx(2.0).epsilon(0.05));
-    CHECK(double(c2c.cycles) / double(c.cycles) == Approx(2.0).epsilon(0.05));
+    CHECK(c2c.cycles <= 2 * c.cycles);
+    CHECK(c2c.cycles >= resource_bound(c2c, vpu));
 }
 
 TEST_CASE("softmax cost grows with rows and cols", "[vpu][lowering]") {
@@ -147,7 +157,37 @@ TEST_CASE("slower transcendentals slow down GELU", "[vpu][lowering]") {
 
 TEST_CASE("bad vector op descriptions are input errors", "[vpu][lowering]") {
     const VpuConfig vpu;
-    CHECK_THROWS_AS(lower_vector_loop({"frobnicate", 8, 128, 4, 4}, vpu), InputError);
-    CHECK_THROWS_AS(lower_vector_loop({"gelu", 0, 128, 4, 4}, vpu), InputError);
-    CHECK_THROWS_AS(lower_vector_loop({"gelu", 8, 128, 3, 4}, vpu), InputError);
+    const VmemConfig vmem;
+    CHECK_THROWS_AS(lower_vector_loop({"frobnicate", 8, 128, 4, 4}, vpu, vmem), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({"gelu", 0, 128, 4, 4}, vpu, vmem), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({"gelu", 8, 128, 3, 4}, vpu, vmem), InputError);
+}
+
+// Hidden (run with "[vpu-table]"): prints the per-op table of docs/vpu.md for the default
+// config, 4096 x 1024 arrays in f32 and bf16, and checks each row against its resource bound.
+TEST_CASE("per-op instruction mix and steady-state table", "[.][vpu-table]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    for (std::int64_t bytes : {4, 2}) {
+        std::printf(
+            "\n%s\n| op | iteration | instrs | VALU | vld | vst | XLU | EUP | II | "
+            "cycles/iter | elements/cycle |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+            bytes == 4 ? "f32" : "bf16");
+        for (const std::string& op : vector_op_names()) {
+            const VectorOpDesc d{op, 4096, 1024, bytes, bytes};
+            const VectorLoop l = lower_vector_loop(d, vpu, vmem);
+            VpuTiming one(vpu, vmem);
+            for (const VInstr& in : l.body) one.issue(in);
+            const auto& b = one.counters().busy_cycles;
+            const VectorOpCost c = vector_op_cost(d, vpu, vmem);
+            CHECK(c.cycles >= resource_bound(c, vpu));
+            std::printf(
+                "| %s | %s | %zu | %llu | %llu | %llu | %llu | %llu | %.2f | %.2f | %.1f |\n",
+                op.c_str(), l.row_op ? "8k rows" : "8k x 128", l.body.size(),
+                static_cast<unsigned long long>(b[0]), static_cast<unsigned long long>(b[1]),
+                static_cast<unsigned long long>(b[2]), static_cast<unsigned long long>(b[3]),
+                static_cast<unsigned long long>(b[4]), l.ii(),
+                double(c.cycles) / double(l.iterations), 4096.0 * 1024 / double(c.cycles));
+        }
+    }
 }

@@ -1,9 +1,10 @@
 #pragma once
-// Vector unit timing: a VLIW core's vector slots (2 VALU, 1 vector load, 1 vector store) and
-// the cross-lane unit, driven by a stream of vector instructions. Plain C++ (no SystemC): the
-// sc_module wrapper is in vpu_module.h.
+// Vector unit timing: a VLIW core's vector slots (2 VALU, 1 vector load, 1 vector store), the
+// transcendental unit (EUP) and the cross-lane unit (XLU), driven by a stream of vector
+// instructions. Plain C++ (no SystemC): the sc_module wrapper is in vpu_module.h.
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "tpusim/common/types.h"
@@ -13,19 +14,34 @@
 namespace tpusim {
 
 enum class VOp : std::uint8_t {
-    Add, Sub, Logic,           // add timing class (Logic: and / xor / shift on 32-bit ints)
-    Mul, Fma, Max, Min,
-    Cmp, Select, Splat,        // cmp_select class; Splat: scalar register -> every element
-    Exp, Log, Rsqrt, Recip, Tanh,
-    Cvt,                       // bf16 <-> f32 unpack / pack
-    Load, Store,               // vector load / store against VMEM
-    Reduce, Broadcast, Transpose,  // cross-lane unit
+    Add,
+    Sub,
+    Logic,  // add timing class (Logic: and / xor / shift on 32-bit ints)
+    Mul,
+    Fma,
+    Max,
+    Min,
+    Cmp,
+    Select,
+    Splat,  // cmp_select class; Splat: scalar register -> every element
+    Exp,
+    Log,
+    Rsqrt,
+    Recip,
+    Tanh,  // transcendental unit (EUP)
+    Cvt,   // bf16 <-> f32 unpack / pack
+    Load,
+    Store,  // vector load / store against VMEM
+    Reduce,
+    Broadcast,
+    Transpose,  // cross-lane unit
 };
 const char* vop_name(VOp op);
 
-// The bundle slots / units an instruction issues on.
-enum class VUnit : std::uint8_t { Valu, Vld, Vst, Xlu };
-inline constexpr std::size_t kVUnits = 4;
+// The bundle slots / units an instruction issues on. An Eup instruction also takes a Valu
+// slot for its push cycle.
+enum class VUnit : std::uint8_t { Valu, Vld, Vst, Xlu, Eup };
+inline constexpr std::size_t kVUnits = 5;
 VUnit vop_unit(VOp op);
 const char* vunit_name(VUnit u);
 
@@ -45,7 +61,7 @@ struct VectorProgram {
 
 struct VpuCounters {
     std::uint64_t instructions = 0;
-    std::array<std::uint64_t, kVUnits> issued{};       // instructions per unit
+    std::array<std::uint64_t, kVUnits> issued{};       // instructions per unit (EUP ops: Eup)
     std::array<std::uint64_t, kVUnits> busy_cycles{};  // slot-cycles held, summed over slots
     Bytes vmem_bytes_loaded = 0;
     Bytes vmem_bytes_stored = 0;
@@ -55,32 +71,36 @@ struct VpuCounters {
     VpuCounters scaled(std::uint64_t n) const;  // n times these counts
 };
 
-// Contract: instructions issue in program order, several per cycle (one bundle), each at the
-// earliest cycle not before the previous instruction's issue cycle where
-//  - a slot of its unit is free (a slot is held for the op's issue interval; vector loads and
-//    stores hold their slot for ceil(bytes / VMEM port bytes per cycle) cycles),
-//  - its source vregs are ready (RAW: producer issue + producer latency),
-//  - its result lands no earlier than the previous write of its destination (WAW).
-// Reads happen at issue, so in-order issue makes WAR safe. Stores complete when their port
-// occupancy ends. `finish_cycle()` is when every issued instruction has completed.
+// Contract: the bundles a compiler's list scheduler packs from the program. Instructions are
+// placed in program order, each in the earliest cycle
+//  - not before the cycle of the instruction `schedule_window_instrs` places older (1 makes
+//    issue strictly in order),
+//  - where a slot of its unit is free for its whole occupancy (the op's issue interval;
+//    vector loads and stores: ceil(bytes / VMEM port bytes per cycle); an EUP op also needs
+//    a VALU slot for its one push cycle),
+//  - with its sources ready (RAW: producer issue + latency) and its result landing after the
+//    previous write (WAW) and after the last read (WAR) of its destination (reads at issue).
+// Several instructions share a cycle (one bundle) up to the slot counts. A store completes
+// when its port occupancy ends. `finish_cycle()` is when every instruction has completed.
 class VpuTiming {
  public:
     VpuTiming(const VpuConfig& vpu, const VmemConfig& vmem);
 
-    // Issues one instruction; returns its issue cycle. Throws std::invalid_argument for a
+    // Places one instruction; returns its issue cycle. Throws std::invalid_argument for a
     // vreg outside [0, vregs).
     Cycle issue(const VInstr& in);
     void run(const VectorProgram& prog);
     // No later instruction issues before cycle `t` (the VPU was handed a program at `t`).
     void advance_to(Cycle t);
 
-    Cycle issue_cycle() const { return cur_; }  // issue cycle of the last instruction
+    // Earliest cycle any later instruction may issue in (rises with the window).
+    Cycle front_cycle() const { return front_; }
     Cycle finish_cycle() const { return finish_; }
     const VpuCounters& counters() const { return counters_; }
 
-    // The machine state relative to the current issue cycle (everything that can still
-    // delay a future instruction). Two equal states behave identically from then on, shifted
-    // by the difference of their issue cycles: the fast path uses this to prove a loop has
+    // The machine state relative to front_cycle() (everything that can still delay a later
+    // instruction). Two equal states behave identically from then on, shifted by the
+    // difference of their front cycles: the fast path uses this to prove that a loop has
     // reached its steady state.
     std::vector<std::int64_t> relative_state() const;
 
@@ -90,12 +110,19 @@ class VpuTiming {
 
  private:
     const VpuOpTiming& timing(VOp op) const;
+    bool fits(std::size_t unit, Cycle t, Cycle occ) const;
+    void reserve(std::size_t unit, Cycle t, Cycle occ);
+    void move_front(Cycle t);
 
     VpuConfig vpu_;
     std::int64_t load_bpc_, store_bpc_;
-    std::array<std::vector<Cycle>, kVUnits> slot_free_;  // per slot: first free cycle
-    std::vector<Cycle> ready_;                          // per vreg: result ready cycle
-    Cycle cur_ = 0;
+    std::array<std::int64_t, kVUnits> slots_{};
+    // Per unit: slots in use in each cycle from front_ on (index 0 is front_).
+    std::array<std::deque<std::uint8_t>, kVUnits> used_;
+    std::vector<Cycle> ready_;      // per vreg: when the last write lands
+    std::vector<Cycle> last_read_;  // per vreg: issue cycle of the last reader
+    std::deque<Cycle> window_;      // issue cycles of the last schedule_window_instrs - 1
+    Cycle front_ = 0;
     Cycle finish_ = 0;
     VpuCounters counters_;
 };

@@ -2,7 +2,6 @@
 // SystemC wrapper of VpuTiming: the sequencer hands it vector programs; it notifies the
 // caller's event when the last instruction of each has completed (1 SystemC ns = 1 cycle).
 #include <deque>
-
 #include <systemc>
 
 #include "tpusim/arch/vpu.h"

@@ -25,19 +25,20 @@ struct VpuOpTiming {
 };
 
 // One entry per op class the lowering emits. Simple ALU ops are single-issue, short-latency
-// pipelines; transcendentals (exp, log, rsqrt, reciprocal, tanh) go to an EUP-like function
-// unit on TPUs and are modelled as slower-issuing, longer-latency ops on a vector ALU slot.
+// pipelines on a vector ALU slot. Transcendentals (exp, log, rsqrt, reciprocal, tanh) go to
+// the EUP, a separate function unit that a VALU slot feeds (one push cycle) and whose results
+// are popped back into a vreg; their interval is the EUP's, their latency push to pop.
 struct VpuOpTable {
     VpuOpTiming add{1, 2};         // add, sub, and integer/logic ops (and, xor, shift)
     VpuOpTiming mul{1, 2};         // f32 multiply
-    VpuOpTiming fma{1, 4};         // fused multiply-add
+    VpuOpTiming fma{1, 4};         // fused multiply-add (used only when has_fma)
     VpuOpTiming max{1, 2};         // max, min
     VpuOpTiming cmp_select{1, 2};  // compare, select, splat of a scalar into a vreg
-    VpuOpTiming exp{4, 16};
+    VpuOpTiming exp{4, 16};        // EUP
     VpuOpTiming log{4, 16};
     VpuOpTiming rsqrt{2, 12};
     VpuOpTiming reciprocal{2, 12};
-    VpuOpTiming tanh{4, 20};
+    VpuOpTiming tanh{4, 16};
     VpuOpTiming cvt{1, 2};  // bf16 <-> f32 pack / unpack
 
     void visit(ConfigVisitor& v) {
@@ -80,7 +81,15 @@ struct VpuConfig {
     std::int64_t valu_slots = 2;  // vector ALU slots per VLIW bundle [HC20]
     std::int64_t vld_slots = 1;
     std::int64_t vst_slots = 1;
+    std::int64_t eup_units = 1;
     std::int64_t vld_latency_cycles = 4;  // assumption: VMEM is an SRAM next to the VPU
+    // No fused multiply-add: a TPU v4 VPU was observed to have none (vmul then vadd); v2/v3 are
+    // assumed alike. With has_fma the lowering emits fma where a*b+c appears.
+    bool has_fma = false;
+    // The VPU is statically scheduled (VLIW): the compiler packs instructions into bundles.
+    // VpuTiming models that packing as a list scheduler that may move an instruction ahead of
+    // at most this many older ones (1: strictly in-order issue).
+    std::int64_t schedule_window_instrs = 64;
     VpuOpTable ops;
     XluConfig xlu;
 
@@ -98,6 +107,11 @@ struct VpuConfig {
                 "vector load slots per bundle");
         v.value("vst_slots", vst_slots, Limits::range(1, 8), "slots",
                 "vector store slots per bundle");
+        v.value("eup_units", eup_units, Limits::range(1, 8), "units",
+                "transcendental (EUP) units fed by the vector ALU slots");
+        v.value("has_fma", has_fma, "vector ALUs have a fused multiply-add");
+        v.value("schedule_window_instrs", schedule_window_instrs, Limits::range(1, 4096),
+                "instructions", "how far the bundle packer may hoist an instruction");
         v.value("vld_latency_cycles", vld_latency_cycles, Limits::range(1, 1024), "cycles",
                 "vector load issue to data in the vreg");
         v.section("ops", ops, "per-op issue interval and latency");

@@ -35,32 +35,51 @@ struct VectorOpCost {
 
 // The lowered op: a prologue (constants splatted into vregs) and a loop whose body is one
 // iteration (one tile, or one row group for row ops). Body vregs below `const_regs` are the
-// shared constants; the rest are the iteration's own, numbered from const_regs. The loop is
-// unrolled `unroll` times and the copies interleaved instruction by instruction, each copy
-// in its own vregs: that is the software pipeline (it fills as many vregs as fit).
+// shared constants; the rest belong to the iteration, numbered from const_regs, and rotate
+// over `reg_sets` copies (modulo variable expansion) so that iterations can overlap.
+//
+// Software pipeline (modulo schedule): body instruction j has an issue time t_j in a schedule
+// of one iteration alone; iteration i's copy of it is placed at i * II + t_j (II, the
+// initiation interval, a fraction of cycles), and the program lists instructions in that
+// order. Chunk g of the program holds positions in [g * II, (g + 1) * II): body instruction j
+// of iteration g - stage_j, in `kernel_order`. The in-order VPU then issues each as early as
+// its slots and operands allow, so II only orders the listing; the cycles come from the VPU.
 struct VectorLoop {
     std::vector<VInstr> prologue;
     std::vector<VInstr> body;
     int const_regs = 0;
     int body_regs = 0;
-    int unroll = 1;
+    int reg_sets = 1;
     std::int64_t iterations = 0;
     bool row_op = false;  // the body depends on cols (row reductions and norms)
+
+    Cycle ii_num = 1, ii_den = 1;   // II = ii_num / ii_den cycles between iteration starts
+    std::vector<int> stage;         // per body instruction: floor(t_j / II)
+    std::vector<int> kernel_order;  // body indices by (t_j mod II, older iteration first)
+    double ii() const { return static_cast<double>(ii_num) / static_cast<double>(ii_den); }
+    int stages() const;  // 1 + max stage
+    std::int64_t chunks() const { return iterations + stages() - 1; }
 };
 
 // Op names lower_vector_op accepts.
 const std::vector<std::string>& vector_op_names();
+// Row ops reduce or normalise along cols; their loop iterates over row groups.
+bool is_row_vector_op(const std::string& op);
 
-// Throws InputError("vector op", <op>, ...) for an unknown op, non-positive sizes or element
-// sizes other than 2 and 4.
-VectorLoop lower_vector_loop(const VectorOpDesc& op, const VpuConfig& vpu);
+// Loop iterations of `op` (tiles, or row groups for row ops). Throws InputError("vector op",
+// <op>, ...) for an unknown op, non-positive sizes or element sizes other than 2 and 4.
+std::int64_t vector_loop_iterations(const VectorOpDesc& op, const VpuConfig& vpu);
 
-// Iterations [first, first + count) of the loop, interleaved (count <= loop.unroll).
-std::vector<VInstr> emit_group(const VectorLoop& loop, std::int64_t first, int count);
+// Throws as vector_loop_iterations. The schedule uses the op table and the VMEM port widths.
+VectorLoop lower_vector_loop(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
 
-// The whole program, materialised: prologue + every group. For tests and small ops; use
+// Chunk g (0 <= g < loop.chunks()) of the software-pipelined program, for a loop of
+// `iterations` iterations (instructions of iterations outside [0, iterations) are left out).
+std::vector<VInstr> emit_chunk(const VectorLoop& loop, std::int64_t g, std::int64_t iterations);
+
+// The whole program, materialised: prologue + every chunk. For tests and small ops; use
 // vector_op_cost for real sizes.
-VectorProgram lower_vector_op(const VectorOpDesc& op, const VpuConfig& vpu);
+VectorProgram lower_vector_op(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
 
 // Cost by simulating the whole program on VpuTiming (the reference).
 VectorOpCost simulate_vector_op(const VectorOpDesc& op, const VpuConfig& vpu,
@@ -68,9 +87,9 @@ VectorOpCost simulate_vector_op(const VectorOpDesc& op, const VpuConfig& vpu,
 
 // Fast path, exactly equal to simulate_vector_op: simulates groups until the VPU state
 // relative to the issue cycle repeats (the steady state: every later period adds the same
-// cycles and counts), then extrapolates and simulates only the tail. The per-(loop, config)
-// steady state is cached, so repeated calls for chunks of one op cost a tail simulation.
-VectorOpCost vector_op_cost(const VectorOpDesc& op, const VpuConfig& vpu,
-                            const VmemConfig& vmem);
+// cycles and counts), then extrapolates and simulates only the drain. The lowered loop and its
+// steady state are cached per (op, cols for row ops, element sizes, config), so repeated calls
+// for chunks of one op cost a drain simulation. Thread-safe.
+VectorOpCost vector_op_cost(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
 
 }  // namespace tpusim
