@@ -1,5 +1,7 @@
 #include "tpusim/program/from_trace.h"
 
+#include <algorithm>
+
 namespace tpusim {
 
 namespace {
@@ -22,8 +24,9 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
         OpSpec s;
         s.id = op.id;
         s.kind = op_kind_name(op.kind);
-        s.in_bytes = dtype_bytes(op.dtype);
-        s.out_bytes = dtype_bytes(op.out_dtype);
+        // 8-bit data moves packed like bf16 on the VPU (docs/program.md).
+        s.in_bytes = std::max<std::int64_t>(dtype_bytes(op.dtype), 2);
+        s.out_bytes = std::max<std::int64_t>(dtype_bytes(op.out_dtype), 2);
         s.deps = op.deps;
         s.fused = op.fused;
         for (int c : op.cores) s.cores.push_back(c);

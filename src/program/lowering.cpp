@@ -8,6 +8,7 @@
 
 #include "core_lowering.h"
 #include "tpusim/common/error.h"
+#include "tpusim/program/vector_lowering.h"
 
 namespace tpusim {
 
@@ -39,6 +40,18 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
             for (std::int64_t c = 0; c < opts.cores; ++c) info.cores.push_back(c);
         }
         prog.ops.push_back(std::move(info));
+    }
+    // Vector ops the VPU cannot run are input errors, located at the op (not mid-simulation).
+    for (const auto& op : ops) {
+        if (op.kind != "vector") continue;
+        try {
+            vector_loop_iterations(VectorOpDesc{op.vop, std::max<std::int64_t>(op.rows, 1),
+                                                std::max<std::int64_t>(op.cols, 1), op.in_bytes,
+                                                op.out_bytes},
+                                   cfg.vpu);
+        } catch (const InputError& e) {
+            throw InputError(trace_name, fmt::format("op \"{}\"", op.id), e.what_only());
+        }
     }
     for (std::int64_t c = 0; c < opts.cores; ++c) {
         CoreLowering lowering(cfg, opts, c, ops, trace_name);
