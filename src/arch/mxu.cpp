@@ -53,7 +53,21 @@ Mxu::PassId Mxu::push_weights(const MxuPass& pass, const float* weights, std::in
         throw std::invalid_argument("MxuPass: need 1 <= k <= rows, 1 <= n <= cols, m >= 1");
     }
     passes_.push_back(r);
+    if (!pe_) announce_weight_loads();
     return passes_.size() - 1;
+}
+
+// Tile fidelity: a pass's weight load is fixed once every earlier pass is scheduled, possibly
+// before its own LHS arrives; announce it then, as the PE array would start it.
+void Mxu::announce_weight_loads() {
+    while (weights_announced_ < passes_.size() && weights_announced_ <= next_stream_) {
+        const PassRecord& r = passes_[weights_announced_];
+        const Cycle start = weights_announced_ < next_stream_
+                                ? r.timing.weights_start
+                                : tile_.next_weights_start(r.weights_avail);
+        notify_at(weights_q_, start + pipe_.load_cycles);
+        ++weights_announced_;
+    }
 }
 
 void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out,
@@ -71,7 +85,7 @@ void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out,
         return;
     }
     r.timing = tile_.schedule(r.pass, r.weights_avail, now);
-    notify_at(weights_q_, r.timing.weights_ready);
+    announce_weight_loads();
     notify_at(lhs_q_, r.timing.lhs_end);
     notify_at(results_q_, r.timing.results_end);
 }

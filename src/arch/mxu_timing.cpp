@@ -37,6 +37,18 @@ void MxuTiming::reset() {
     useful_macs_ = padded_macs_ = passes_ = 0;
 }
 
+Cycle MxuTiming::next_weights_start(Cycle weights_avail) const {
+    if (!have_prev_) return weights_avail;
+    // The buffer the load fills must be free: with double buffering that is the shadow buffer,
+    // free once the previous pass's swap wave has reached the last PE; without it, the only
+    // buffer, free once the previous pass's last LHS row has left the last PE.
+    const Cycle prev_t0 = prev_.lhs_start + pipe_.input_latency;  // row 0 enters PE(0,0)
+    const Cycle free_at = pipe_.double_buffer
+                              ? prev_t0 + pipe_.span() + 1
+                              : prev_.lhs_end - 1 + pipe_.input_latency + pipe_.span() + 1;
+    return std::max({weights_avail, free_at, prev_.weights_ready});
+}
+
 MxuPassTiming MxuTiming::schedule(const MxuPass& pass, Cycle weights_avail, Cycle lhs_avail) {
     if (pass.m < 1 || pass.k < 1 || pass.n < 1 || static_cast<Cycle>(pass.k) > pipe_.rows ||
         static_cast<Cycle>(pass.n) > pipe_.cols) {
@@ -45,17 +57,7 @@ MxuPassTiming MxuTiming::schedule(const MxuPass& pass, Cycle weights_avail, Cycl
     const Cycle m = static_cast<Cycle>(pass.m);
     MxuPassTiming t;
 
-    // Weight load. The buffer it fills must be free: with double buffering that is the shadow
-    // buffer, free once the previous pass's swap wave has reached the last PE; without it, the
-    // only buffer, free once the previous pass's last LHS row has left the last PE.
-    t.weights_start = weights_avail;
-    if (have_prev_) {
-        const Cycle prev_t0 = prev_.lhs_start + pipe_.input_latency;  // row 0 enters PE(0,0)
-        const Cycle free_at = pipe_.double_buffer
-                                  ? prev_t0 + pipe_.span() + 1
-                                  : prev_.lhs_end - 1 + pipe_.input_latency + pipe_.span() + 1;
-        t.weights_start = std::max({t.weights_start, free_at, prev_.weights_ready});
-    }
+    t.weights_start = next_weights_start(weights_avail);
     t.weights_ready = t.weights_start + pipe_.load_cycles;
 
     // LHS streaming: one row per cycle through a single port, after the load has started and

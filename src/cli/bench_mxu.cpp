@@ -124,7 +124,10 @@ void run_bench_mxu(const MxuBenchOptions& o) {
         std::string base = o.vcd;
         if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0) base.resize(base.size() - 4);
         tf = sc_core::sc_create_vcd_trace_file(base.c_str());
-        tf->set_time_unit(1, sc_core::SC_NS);
+        // SystemC announces the time unit as an info report on stdout, which would corrupt --json.
+        const auto old = sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+        tf->set_time_unit(1, sc_core::SC_NS);  // one VCD time unit per core cycle
+        sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, old);
         mxu.trace(tf, 16);
     }
     // Wall time is what users see; CPU time of this process is the figure that does not depend

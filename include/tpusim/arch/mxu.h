@@ -75,13 +75,14 @@ class Mxu : public sc_core::sc_module {
     void pe_thread();
     void notify_at(sc_core::sc_event_queue& q, Cycle at);
     void after_pe_step();
+    void announce_weight_loads();
 
     MxuFidelity fidelity_;
     MxuPipeline pipe_;
     MxuTiming tile_;
     std::unique_ptr<MxuPeArray> pe_;
     std::vector<PassRecord> passes_;
-    std::size_t next_stream_ = 0, loads_seen_ = 0, streams_seen_ = 0, done_seen_ = 0;
+    std::size_t next_stream_ = 0, weights_announced_ = 0, loads_seen_ = 0, streams_seen_ = 0, done_seen_ = 0;
     sc_core::sc_event work_;
     sc_core::sc_event_queue weights_q_, lhs_q_, results_q_;
     // Waveform mirror (fixed size once traced).

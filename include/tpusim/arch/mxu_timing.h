@@ -53,6 +53,9 @@ class MxuTiming {
     // weights_avail / lhs_avail: earliest cycles at which the pass's weight tile and LHS rows
     // are available (in VMEM). Honours the double-buffering and overlap switches.
     MxuPassTiming schedule(const MxuPass& pass, Cycle weights_avail, Cycle lhs_avail);
+    // The weights_start the next pass would get: it does not depend on the pass's own LHS, so
+    // a caller can announce the weight load before the LHS arrives.
+    Cycle next_weights_start(Cycle weights_avail) const;
 
     // Cycles in which the MXU had any pass in flight (union of [weights_start, results_end)).
     Cycle busy_cycles() const { return busy_; }
