@@ -71,7 +71,7 @@ void Mxu::announce_weight_loads() {
 }
 
 void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out,
-                     std::int64_t ldo) {
+                     std::int64_t ldo, bool accumulate) {
     if (id != next_stream_ || id >= passes_.size()) {
         throw std::logic_error("Mxu::stream_lhs: passes must be streamed in push order");
     }
@@ -80,7 +80,7 @@ void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out,
     r.streamed = true;
     const Cycle now = now_cycles();
     if (pe_) {
-        pe_->provide_lhs(id, now, lhs, ldl, out, ldo);
+        pe_->provide_lhs(id, now, lhs, ldl, out, ldo, accumulate);
         work_.notify(sc_core::SC_ZERO_TIME);
         return;
     }

@@ -60,7 +60,7 @@ std::size_t MxuPeArray::submit(const MxuPass& pass, Cycle weights_avail, Cycle l
 }
 
 void MxuPeArray::provide_lhs(std::size_t pass, Cycle lhs_avail, const float* lhs,
-                             std::int64_t ldl, float* out, std::int64_t ldo) {
+                             std::int64_t ldl, float* out, std::int64_t ldo, bool accumulate) {
     PassState& s = passes_.at(pass);
     if (s.timing_ls != kNever) throw std::logic_error("MxuPeArray: LHS already streaming");
     s.lhs_avail = lhs_avail;
@@ -68,6 +68,7 @@ void MxuPeArray::provide_lhs(std::size_t pass, Cycle lhs_avail, const float* lhs
     s.ops.ldl = ldl;
     s.ops.out = out;
     s.ops.ldo = ldo;
+    s.ops.accumulate = accumulate;
 }
 
 bool MxuPeArray::buffer_free(std::size_t pass) const {
@@ -183,7 +184,8 @@ void MxuPeArray::drain() {
         const std::int64_t hi = std::min(cols_ - 1, base);
         if (p.ops.out != nullptr) {
             for (std::int64_t c = lo; c <= std::min(hi, p.pass.n - 1); ++c) {
-                p.ops.out[(base - c) * p.ops.ldo + c] = bottom[c];
+                float& dst = p.ops.out[(base - c) * p.ops.ldo + c];
+                dst = p.ops.accumulate ? dst + bottom[c] : bottom[c];
             }
         }
         if (p.swap_done == kNever && base >= cols_ - 1) p.swap_done = now_;

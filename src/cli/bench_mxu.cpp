@@ -29,61 +29,38 @@ struct MxuBenchOptions {
     std::uint64_t seed = 1;
 };
 
-// Feeds the GEMM's passes to the MXU with every operand available at cycle 0. With real
-// operands (PE fidelity) at most kWindow passes are outstanding, each with its own result
-// buffer that the driver adds into C (the accumulators) when the pass is done; the array never
-// holds more than three passes, so the window does not delay it.
+// Feeds the GEMM's passes to the MXU with every operand available at cycle 0 and waits for
+// the last one. With real operands (PE fidelity) each pass adds its results into C as they leave
+// the array (the accumulators), K tiles in order.
 class MxuBenchDriver : public sc_core::sc_module {
  public:
     SC_HAS_PROCESS(MxuBenchDriver);
-    MxuBenchDriver(sc_core::sc_module_name name, Mxu& mxu, const MxuConfig& cfg,
-                   std::vector<MxuTile> tiles, std::int64_t m, std::int64_t k, std::int64_t n,
-                   const float* a, const float* b, float* c)
-        : sc_module(name), mxu_(mxu), cfg_(cfg), tiles_(std::move(tiles)), m_(m), k_(k), n_(n),
-          a_(a), b_(b), c_(c) {
+    MxuBenchDriver(sc_core::sc_module_name name, Mxu& mxu, std::vector<MxuTile> tiles,
+                   std::int64_t k, std::int64_t n, const float* a, const float* b, float* c)
+        : sc_module(name), mxu_(mxu), tiles_(std::move(tiles)), k_(k), n_(n), a_(a), b_(b),
+          c_(c) {
         SC_THREAD(run);
     }
     Cycle end_cycle = 0;
 
  private:
-    static constexpr std::size_t kWindow = 8;
-
-    void retire(std::size_t p) {
-        mxu_.wait_done(p);
-        if (c_ == nullptr) return;
-        const MxuTile& t = tiles_[p];
-        const float* out = ring_[p % kWindow].data();
-        for (std::int64_t i = 0; i < m_; ++i) {
-            for (std::int64_t j = 0; j < t.pass.n; ++j) c_[i * n_ + t.n0 + j] += out[i * cfg_.cols + j];
-        }
-    }
-
     void run() {
-        const std::size_t window = c_ != nullptr ? kWindow : tiles_.size();
-        if (c_ != nullptr) {
-            ring_.assign(kWindow, std::vector<float>(static_cast<std::size_t>(m_ * cfg_.cols)));
-        }
-        for (std::size_t p = 0; p < tiles_.size(); ++p) {
-            if (p >= window) retire(p - window);
-            const MxuTile& t = tiles_[p];
+        for (const MxuTile& t : tiles_) {
             const bool data = a_ != nullptr;
             const auto id = mxu_.push_weights(t.pass, data ? b_ + t.k0 * n_ + t.n0 : nullptr, n_);
             mxu_.stream_lhs(id, data ? a_ + t.k0 : nullptr, k_,
-                            c_ != nullptr ? ring_[p % kWindow].data() : nullptr, cfg_.cols);
+                            c_ != nullptr ? c_ + t.n0 : nullptr, n_, true);
         }
-        const std::size_t first = tiles_.size() > window ? tiles_.size() - window : 0;
-        for (std::size_t p = first; p < tiles_.size(); ++p) retire(p);
+        mxu_.wait_done(tiles_.size() - 1);
         end_cycle = mxu_.timing(tiles_.size() - 1).results_end;
     }
 
     Mxu& mxu_;
-    const MxuConfig& cfg_;
     std::vector<MxuTile> tiles_;
-    std::int64_t m_, k_, n_;
+    std::int64_t k_, n_;
     const float* a_;
     const float* b_;
     float* c_;
-    std::vector<std::vector<float>> ring_;
 };
 
 void run_bench_mxu(const MxuBenchOptions& o) {
@@ -116,7 +93,7 @@ void run_bench_mxu(const MxuBenchOptions& o) {
         for (float& x : b) x = dist(rng);
     }
     Mxu mxu("mxu", mc, fidelity);
-    MxuBenchDriver driver("driver", mxu, mc, mxu_gemm_tiles(mc, o.m, o.k, o.n), o.m, o.k, o.n,
+    MxuBenchDriver driver("driver", mxu, mxu_gemm_tiles(mc, o.m, o.k, o.n), o.k, o.n,
                           a.empty() ? nullptr : a.data(), b.empty() ? nullptr : b.data(),
                           c.empty() ? nullptr : c.data());
     sc_core::sc_trace_file* tf = nullptr;

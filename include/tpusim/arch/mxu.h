@@ -40,11 +40,12 @@ class Mxu : public sc_core::sc_module {
     // Contract: passes execute in the order of push_weights, and stream_lhs is called in that
     // order too. Operands count as available at the current cycle. The pointers (pe fidelity
     // only; null means zeros / discard) must stay valid until the pass is done; `out`
-    // (m x n) receives the pass's fp32 results, not accumulated.
+    // (m x n) receives the pass's fp32 results, added to it when `accumulate` (the
+    // accumulators summing K tiles in pass order).
     PassId push_weights(const MxuPass& pass, const float* weights = nullptr,
                         std::int64_t ldw = 0);
     void stream_lhs(PassId id, const float* lhs = nullptr, std::int64_t ldl = 0,
-                    float* out = nullptr, std::int64_t ldo = 0);
+                    float* out = nullptr, std::int64_t ldo = 0, bool accumulate = false);
 
     // Each is notified once per pass, in pass order: when its weights are in place, when its
     // last LHS row has been pushed, and when its last result row has been popped.

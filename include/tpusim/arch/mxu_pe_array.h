@@ -36,8 +36,10 @@ struct MxuPeOperands {
     std::int64_t ldw = 0;
     const float* lhs = nullptr;  // m x k
     std::int64_t ldl = 0;
-    float* out = nullptr;  // m x n, written (not accumulated) as results leave the array
+    float* out = nullptr;  // m x n, written as results leave the array
     std::int64_t ldo = 0;
+    // Add to `out` instead of overwriting it: the accumulators summing K tiles in pass order.
+    bool accumulate = false;
 };
 
 class MxuPeArray {
@@ -52,7 +54,7 @@ class MxuPeArray {
     std::size_t submit(const MxuPass& pass, Cycle weights_avail, Cycle lhs_avail = kNever,
                        const MxuPeOperands& ops = {});
     void provide_lhs(std::size_t pass, Cycle lhs_avail, const float* lhs, std::int64_t ldl,
-                     float* out, std::int64_t ldo);
+                     float* out, std::int64_t ldo, bool accumulate = false);
 
     // Simulates cycle now() and advances to the next.
     void step();
