@@ -48,7 +48,8 @@ Mxu::PassId Mxu::push_weights(const MxuPass& pass, const float* weights, std::in
     if (pe_) {
         pe_->submit(pass, r.weights_avail, MxuPeArray::kNever, {weights, ldw});
         work_.notify(sc_core::SC_ZERO_TIME);
-    } else if (pass.m < 1 || pass.k < 1 || pass.n < 1 || pass.k > static_cast<std::int64_t>(pipe_.rows) ||
+    } else if (pass.m < 1 || pass.k < 1 || pass.n < 1 ||
+               pass.k > static_cast<std::int64_t>(pipe_.rows) ||
                pass.n > static_cast<std::int64_t>(pipe_.cols)) {
         throw std::invalid_argument("MxuPass: need 1 <= k <= rows, 1 <= n <= cols, m >= 1");
     }
@@ -70,8 +71,8 @@ void Mxu::announce_weight_loads() {
     }
 }
 
-void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out,
-                     std::int64_t ldo, bool accumulate) {
+void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out, std::int64_t ldo,
+                     bool accumulate) {
     if (id != next_stream_ || id >= passes_.size()) {
         throw std::logic_error("Mxu::stream_lhs: passes must be streamed in push order");
     }
@@ -99,9 +100,7 @@ void Mxu::wait_done(PassId id) {
     while (!done(id)) wait(results_q_.default_event());
 }
 
-MxuPassTiming Mxu::timing(PassId id) const {
-    return pe_ ? pe_->timing(id) : passes_.at(id).timing;
-}
+MxuPassTiming Mxu::timing(PassId id) const { return pe_ ? pe_->timing(id) : passes_.at(id).timing; }
 
 void Mxu::after_pe_step() {
     // The step just simulated cycle now - 1; stage events fire at the cycle they describe.

@@ -9,8 +9,7 @@ namespace tpusim {
 
 bool operator==(const MxuPassTiming& a, const MxuPassTiming& b) {
     return a.weights_start == b.weights_start && a.weights_ready == b.weights_ready &&
-           a.lhs_start == b.lhs_start && a.lhs_end == b.lhs_end &&
-           a.results_end == b.results_end;
+           a.lhs_start == b.lhs_start && a.lhs_end == b.lhs_end && a.results_end == b.results_end;
 }
 
 MxuPipeline::MxuPipeline(const MxuConfig& cfg)
@@ -76,8 +75,8 @@ MxuPassTiming MxuTiming::schedule(const MxuPass& pass, Cycle weights_avail, Cycl
     t.results_end = t.lhs_start + pipe_.input_latency + (m - 1) + pipe_.span() + 1 +
                     pipe_.accumulator_latency + pipe_.pop_latency;
 
-    const Cycle busy_from = have_prev_ ? std::max(t.weights_start, prev_.results_end)
-                                       : t.weights_start;
+    const Cycle busy_from =
+        have_prev_ ? std::max(t.weights_start, prev_.results_end) : t.weights_start;
     if (t.results_end > busy_from) busy_ += t.results_end - busy_from;
     useful_macs_ += static_cast<std::uint64_t>(pass.m) * static_cast<std::uint64_t>(pass.k) *
                     static_cast<std::uint64_t>(pass.n);
@@ -109,8 +108,8 @@ Cycle mxu_repeated_passes_cycles(const MxuConfig& cfg, std::uint64_t count, std:
     return prev.results_end;
 }
 
-GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t m,
-                           std::int64_t k, std::int64_t n) {
+GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t m, std::int64_t k,
+                           std::int64_t n) {
     if (mxus < 1 || m < 0 || k < 0 || n < 0) {
         throw std::invalid_argument("mxu_gemm_timing: need mxus >= 1 and M, K, N >= 0");
     }
@@ -118,10 +117,10 @@ GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t
     if (m == 0 || k == 0 || n == 0) return g;
     const auto um = static_cast<std::uint64_t>(m);
     const auto units = static_cast<std::uint64_t>(mxus);
-    const std::uint64_t k_tiles = ceil_div(static_cast<std::uint64_t>(k),
-                                           static_cast<std::uint64_t>(cfg.rows));
-    const std::uint64_t n_tiles = ceil_div(static_cast<std::uint64_t>(n),
-                                           static_cast<std::uint64_t>(cfg.cols));
+    const std::uint64_t k_tiles =
+        ceil_div(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(cfg.rows));
+    const std::uint64_t n_tiles =
+        ceil_div(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(cfg.cols));
     const std::uint64_t tiles = k_tiles * n_tiles;
     g.useful_macs = um * static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(n);
     g.array_macs = static_cast<std::uint64_t>(cfg.rows * cfg.cols) * um * tiles;
@@ -130,8 +129,7 @@ GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t
     const Cycle by_n = mxu_repeated_passes_cycles(cfg, ceil_div(n_tiles, units) * k_tiles, m);
     // Split by M rows: every MXU runs every tile on its share of the rows.
     const std::uint64_t m_share = ceil_div(um, units);
-    const Cycle by_m =
-        mxu_repeated_passes_cycles(cfg, tiles, static_cast<std::int64_t>(m_share));
+    const Cycle by_m = mxu_repeated_passes_cycles(cfg, tiles, static_cast<std::int64_t>(m_share));
     if (units == 1 || by_n <= by_m) {
         g.cycles = by_n;
         g.passes = tiles;

@@ -1,14 +1,14 @@
 // `tpusim bench mxu`: one GEMM on one MXU alone, through the SystemC Mxu module, at tile or PE
 // fidelity. The PE run computes real numbers on seeded random operands; --check compares them
 // with the reference GEMM bit for bit.
-#include <chrono>
-#include <ctime>
-#include <cstring>
-#include <iostream>
-#include <random>
-
 #include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "common.h"
 #include "tpusim/arch/mxu.h"
@@ -37,8 +37,7 @@ class MxuBenchDriver : public sc_core::sc_module {
     SC_HAS_PROCESS(MxuBenchDriver);
     MxuBenchDriver(sc_core::sc_module_name name, Mxu& mxu, std::vector<MxuTile> tiles,
                    std::int64_t k, std::int64_t n, const float* a, const float* b, float* c)
-        : sc_module(name), mxu_(mxu), tiles_(std::move(tiles)), k_(k), n_(n), a_(a), b_(b),
-          c_(c) {
+        : sc_module(name), mxu_(mxu), tiles_(std::move(tiles)), k_(k), n_(n), a_(a), b_(b), c_(c) {
         SC_THREAD(run);
     }
     Cycle end_cycle = 0;
@@ -48,8 +47,8 @@ class MxuBenchDriver : public sc_core::sc_module {
         for (const MxuTile& t : tiles_) {
             const bool data = a_ != nullptr;
             const auto id = mxu_.push_weights(t.pass, data ? b_ + t.k0 * n_ + t.n0 : nullptr, n_);
-            mxu_.stream_lhs(id, data ? a_ + t.k0 : nullptr, k_,
-                            c_ != nullptr ? c_ + t.n0 : nullptr, n_, true);
+            mxu_.stream_lhs(id, data ? a_ + t.k0 : nullptr, k_, c_ != nullptr ? c_ + t.n0 : nullptr,
+                            n_, true);
         }
         mxu_.wait_done(tiles_.size() - 1);
         end_cycle = mxu_.timing(tiles_.size() - 1).results_end;
@@ -99,10 +98,12 @@ void run_bench_mxu(const MxuBenchOptions& o) {
     sc_core::sc_trace_file* tf = nullptr;
     if (!o.vcd.empty()) {
         std::string base = o.vcd;
-        if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0) base.resize(base.size() - 4);
+        if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0)
+            base.resize(base.size() - 4);
         tf = sc_core::sc_create_vcd_trace_file(base.c_str());
         // SystemC announces the time unit as an info report on stdout, which would corrupt --json.
-        const auto old = sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+        const auto old =
+            sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
         tf->set_time_unit(1, sc_core::SC_NS);  // one VCD time unit per core cycle
         sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, old);
         mxu.trace(tf, 16);
@@ -113,7 +114,8 @@ void run_bench_mxu(const MxuBenchOptions& o) {
     const std::clock_t cpu0 = std::clock();
     sc_core::sc_start();
     const double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (tf != nullptr) sc_core::sc_close_vcd_trace_file(tf);
 
     const GemmTiming closed = mxu_gemm_timing(mc, 1, o.m, o.k, o.n);
@@ -134,8 +136,10 @@ void run_bench_mxu(const MxuBenchOptions& o) {
     j["passes"] = closed.passes;
     j["useful_macs"] = closed.useful_macs;
     j["array_macs"] = closed.array_macs;
-    j["padding_waste"] = 1.0 - static_cast<double>(closed.useful_macs) / static_cast<double>(closed.array_macs);
-    j["utilization"] = static_cast<double>(closed.useful_macs) / (array * static_cast<double>(cycles));
+    j["padding_waste"] =
+        1.0 - static_cast<double>(closed.useful_macs) / static_cast<double>(closed.array_macs);
+    j["utilization"] =
+        static_cast<double>(closed.useful_macs) / (array * static_cast<double>(cycles));
     j["ideal_cycles"] = ceil_div(closed.useful_macs, static_cast<std::uint64_t>(mc.rows * mc.cols));
     j["cycles_over_ideal"] = static_cast<double>(cycles) / j["ideal_cycles"].get<double>();
     j["tile_model_cycles"] = closed.cycles;
@@ -156,11 +160,13 @@ void run_bench_mxu(const MxuBenchOptions& o) {
                              j["cycles_over_ideal"].get<double>(), closed.cycles);
     std::cout << fmt::format("  utilisation  {:.4f}; padding waste {:.4f} of the array's MACs\n",
                              j["utilization"].get<double>(), j["padding_waste"].get<double>());
-    std::cout << fmt::format("  wall         {:.3f} s, {:.0f} array-cycles/s ({:.3f} s CPU, {:.0f} "
-                             "array-cycles per CPU second)\n",
-                             wall, j["array_cycles_per_second"].get<double>(), cpu,
-                             j["array_cycles_per_cpu_second"].get<double>());
-    if (o.check) std::cout << "  bit-exact    " << (j["bit_exact"].get<bool>() ? "yes" : "NO") << "\n";
+    std::cout << fmt::format(
+        "  wall         {:.3f} s, {:.0f} array-cycles/s ({:.3f} s CPU, {:.0f} "
+        "array-cycles per CPU second)\n",
+        wall, j["array_cycles_per_second"].get<double>(), cpu,
+        j["array_cycles_per_cpu_second"].get<double>());
+    if (o.check)
+        std::cout << "  bit-exact    " << (j["bit_exact"].get<bool>() ? "yes" : "NO") << "\n";
 }
 
 }  // namespace

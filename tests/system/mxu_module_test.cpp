@@ -2,7 +2,6 @@
 // same stage events and pass timings; the PE fidelity's results are bit-exact; it writes a VCD.
 // One elaboration per TEST_CASE (each runs in its own process).
 #include <catch2/catch.hpp>
-
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -107,8 +106,8 @@ TEST_CASE("mxu module: tile and pe fidelities give the same events and timings",
         CHECK(tile.timing(i) == pe.timing(i));
         const PassData& p = passes[i];
         std::vector<float> ref(p.out.size());
-        mxu_reference_gemm(cfg.rows, p.pass.m, p.pass.k, p.pass.n, p.x.data(), p.pass.k,
-                           p.w.data(), p.pass.n, ref.data(), p.pass.n);
+        mxu_reference_gemm(cfg.rows, p.pass.m, p.pass.k, p.pass.n, p.x.data(), p.pass.k, p.w.data(),
+                           p.pass.n, ref.data(), p.pass.n);
         CHECK(std::memcmp(ref.data(), p.out.data(), ref.size() * sizeof(float)) == 0);
     }
     CHECK(tile_events.events.size() >= passes.size());

@@ -1,14 +1,14 @@
 // Unit tests of the MXU timing whose expected cycles are derived here from the config, following
 // docs/mxu.md. Each case runs the tile model and the PE model and expects both to match.
-#include <catch2/catch.hpp>
+#include "tpusim/arch/mxu_timing.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
 #include "../test_util.h"
 #include "tpusim/arch/mxu_numerics.h"
 #include "tpusim/arch/mxu_pe_array.h"
-#include "tpusim/arch/mxu_timing.h"
 #include "tpusim/config/tpu_config.h"
 
 namespace tpusim {
@@ -18,9 +18,11 @@ namespace {
 struct Derived {
     Cycle R, C, Lw, Lin, Lacc, Lpop;
     explicit Derived(const MxuConfig& c)
-        : R(c.rows), C(c.cols),
+        : R(c.rows),
+          C(c.cols),
           Lw((c.rows + c.weight_load_rows_per_cycle - 1) / c.weight_load_rows_per_cycle),
-          Lin(c.input_latency_cycles), Lacc(c.accumulator_latency_cycles),
+          Lin(c.input_latency_cycles),
+          Lacc(c.accumulator_latency_cycles),
           Lpop(c.result_pop_latency_cycles) {}
     // From lhs_start: row 0 reaches PE(0,0) after Lin, the last row m - 1 cycles later; it
     // crosses R - 1 rows and C - 1 columns, leaves, and is de-skewed and popped.
@@ -67,8 +69,7 @@ TEST_CASE("mxu timing: M = 1 pays the whole fill and drain", "[mxu]") {
     CHECK(t.results_end == d.results_end(d.Lw - d.Lin, 1));
 }
 
-TEST_CASE("mxu timing: K < rows and N < cols cost a full tile; MACs say what was useful",
-          "[mxu]") {
+TEST_CASE("mxu timing: K < rows and N < cols cost a full tile; MACs say what was useful", "[mxu]") {
     const MxuConfig cfg;
     const Derived d(cfg);
     const auto small = run_both(cfg, {{5, 7, 64}})[0];
@@ -88,7 +89,8 @@ TEST_CASE("mxu timing: back-to-back tiles with double buffering have no bubble",
     // The next load starts once the swap wave has reached the last PE (Lin + R + C - 1 cycles
     // after the first push) and takes Lw; with m at least that long it hides completely.
     const Cycle m = d.R + d.C - 1 + d.Lw;
-    const auto t = run_both(cfg, {{128, 128, static_cast<std::int64_t>(m)}, {128, 128, static_cast<std::int64_t>(m)}});
+    const auto t = run_both(
+        cfg, {{128, 128, static_cast<std::int64_t>(m)}, {128, 128, static_cast<std::int64_t>(m)}});
     CHECK(t[1].weights_start == t[0].lhs_start + d.Lin + d.R + d.C - 1);
     CHECK(t[1].lhs_start == t[0].lhs_end);
     CHECK(t[1].results_end == t[0].results_end + m);
@@ -102,8 +104,7 @@ TEST_CASE("mxu timing: back-to-back tiles with double buffering have no bubble",
     CHECK(s[1].results_end == d.results_end(ws1 + d.Lw - d.Lin, short_m));
 }
 
-TEST_CASE("mxu timing: back-to-back tiles without double buffering wait for the drain",
-          "[mxu]") {
+TEST_CASE("mxu timing: back-to-back tiles without double buffering wait for the drain", "[mxu]") {
     MxuConfig cfg;
     cfg.weight_double_buffer = false;
     const Derived d(cfg);
@@ -145,7 +146,9 @@ TEST_CASE("mxu timing: the SCALE-Sim compat config follows its closed form", "[m
     // SCALE-Sim v2, weight stationary: each fold loads R weight rows serially, then streams M
     // rows with full fill and drain: 2R + C + M - 2 cycles per fold; folds = ceil(K/R) ceil(N/C).
     for (const auto& [m, k, n] : {std::tuple<std::int64_t, std::int64_t, std::int64_t>{1, 1, 1},
-                                  {100, 300, 200}, {784, 1152, 256}, {3136, 64, 64},
+                                  {100, 300, 200},
+                                  {784, 1152, 256},
+                                  {3136, 64, 64},
                                   {49, 4608, 512}}) {
         const std::uint64_t folds = ceil_div(k, cfg.rows) * ceil_div(n, cfg.cols);
         const Cycle expected = folds * (2 * cfg.rows + cfg.cols + m - 2);

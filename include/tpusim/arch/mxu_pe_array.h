@@ -109,7 +109,9 @@ class MxuPeArray {
     void enter_lhs();
     void compute();
     void drain();
-    float* history_row(std::int64_t r) { return &history_[static_cast<std::size_t>(r * hist_len_)]; }
+    float* history_row(std::int64_t r) {
+        return &history_[static_cast<std::size_t>(r * hist_len_)];
+    }
 
     MxuPipeline pipe_;
     std::int64_t rows_, cols_, load_rate_;
@@ -117,7 +119,7 @@ class MxuPeArray {
     std::vector<PassState> passes_;
     std::size_t next_load_ = 0, next_stream_ = 0, completed_ = 0;
     Cycle loader_free_at_ = 0, stream_free_at_ = 0;
-    std::size_t loading_ = 0;  // pass being loaded while now_ < loader_free_at_
+    std::size_t loading_ = 0;             // pass being loaded while now_ < loader_free_at_
     std::vector<std::size_t> in_flight_;  // streamed, last row not yet out; oldest first
     std::deque<Pop> pops_;
 

@@ -36,7 +36,7 @@ inline bool operator!=(const MxuPassTiming& a, const MxuPassTiming& b) { return 
 // Constants of the pipeline, derived once from the config (docs/mxu.md names them).
 struct MxuPipeline {
     Cycle rows, cols;
-    Cycle load_cycles;   // Lw = ceil(rows / weight_load_rows_per_cycle)
+    Cycle load_cycles;  // Lw = ceil(rows / weight_load_rows_per_cycle)
     Cycle input_latency, accumulator_latency, pop_latency;
     bool double_buffer, overlap;
 
@@ -87,8 +87,8 @@ struct GemmTiming {
     std::uint64_t array_macs = 0;   // rows * cols * m summed over passes (padding included)
     std::uint64_t passes = 0;
 };
-GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t m,
-                           std::int64_t k, std::int64_t n);
+GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t m, std::int64_t k,
+                           std::int64_t n);
 
 // Cycles of `count` identical passes of `m` rows scheduled back to back on one MXU with all
 // operands available at cycle 0 (the results_end of the last). Timing does not depend on a
