@@ -126,7 +126,8 @@ void MxuPeArray::enter_lhs() {
     if (--hist_pos_ < 0) {
         for (std::int64_t r = 0; r < rows_; ++r) {
             float* h = history_row(r);
-            std::memmove(h + kHistorySlack + 1, h, static_cast<std::size_t>(cols_ - 1) * 4);
+            std::memmove(h + kHistorySlack + 1, h,
+                         static_cast<std::size_t>(cols_ - 1) * sizeof(float));
         }
         hist_pos_ = kHistorySlack;
     }
