@@ -48,16 +48,31 @@ Mxu::PassId Mxu::push_weights(const MxuPass& pass, const float* weights, std::in
     if (pe_) {
         pe_->submit(pass, r.weights_avail, MxuPeArray::kNever, {weights, ldw});
         work_.notify(sc_core::SC_ZERO_TIME);
-    } else if (pass.m < 1 || pass.k < 1 || pass.n < 1 || pass.k > static_cast<std::int64_t>(pipe_.rows) ||
+    } else if (pass.m < 1 || pass.k < 1 || pass.n < 1 ||
+               pass.k > static_cast<std::int64_t>(pipe_.rows) ||
                pass.n > static_cast<std::int64_t>(pipe_.cols)) {
         throw std::invalid_argument("MxuPass: need 1 <= k <= rows, 1 <= n <= cols, m >= 1");
     }
     passes_.push_back(r);
+    if (!pe_) announce_weight_loads();
     return passes_.size() - 1;
 }
 
-void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out,
-                     std::int64_t ldo) {
+// Tile fidelity: a pass's weight load is fixed once every earlier pass is scheduled, possibly
+// before its own LHS arrives; announce it then, as the PE array would start it.
+void Mxu::announce_weight_loads() {
+    while (weights_announced_ < passes_.size() && weights_announced_ <= next_stream_) {
+        const PassRecord& r = passes_[weights_announced_];
+        const Cycle start = weights_announced_ < next_stream_
+                                ? r.timing.weights_start
+                                : tile_.next_weights_start(r.weights_avail);
+        notify_at(weights_q_, start + pipe_.load_cycles);
+        ++weights_announced_;
+    }
+}
+
+void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out, std::int64_t ldo,
+                     bool accumulate) {
     if (id != next_stream_ || id >= passes_.size()) {
         throw std::logic_error("Mxu::stream_lhs: passes must be streamed in push order");
     }
@@ -66,12 +81,12 @@ void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out,
     r.streamed = true;
     const Cycle now = now_cycles();
     if (pe_) {
-        pe_->provide_lhs(id, now, lhs, ldl, out, ldo);
+        pe_->provide_lhs(id, now, lhs, ldl, out, ldo, accumulate);
         work_.notify(sc_core::SC_ZERO_TIME);
         return;
     }
     r.timing = tile_.schedule(r.pass, r.weights_avail, now);
-    notify_at(weights_q_, r.timing.weights_ready);
+    announce_weight_loads();
     notify_at(lhs_q_, r.timing.lhs_end);
     notify_at(results_q_, r.timing.results_end);
 }
@@ -85,9 +100,7 @@ void Mxu::wait_done(PassId id) {
     while (!done(id)) wait(results_q_.default_event());
 }
 
-MxuPassTiming Mxu::timing(PassId id) const {
-    return pe_ ? pe_->timing(id) : passes_.at(id).timing;
-}
+MxuPassTiming Mxu::timing(PassId id) const { return pe_ ? pe_->timing(id) : passes_.at(id).timing; }
 
 void Mxu::after_pe_step() {
     // The step just simulated cycle now - 1; stage events fire at the cycle they describe.

@@ -29,46 +29,26 @@ PeGemmRun mxu_pe_gemm(const MxuConfig& cfg, std::int64_t m, std::int64_t k, std:
     run.timing.passes = tiles.size();
     if (c != nullptr) std::fill(c, c + m * n, 0.0f);
 
-    // Passes are handed to the array a few at a time, each with its own result buffer; the
-    // array holds at most three passes between weight load and last pop (double buffering), so
-    // a ring of kAhead buffers never delays the controller.
-    constexpr std::size_t kAhead = 8;
-    std::vector<std::vector<float>> ring(c != nullptr ? kAhead : 0);
-    for (auto& buf : ring) buf.resize(static_cast<std::size_t>(m * cfg.cols));
-    std::size_t submitted = 0, done = 0;
-    while (done < tiles.size()) {
-        while (submitted < tiles.size() && submitted - done < kAhead) {
-            const MxuTile& t = tiles[submitted];
-            MxuPeOperands ops;
-            if (a != nullptr && b != nullptr) {
-                ops.weights = b + t.k0 * n + t.n0;
-                ops.ldw = n;
-                ops.lhs = a + t.k0;
-                ops.ldl = k;
-            }
-            if (c != nullptr) {
-                ops.out = ring[submitted % kAhead].data();
-                ops.ldo = cfg.cols;
-            }
-            pe.submit(t.pass, 0, 0, ops);
-            ++submitted;
+    // Every pass adds its partial sums into C as they leave the array (the accumulators); the
+    // K tiles of an output column run in K order, and a later pass's row i always leaves after
+    // the earlier pass's row i, so C sums the tiles in K order, as the reference does.
+    for (const MxuTile& t : tiles) {
+        MxuPeOperands ops;
+        if (a != nullptr && b != nullptr) {
+            ops.weights = b + t.k0 * n + t.n0;
+            ops.ldw = n;
+            ops.lhs = a + t.k0;
+            ops.ldl = k;
         }
-        pe.step();
-        while (pe.passes_completed() > done) {
-            const MxuTile& t = tiles[done];
-            if (c != nullptr) {
-                // The accumulators add each K tile's partial sums in fp32, in K order.
-                const float* out = ring[done % kAhead].data();
-                for (std::int64_t i = 0; i < m; ++i) {
-                    for (std::int64_t j = 0; j < t.pass.n; ++j) {
-                        c[i * n + t.n0 + j] += out[i * cfg.cols + j];
-                    }
-                }
-            }
-            run.passes.push_back(pe.timing(done));
-            ++done;
+        if (c != nullptr) {
+            ops.out = c + t.n0;
+            ops.ldo = n;
+            ops.accumulate = true;
         }
+        pe.submit(t.pass, 0, 0, ops);
     }
+    pe.run_until_idle();
+    for (std::size_t p = 0; p < tiles.size(); ++p) run.passes.push_back(pe.timing(p));
     run.timing.cycles = run.passes.back().results_end;
     return run;
 }

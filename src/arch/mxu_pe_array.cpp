@@ -21,8 +21,8 @@ constexpr std::int64_t kHistorySlack = 1024;
 // One PE row segment: partial sum from above plus weight times the LHS value under each PE.
 // The product of two bf16 values is exact in fp32, so this equals the hardware's bf16 multiply
 // followed by an fp32 add whether or not the compiler fuses it.
-inline void mac_row(float* __restrict dst, const float* __restrict above,
-                    const float* __restrict w, const float* __restrict x, std::int64_t n) {
+inline void mac_row(float* __restrict dst, const float* __restrict above, const float* __restrict w,
+                    const float* __restrict x, std::int64_t n) {
 #pragma GCC unroll 4
     for (std::int64_t c = 0; c < n; ++c) dst[c] = above[c] + w[c] * x[c];
 }
@@ -59,8 +59,8 @@ std::size_t MxuPeArray::submit(const MxuPass& pass, Cycle weights_avail, Cycle l
     return passes_.size() - 1;
 }
 
-void MxuPeArray::provide_lhs(std::size_t pass, Cycle lhs_avail, const float* lhs,
-                             std::int64_t ldl, float* out, std::int64_t ldo) {
+void MxuPeArray::provide_lhs(std::size_t pass, Cycle lhs_avail, const float* lhs, std::int64_t ldl,
+                             float* out, std::int64_t ldo, bool accumulate) {
     PassState& s = passes_.at(pass);
     if (s.timing_ls != kNever) throw std::logic_error("MxuPeArray: LHS already streaming");
     s.lhs_avail = lhs_avail;
@@ -68,6 +68,7 @@ void MxuPeArray::provide_lhs(std::size_t pass, Cycle lhs_avail, const float* lhs
     s.ops.ldl = ldl;
     s.ops.out = out;
     s.ops.ldo = ldo;
+    s.ops.accumulate = accumulate;
 }
 
 bool MxuPeArray::buffer_free(std::size_t pass) const {
@@ -125,7 +126,8 @@ void MxuPeArray::enter_lhs() {
     if (--hist_pos_ < 0) {
         for (std::int64_t r = 0; r < rows_; ++r) {
             float* h = history_row(r);
-            std::memmove(h + kHistorySlack + 1, h, static_cast<std::size_t>(cols_ - 1) * 4);
+            std::memmove(h + kHistorySlack + 1, h,
+                         static_cast<std::size_t>(cols_ - 1) * sizeof(float));
         }
         hist_pos_ = kHistorySlack;
     }
@@ -157,8 +159,7 @@ void MxuPeArray::compute() {
         for (auto it = in_flight_.rbegin(); it != in_flight_.rend() && start < cols_; ++it) {
             const PassState& p = passes_[*it];
             if (now_ < p.t0 + static_cast<Cycle>(r)) continue;
-            const auto end =
-                std::min(cols_, static_cast<std::int64_t>(now_ - p.t0) - r + 1);
+            const auto end = std::min(cols_, static_cast<std::int64_t>(now_ - p.t0) - r + 1);
             if (end <= start) continue;
             const float* w = weights_[p.buffer].data() + r * cols_;
             mac_row(dst + start, above + start, w + start, x + start, end - start);
@@ -183,7 +184,8 @@ void MxuPeArray::drain() {
         const std::int64_t hi = std::min(cols_ - 1, base);
         if (p.ops.out != nullptr) {
             for (std::int64_t c = lo; c <= std::min(hi, p.pass.n - 1); ++c) {
-                p.ops.out[(base - c) * p.ops.ldo + c] = bottom[c];
+                float& dst = p.ops.out[(base - c) * p.ops.ldo + c];
+                dst = p.ops.accumulate ? dst + bottom[c] : bottom[c];
             }
         }
         if (p.swap_done == kNever && base >= cols_ - 1) p.swap_done = now_;
@@ -197,9 +199,10 @@ void MxuPeArray::drain() {
         }
     }
     if (finished) {
-        in_flight_.erase(std::remove_if(in_flight_.begin(), in_flight_.end(),
-                                        [&](std::size_t i) { return passes_[i].last_exit == now_; }),
-                         in_flight_.end());
+        in_flight_.erase(
+            std::remove_if(in_flight_.begin(), in_flight_.end(),
+                           [&](std::size_t i) { return passes_[i].last_exit == now_; }),
+            in_flight_.end());
     }
     while (!pops_.empty() && pops_.front().at <= now_) {
         if (pops_.front().last) {
@@ -223,8 +226,7 @@ bool MxuPeArray::quiescent() const {
     if (!in_flight_.empty() || !pops_.empty() || now_ < loader_free_at_) return false;
     const bool can_load = next_load_ < passes_.size() && next_load_ == next_stream_ &&
                           passes_[next_load_].weights_avail != kNever;
-    const bool can_stream =
-        next_stream_ < next_load_ && passes_[next_stream_].lhs_avail != kNever;
+    const bool can_stream = next_stream_ < next_load_ && passes_[next_stream_].lhs_avail != kNever;
     return !can_load && !can_stream;
 }
 

@@ -9,8 +9,7 @@ namespace tpusim {
 
 bool operator==(const MxuPassTiming& a, const MxuPassTiming& b) {
     return a.weights_start == b.weights_start && a.weights_ready == b.weights_ready &&
-           a.lhs_start == b.lhs_start && a.lhs_end == b.lhs_end &&
-           a.results_end == b.results_end;
+           a.lhs_start == b.lhs_start && a.lhs_end == b.lhs_end && a.results_end == b.results_end;
 }
 
 MxuPipeline::MxuPipeline(const MxuConfig& cfg)
@@ -37,6 +36,18 @@ void MxuTiming::reset() {
     useful_macs_ = padded_macs_ = passes_ = 0;
 }
 
+Cycle MxuTiming::next_weights_start(Cycle weights_avail) const {
+    if (!have_prev_) return weights_avail;
+    // The buffer the load fills must be free: with double buffering that is the shadow buffer,
+    // free once the previous pass's swap wave has reached the last PE; without it, the only
+    // buffer, free once the previous pass's last LHS row has left the last PE.
+    const Cycle prev_t0 = prev_.lhs_start + pipe_.input_latency;  // row 0 enters PE(0,0)
+    const Cycle free_at = pipe_.double_buffer
+                              ? prev_t0 + pipe_.span() + 1
+                              : prev_.lhs_end - 1 + pipe_.input_latency + pipe_.span() + 1;
+    return std::max({weights_avail, free_at, prev_.weights_ready});
+}
+
 MxuPassTiming MxuTiming::schedule(const MxuPass& pass, Cycle weights_avail, Cycle lhs_avail) {
     if (pass.m < 1 || pass.k < 1 || pass.n < 1 || static_cast<Cycle>(pass.k) > pipe_.rows ||
         static_cast<Cycle>(pass.n) > pipe_.cols) {
@@ -45,17 +56,7 @@ MxuPassTiming MxuTiming::schedule(const MxuPass& pass, Cycle weights_avail, Cycl
     const Cycle m = static_cast<Cycle>(pass.m);
     MxuPassTiming t;
 
-    // Weight load. The buffer it fills must be free: with double buffering that is the shadow
-    // buffer, free once the previous pass's swap wave has reached the last PE; without it, the
-    // only buffer, free once the previous pass's last LHS row has left the last PE.
-    t.weights_start = weights_avail;
-    if (have_prev_) {
-        const Cycle prev_t0 = prev_.lhs_start + pipe_.input_latency;  // row 0 enters PE(0,0)
-        const Cycle free_at = pipe_.double_buffer
-                                  ? prev_t0 + pipe_.span() + 1
-                                  : prev_.lhs_end - 1 + pipe_.input_latency + pipe_.span() + 1;
-        t.weights_start = std::max({t.weights_start, free_at, prev_.weights_ready});
-    }
+    t.weights_start = next_weights_start(weights_avail);
     t.weights_ready = t.weights_start + pipe_.load_cycles;
 
     // LHS streaming: one row per cycle through a single port, after the load has started and
@@ -74,8 +75,8 @@ MxuPassTiming MxuTiming::schedule(const MxuPass& pass, Cycle weights_avail, Cycl
     t.results_end = t.lhs_start + pipe_.input_latency + (m - 1) + pipe_.span() + 1 +
                     pipe_.accumulator_latency + pipe_.pop_latency;
 
-    const Cycle busy_from = have_prev_ ? std::max(t.weights_start, prev_.results_end)
-                                       : t.weights_start;
+    const Cycle busy_from =
+        have_prev_ ? std::max(t.weights_start, prev_.results_end) : t.weights_start;
     if (t.results_end > busy_from) busy_ += t.results_end - busy_from;
     useful_macs_ += static_cast<std::uint64_t>(pass.m) * static_cast<std::uint64_t>(pass.k) *
                     static_cast<std::uint64_t>(pass.n);
@@ -107,8 +108,8 @@ Cycle mxu_repeated_passes_cycles(const MxuConfig& cfg, std::uint64_t count, std:
     return prev.results_end;
 }
 
-GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t m,
-                           std::int64_t k, std::int64_t n) {
+GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t m, std::int64_t k,
+                           std::int64_t n) {
     if (mxus < 1 || m < 0 || k < 0 || n < 0) {
         throw std::invalid_argument("mxu_gemm_timing: need mxus >= 1 and M, K, N >= 0");
     }
@@ -116,10 +117,10 @@ GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t
     if (m == 0 || k == 0 || n == 0) return g;
     const auto um = static_cast<std::uint64_t>(m);
     const auto units = static_cast<std::uint64_t>(mxus);
-    const std::uint64_t k_tiles = ceil_div(static_cast<std::uint64_t>(k),
-                                           static_cast<std::uint64_t>(cfg.rows));
-    const std::uint64_t n_tiles = ceil_div(static_cast<std::uint64_t>(n),
-                                           static_cast<std::uint64_t>(cfg.cols));
+    const std::uint64_t k_tiles =
+        ceil_div(static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(cfg.rows));
+    const std::uint64_t n_tiles =
+        ceil_div(static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(cfg.cols));
     const std::uint64_t tiles = k_tiles * n_tiles;
     g.useful_macs = um * static_cast<std::uint64_t>(k) * static_cast<std::uint64_t>(n);
     g.array_macs = static_cast<std::uint64_t>(cfg.rows * cfg.cols) * um * tiles;
@@ -128,8 +129,7 @@ GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t
     const Cycle by_n = mxu_repeated_passes_cycles(cfg, ceil_div(n_tiles, units) * k_tiles, m);
     // Split by M rows: every MXU runs every tile on its share of the rows.
     const std::uint64_t m_share = ceil_div(um, units);
-    const Cycle by_m =
-        mxu_repeated_passes_cycles(cfg, tiles, static_cast<std::int64_t>(m_share));
+    const Cycle by_m = mxu_repeated_passes_cycles(cfg, tiles, static_cast<std::int64_t>(m_share));
     if (units == 1 || by_n <= by_m) {
         g.cycles = by_n;
         g.passes = tiles;

@@ -1,14 +1,14 @@
 // `tpusim bench mxu`: one GEMM on one MXU alone, through the SystemC Mxu module, at tile or PE
 // fidelity. The PE run computes real numbers on seeded random operands; --check compares them
 // with the reference GEMM bit for bit.
-#include <chrono>
-#include <ctime>
-#include <cstring>
-#include <iostream>
-#include <random>
-
 #include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "common.h"
 #include "tpusim/arch/mxu.h"
@@ -29,61 +29,37 @@ struct MxuBenchOptions {
     std::uint64_t seed = 1;
 };
 
-// Feeds the GEMM's passes to the MXU with every operand available at cycle 0. With real
-// operands (PE fidelity) at most kWindow passes are outstanding, each with its own result
-// buffer that the driver adds into C (the accumulators) when the pass is done; the array never
-// holds more than three passes, so the window does not delay it.
+// Feeds the GEMM's passes to the MXU with every operand available at cycle 0 and waits for
+// the last one. With real operands (PE fidelity) each pass adds its results into C as they leave
+// the array (the accumulators), K tiles in order.
 class MxuBenchDriver : public sc_core::sc_module {
  public:
     SC_HAS_PROCESS(MxuBenchDriver);
-    MxuBenchDriver(sc_core::sc_module_name name, Mxu& mxu, const MxuConfig& cfg,
-                   std::vector<MxuTile> tiles, std::int64_t m, std::int64_t k, std::int64_t n,
-                   const float* a, const float* b, float* c)
-        : sc_module(name), mxu_(mxu), cfg_(cfg), tiles_(std::move(tiles)), m_(m), k_(k), n_(n),
-          a_(a), b_(b), c_(c) {
+    MxuBenchDriver(sc_core::sc_module_name name, Mxu& mxu, std::vector<MxuTile> tiles,
+                   std::int64_t k, std::int64_t n, const float* a, const float* b, float* c)
+        : sc_module(name), mxu_(mxu), tiles_(std::move(tiles)), k_(k), n_(n), a_(a), b_(b), c_(c) {
         SC_THREAD(run);
     }
     Cycle end_cycle = 0;
 
  private:
-    static constexpr std::size_t kWindow = 8;
-
-    void retire(std::size_t p) {
-        mxu_.wait_done(p);
-        if (c_ == nullptr) return;
-        const MxuTile& t = tiles_[p];
-        const float* out = ring_[p % kWindow].data();
-        for (std::int64_t i = 0; i < m_; ++i) {
-            for (std::int64_t j = 0; j < t.pass.n; ++j) c_[i * n_ + t.n0 + j] += out[i * cfg_.cols + j];
-        }
-    }
-
     void run() {
-        const std::size_t window = c_ != nullptr ? kWindow : tiles_.size();
-        if (c_ != nullptr) {
-            ring_.assign(kWindow, std::vector<float>(static_cast<std::size_t>(m_ * cfg_.cols)));
-        }
-        for (std::size_t p = 0; p < tiles_.size(); ++p) {
-            if (p >= window) retire(p - window);
-            const MxuTile& t = tiles_[p];
+        for (const MxuTile& t : tiles_) {
             const bool data = a_ != nullptr;
             const auto id = mxu_.push_weights(t.pass, data ? b_ + t.k0 * n_ + t.n0 : nullptr, n_);
-            mxu_.stream_lhs(id, data ? a_ + t.k0 : nullptr, k_,
-                            c_ != nullptr ? ring_[p % kWindow].data() : nullptr, cfg_.cols);
+            mxu_.stream_lhs(id, data ? a_ + t.k0 : nullptr, k_, c_ != nullptr ? c_ + t.n0 : nullptr,
+                            n_, true);
         }
-        const std::size_t first = tiles_.size() > window ? tiles_.size() - window : 0;
-        for (std::size_t p = first; p < tiles_.size(); ++p) retire(p);
+        mxu_.wait_done(tiles_.size() - 1);
         end_cycle = mxu_.timing(tiles_.size() - 1).results_end;
     }
 
     Mxu& mxu_;
-    const MxuConfig& cfg_;
     std::vector<MxuTile> tiles_;
-    std::int64_t m_, k_, n_;
+    std::int64_t k_, n_;
     const float* a_;
     const float* b_;
     float* c_;
-    std::vector<std::vector<float>> ring_;
 };
 
 void run_bench_mxu(const MxuBenchOptions& o) {
@@ -116,15 +92,20 @@ void run_bench_mxu(const MxuBenchOptions& o) {
         for (float& x : b) x = dist(rng);
     }
     Mxu mxu("mxu", mc, fidelity);
-    MxuBenchDriver driver("driver", mxu, mc, mxu_gemm_tiles(mc, o.m, o.k, o.n), o.m, o.k, o.n,
+    MxuBenchDriver driver("driver", mxu, mxu_gemm_tiles(mc, o.m, o.k, o.n), o.k, o.n,
                           a.empty() ? nullptr : a.data(), b.empty() ? nullptr : b.data(),
                           c.empty() ? nullptr : c.data());
     sc_core::sc_trace_file* tf = nullptr;
     if (!o.vcd.empty()) {
         std::string base = o.vcd;
-        if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0) base.resize(base.size() - 4);
+        if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0)
+            base.resize(base.size() - 4);
         tf = sc_core::sc_create_vcd_trace_file(base.c_str());
-        tf->set_time_unit(1, sc_core::SC_NS);
+        // SystemC announces the time unit as an info report on stdout, which would corrupt --json.
+        const auto old =
+            sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+        tf->set_time_unit(1, sc_core::SC_NS);  // one VCD time unit per core cycle
+        sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, old);
         mxu.trace(tf, 16);
     }
     // Wall time is what users see; CPU time of this process is the figure that does not depend
@@ -133,7 +114,8 @@ void run_bench_mxu(const MxuBenchOptions& o) {
     const std::clock_t cpu0 = std::clock();
     sc_core::sc_start();
     const double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (tf != nullptr) sc_core::sc_close_vcd_trace_file(tf);
 
     const GemmTiming closed = mxu_gemm_timing(mc, 1, o.m, o.k, o.n);
@@ -154,8 +136,10 @@ void run_bench_mxu(const MxuBenchOptions& o) {
     j["passes"] = closed.passes;
     j["useful_macs"] = closed.useful_macs;
     j["array_macs"] = closed.array_macs;
-    j["padding_waste"] = 1.0 - static_cast<double>(closed.useful_macs) / static_cast<double>(closed.array_macs);
-    j["utilization"] = static_cast<double>(closed.useful_macs) / (array * static_cast<double>(cycles));
+    j["padding_waste"] =
+        1.0 - static_cast<double>(closed.useful_macs) / static_cast<double>(closed.array_macs);
+    j["utilization"] =
+        static_cast<double>(closed.useful_macs) / (array * static_cast<double>(cycles));
     j["ideal_cycles"] = ceil_div(closed.useful_macs, static_cast<std::uint64_t>(mc.rows * mc.cols));
     j["cycles_over_ideal"] = static_cast<double>(cycles) / j["ideal_cycles"].get<double>();
     j["tile_model_cycles"] = closed.cycles;
@@ -176,11 +160,13 @@ void run_bench_mxu(const MxuBenchOptions& o) {
                              j["cycles_over_ideal"].get<double>(), closed.cycles);
     std::cout << fmt::format("  utilisation  {:.4f}; padding waste {:.4f} of the array's MACs\n",
                              j["utilization"].get<double>(), j["padding_waste"].get<double>());
-    std::cout << fmt::format("  wall         {:.3f} s, {:.0f} array-cycles/s ({:.3f} s CPU, {:.0f} "
-                             "array-cycles per CPU second)\n",
-                             wall, j["array_cycles_per_second"].get<double>(), cpu,
-                             j["array_cycles_per_cpu_second"].get<double>());
-    if (o.check) std::cout << "  bit-exact    " << (j["bit_exact"].get<bool>() ? "yes" : "NO") << "\n";
+    std::cout << fmt::format(
+        "  wall         {:.3f} s, {:.0f} array-cycles/s ({:.3f} s CPU, {:.0f} "
+        "array-cycles per CPU second)\n",
+        wall, j["array_cycles_per_second"].get<double>(), cpu,
+        j["array_cycles_per_cpu_second"].get<double>());
+    if (o.check)
+        std::cout << "  bit-exact    " << (j["bit_exact"].get<bool>() ? "yes" : "NO") << "\n";
 }
 
 }  // namespace

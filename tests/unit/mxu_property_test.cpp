@@ -3,7 +3,6 @@
 // GEMM bit for bit. Shapes are mostly small (and arrays mostly 4..16 PEs wide) so that the
 // whole file runs in seconds; a share of cases uses the real 128 x 128 array with small M.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -76,9 +75,9 @@ void check_passes(const MxuConfig& cfg, std::vector<PassCase>& cases) {
                      << cfg.weight_load_rows_per_cycle << " db " << cfg.weight_double_buffer
                      << " overlap " << cfg.overlap_tiles << " lat " << cfg.input_latency_cycles
                      << "/" << cfg.accumulator_latency_cycles << "/"
-                     << cfg.result_pop_latency_cycles << " pass " << i << " k " << p.pass.k
-                     << " n " << p.pass.n << " m " << p.pass.m << " avail " << p.weights_avail
-                     << "/" << p.lhs_avail);
+                     << cfg.result_pop_latency_cycles << " pass " << i << " k " << p.pass.k << " n "
+                     << p.pass.n << " m " << p.pass.m << " avail " << p.weights_avail << "/"
+                     << p.lhs_avail);
         const MxuPassTiming t = tile.schedule(p.pass, p.weights_avail, p.lhs_avail);
         const MxuPassTiming& q = pe.timing(i);
         CHECK(t.weights_start == q.weights_start);
@@ -87,14 +86,14 @@ void check_passes(const MxuConfig& cfg, std::vector<PassCase>& cases) {
         CHECK(t.lhs_end == q.lhs_end);
         CHECK(t.results_end == q.results_end);
         std::vector<float> ref(p.out.size());
-        mxu_reference_gemm(cfg.rows, p.pass.m, p.pass.k, p.pass.n, p.x.data(), p.pass.k,
-                           p.w.data(), p.pass.n, ref.data(), p.pass.n);
+        mxu_reference_gemm(cfg.rows, p.pass.m, p.pass.k, p.pass.n, p.x.data(), p.pass.k, p.w.data(),
+                           p.pass.n, ref.data(), p.pass.n);
         CHECK(same_bits(ref, p.out));
     }
 }
 
-void random_pass_sequences(const MxuConfig& base, bool keep_size, std::int64_t max_m,
-                           int shapes, std::uint64_t seed) {
+void random_pass_sequences(const MxuConfig& base, bool keep_size, std::int64_t max_m, int shapes,
+                           std::uint64_t seed) {
     Rng rng(seed);
     int checked = 0;
     while (checked < shapes) {
@@ -147,7 +146,8 @@ TEST_CASE("mxu: GEMM on the PE array equals mxu_gemm_timing and the reference", 
     Rng rng(0x5eed0004);
     for (int i = 0; i < 60; ++i) {
         const MxuConfig cfg = random_config(rng, MxuConfig{}, false);
-        const std::int64_t m = uniform(rng, 1, 50), k = uniform(rng, 1, 40), n = uniform(rng, 1, 40);
+        const std::int64_t m = uniform(rng, 1, 50), k = uniform(rng, 1, 40),
+                           n = uniform(rng, 1, 40);
         INFO("rows " << cfg.rows << " cols " << cfg.cols << " db " << cfg.weight_double_buffer
                      << " overlap " << cfg.overlap_tiles << " m " << m << " k " << k << " n " << n);
         const std::vector<float> a = random_values(rng, m * k), b = random_values(rng, k * n);

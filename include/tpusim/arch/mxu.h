@@ -16,9 +16,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <vector>
-
 #include <systemc>
+#include <vector>
 
 #include "tpusim/arch/mxu_pe_array.h"
 #include "tpusim/arch/mxu_timing.h"
@@ -40,11 +39,11 @@ class Mxu : public sc_core::sc_module {
     // Contract: passes execute in the order of push_weights, and stream_lhs is called in that
     // order too. Operands count as available at the current cycle. The pointers (pe fidelity
     // only; null means zeros / discard) must stay valid until the pass is done; `out`
-    // (m x n) receives the pass's fp32 results, not accumulated.
-    PassId push_weights(const MxuPass& pass, const float* weights = nullptr,
-                        std::int64_t ldw = 0);
+    // (m x n) receives the pass's fp32 results, added to it when `accumulate` (the
+    // accumulators summing K tiles in pass order).
+    PassId push_weights(const MxuPass& pass, const float* weights = nullptr, std::int64_t ldw = 0);
     void stream_lhs(PassId id, const float* lhs = nullptr, std::int64_t ldl = 0,
-                    float* out = nullptr, std::int64_t ldo = 0);
+                    float* out = nullptr, std::int64_t ldo = 0, bool accumulate = false);
 
     // Each is notified once per pass, in pass order: when its weights are in place, when its
     // last LHS row has been pushed, and when its last result row has been popped.
@@ -75,13 +74,15 @@ class Mxu : public sc_core::sc_module {
     void pe_thread();
     void notify_at(sc_core::sc_event_queue& q, Cycle at);
     void after_pe_step();
+    void announce_weight_loads();
 
     MxuFidelity fidelity_;
     MxuPipeline pipe_;
     MxuTiming tile_;
     std::unique_ptr<MxuPeArray> pe_;
     std::vector<PassRecord> passes_;
-    std::size_t next_stream_ = 0, loads_seen_ = 0, streams_seen_ = 0, done_seen_ = 0;
+    std::size_t next_stream_ = 0, weights_announced_ = 0, loads_seen_ = 0, streams_seen_ = 0,
+                done_seen_ = 0;
     sc_core::sc_event work_;
     sc_core::sc_event_queue weights_q_, lhs_q_, results_q_;
     // Waveform mirror (fixed size once traced).

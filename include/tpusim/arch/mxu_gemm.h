@@ -19,8 +19,8 @@ std::vector<MxuTile> mxu_gemm_tiles(const MxuConfig& cfg, std::int64_t m, std::i
                                     std::int64_t n);
 
 struct PeGemmRun {
-    GemmTiming timing;                   // cycles = results_end of the last pass
-    std::vector<MxuPassTiming> passes;   // per pass, in execution order
+    GemmTiming timing;                  // cycles = results_end of the last pass
+    std::vector<MxuPassTiming> passes;  // per pass, in execution order
 };
 // c (m x n, row-major) = a (m x k) * b (k x n) computed PE by PE with all operands available
 // at cycle 0. a, b and c may all be null for a timing-only run (zeros flow through the array).

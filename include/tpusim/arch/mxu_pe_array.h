@@ -36,8 +36,10 @@ struct MxuPeOperands {
     std::int64_t ldw = 0;
     const float* lhs = nullptr;  // m x k
     std::int64_t ldl = 0;
-    float* out = nullptr;  // m x n, written (not accumulated) as results leave the array
+    float* out = nullptr;  // m x n, written as results leave the array
     std::int64_t ldo = 0;
+    // Add to `out` instead of overwriting it: the accumulators summing K tiles in pass order.
+    bool accumulate = false;
 };
 
 class MxuPeArray {
@@ -52,7 +54,7 @@ class MxuPeArray {
     std::size_t submit(const MxuPass& pass, Cycle weights_avail, Cycle lhs_avail = kNever,
                        const MxuPeOperands& ops = {});
     void provide_lhs(std::size_t pass, Cycle lhs_avail, const float* lhs, std::int64_t ldl,
-                     float* out, std::int64_t ldo);
+                     float* out, std::int64_t ldo, bool accumulate = false);
 
     // Simulates cycle now() and advances to the next.
     void step();
@@ -107,7 +109,9 @@ class MxuPeArray {
     void enter_lhs();
     void compute();
     void drain();
-    float* history_row(std::int64_t r) { return &history_[static_cast<std::size_t>(r * hist_len_)]; }
+    float* history_row(std::int64_t r) {
+        return &history_[static_cast<std::size_t>(r * hist_len_)];
+    }
 
     MxuPipeline pipe_;
     std::int64_t rows_, cols_, load_rate_;
@@ -115,7 +119,7 @@ class MxuPeArray {
     std::vector<PassState> passes_;
     std::size_t next_load_ = 0, next_stream_ = 0, completed_ = 0;
     Cycle loader_free_at_ = 0, stream_free_at_ = 0;
-    std::size_t loading_ = 0;  // pass being loaded while now_ < loader_free_at_
+    std::size_t loading_ = 0;             // pass being loaded while now_ < loader_free_at_
     std::vector<std::size_t> in_flight_;  // streamed, last row not yet out; oldest first
     std::deque<Pop> pops_;
 

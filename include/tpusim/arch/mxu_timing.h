@@ -36,7 +36,7 @@ inline bool operator!=(const MxuPassTiming& a, const MxuPassTiming& b) { return 
 // Constants of the pipeline, derived once from the config (docs/mxu.md names them).
 struct MxuPipeline {
     Cycle rows, cols;
-    Cycle load_cycles;   // Lw = ceil(rows / weight_load_rows_per_cycle)
+    Cycle load_cycles;  // Lw = ceil(rows / weight_load_rows_per_cycle)
     Cycle input_latency, accumulator_latency, pop_latency;
     bool double_buffer, overlap;
 
@@ -53,6 +53,9 @@ class MxuTiming {
     // weights_avail / lhs_avail: earliest cycles at which the pass's weight tile and LHS rows
     // are available (in VMEM). Honours the double-buffering and overlap switches.
     MxuPassTiming schedule(const MxuPass& pass, Cycle weights_avail, Cycle lhs_avail);
+    // The weights_start the next pass would get: it does not depend on the pass's own LHS, so
+    // a caller can announce the weight load before the LHS arrives.
+    Cycle next_weights_start(Cycle weights_avail) const;
 
     // Cycles in which the MXU had any pass in flight (union of [weights_start, results_end)).
     Cycle busy_cycles() const { return busy_; }
@@ -84,8 +87,8 @@ struct GemmTiming {
     std::uint64_t array_macs = 0;   // rows * cols * m summed over passes (padding included)
     std::uint64_t passes = 0;
 };
-GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t m,
-                           std::int64_t k, std::int64_t n);
+GemmTiming mxu_gemm_timing(const MxuConfig& cfg, std::int64_t mxus, std::int64_t m, std::int64_t k,
+                           std::int64_t n);
 
 // Cycles of `count` identical passes of `m` rows scheduled back to back on one MXU with all
 // operands available at cycle 0 (the results_end of the last). Timing does not depend on a
