@@ -18,7 +18,7 @@ namespace {
 
 struct BenchHbmOptions {
     CommonOptions common;
-    double mib_per_core = 64;
+    double mib_per_core = 16;
     std::int64_t outstanding = 8;
     std::int64_t chunk_kib = 64;
 };

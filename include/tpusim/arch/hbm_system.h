@@ -13,7 +13,6 @@
 // Bursts of a transaction enter each pseudo-channel's queue in address order as room frees
 // up; different pseudo-channels do not block each other (per-channel transaction queues).
 #include <cstdint>
-#include <deque>
 #include <queue>
 #include <vector>
 
@@ -81,8 +80,25 @@ class HbmSystem {
         HbmBurst burst;
         Cycle release;  // HBM cycle from which it may enter the channel queue
     };
+    // FIFO on a vector: cheaper than std::deque for this push-back / pop-front pattern.
+    struct Fifo {
+        std::vector<Waiting> v;
+        std::size_t head = 0;
+        bool empty() const { return head == v.size(); }
+        const Waiting& front() const { return v[head]; }
+        void push_back(const Waiting& w) { v.push_back(w); }
+        void pop_front() {
+            if (++head == v.size()) {
+                v.clear();
+                head = 0;
+            } else if (head >= 4096 && head * 2 >= v.size()) {
+                v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(head));
+                head = 0;
+            }
+        }
+    };
     struct Backlog {
-        std::deque<Waiting> reads, writes;
+        Fifo reads, writes;
     };
     void top_up(std::size_t pc);
     void refresh_wake(std::size_t pc);
