@@ -180,23 +180,37 @@ Cycle HbmSystem::next_hbm_event() const {
     return t;
 }
 
+void HbmSystem::process(Cycle t) {
+    now_h_ = std::max(now_h_, t);
+    for (std::size_t p = 0; p < pcs_.size(); ++p) {
+        if (wake_[p] > now_h_) continue;
+        top_up(p);
+        if (pcs_[p].next_event() <= now_h_) {
+            issued_.clear();
+            pcs_[p].step(now_h_, issued_);
+            for (const auto& is : issued_) on_issued(is);
+            top_up(p);  // room freed by the issued burst
+        }
+        refresh_wake(p);
+    }
+}
+
+Cycle HbmSystem::run_to_next_completion() {
+    while (pending_.empty() && in_flight_ > 0) {
+        const Cycle t = next_hbm_event();
+        if (t == kNever) break;
+        process(t);
+    }
+    if (!ready_.empty()) return ready_.front().cycle;
+    return pending_.empty() ? kNever : pending_.top().cycle;
+}
+
 void HbmSystem::advance_to(Cycle now) {
     const Cycle target = core_to_hbm_floor(now);
     for (;;) {
         const Cycle t = next_hbm_event();
         if (t > target) break;
-        now_h_ = std::max(now_h_, t);
-        for (std::size_t p = 0; p < pcs_.size(); ++p) {
-            if (wake_[p] > now_h_) continue;
-            top_up(p);
-            if (pcs_[p].next_event() <= now_h_) {
-                issued_.clear();
-                pcs_[p].step(now_h_, issued_);
-                for (const auto& is : issued_) on_issued(is);
-                top_up(p);  // room freed by the issued burst
-            }
-            refresh_wake(p);
-        }
+        process(t);
     }
     now_h_ = std::max(now_h_, target);
     while (!pending_.empty() && pending_.top().cycle <= now) {
