@@ -91,12 +91,20 @@ void HbmPseudoChannel::update_mode() {
 }
 
 void HbmPseudoChannel::step(Cycle now, std::vector<Issued>& out) {
-    while (next_refresh_ <= now) refresh(next_refresh_);
+    bool changed = settle_at_ != kNever;
+    while (next_refresh_ <= now) {
+        refresh(next_refresh_);
+        changed = true;
+    }
+    const bool was_draining = draining_writes_;
     update_mode();
+    if (changed || was_draining != draining_writes_) compute_next_event(now);
     std::vector<Entry>& q = draining_writes_ ? writes_ : reads_;
+    // col_time_ / row_time_ were computed from the current state by the last
+    // compute_next_event; skip the passes that cannot issue anything now.
     if (!q.empty()) {
-        try_column(now, q, out);
-        try_row(now, q);
+        if (col_time_ <= now) try_column(now, q, out);
+        if (row_time_ <= now) try_row(now, q);
     }
     update_mode();
     next_event_ = compute_next_event(now + 1);
@@ -270,21 +278,29 @@ bool HbmPseudoChannel::try_row(Cycle now, const std::vector<Entry>& q) {
     return false;
 }
 
-Cycle HbmPseudoChannel::compute_next_event(Cycle earliest) const {
+Cycle HbmPseudoChannel::compute_next_event(Cycle earliest) {
+    col_time_ = row_time_ = kNever;
     if (idle()) return kNever;
-    Cycle t = next_refresh_;
     const int kind = draining_writes_ ? 1 : 0;
+    Cycle col = kNever, row = kNever;
     for (std::uint32_t b = 0; b < banks_.size(); ++b) {
         const Bank& bank = banks_[b];
         if (bank.queued[kind] == 0) continue;
-        if (bank.hits[kind] > 0) t = std::min(t, bank_column_ready(b, kind));
+        const std::uint32_t bg = b / banks_per_group_;
+        if (bank.hits[kind] > 0) {
+            col = std::min(col, kind ? std::max(bank.next_wr, bg_next_wr_[bg])
+                                     : std::max(bank.next_rd, bg_next_rd_[bg]));
+        }
         if (bank.queued[kind] == bank.hits[kind]) continue;
         if (bank.open_row < 0) {
-            t = std::min(t, act_ready_bank(b));
+            row = std::min(row, act_ready_bank(b));
         } else if (bank.hits[kind] == 0) {
-            t = std::min(t, std::max(bank.next_pre, next_row_cmd_));
+            row = std::min(row, std::max(bank.next_pre, next_row_cmd_));
         }
     }
-    return std::max(t, earliest);
+    if (col != kNever) col = std::max(col, kind ? next_wr_ : next_rd_);
+    col_time_ = col;
+    row_time_ = row;
+    return std::max(std::min({next_refresh_, col, row}), earliest);
 }
 }  // namespace tpusim

@@ -98,7 +98,7 @@ class HbmPseudoChannel {
     bool try_row(Cycle now, const std::vector<Entry>& q);
     void update_mode();
     // Earliest command cycle, not before `earliest`.
-    Cycle compute_next_event(Cycle earliest) const;
+    Cycle compute_next_event(Cycle earliest);
     Cycle column_ready(const Entry& e) const;
     Cycle act_ready(const Entry& e) const;
     Cycle act_ready_bank(std::uint32_t bank) const;
@@ -128,6 +128,7 @@ class HbmPseudoChannel {
     bool last_was_write_ = false;
     bool any_issued_ = false;
     Cycle next_event_ = kNever;
+    Cycle col_time_ = kNever, row_time_ = kNever;  // earliest column / row command
     Cycle settle_at_ = kNever;  // an enqueue at this cycle has not been scheduled yet
 };
 
