@@ -42,7 +42,7 @@ void HbmPseudoChannel::enqueue(const HbmBurst& b, Cycle now) {
     if (bk.open_row == static_cast<std::int64_t>(b.row)) ++bk.hits[b.is_write];
     // Scheduling the new request is deferred to the next next_event() query, so that a batch
     // of arrivals costs one pass over the banks.
-    settle_at_ = now;
+    settle_at_ = now;  // the current cycle; same-cycle re-issue is excluded by the timing state
 }
 
 void HbmPseudoChannel::settle() {
@@ -106,9 +106,9 @@ void HbmPseudoChannel::step(Cycle now, std::vector<Issued>& out) {
         if (col_time_ <= now) try_column(now, q, out);
         if (row_time_ <= now) try_row(now, q);
     }
-    update_mode();
-    next_event_ = compute_next_event(now + 1);
-    settle_at_ = kNever;
+    // The next event is computed lazily by next_event(), once, after any arrivals at `now`.
+    next_event_ = kNever;
+    settle_at_ = now + 1;
 }
 
 Cycle HbmPseudoChannel::bank_column_ready(std::uint32_t bank, int kind) const {
