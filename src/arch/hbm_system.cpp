@@ -128,7 +128,9 @@ void HbmSystem::submit(const HbmRequest& r, Cycle now) {
             }
             Backlog& q = backlog_[pc];
             (r.is_write ? q.writes : q.reads)
-                .push_back(Waiting{HbmBurst{loc.bank_group, loc.bank, loc.row, r.is_write, slot},
+                .push_back(Waiting{HbmBurst{static_cast<std::uint8_t>(loc.bank_group),
+                                        static_cast<std::uint8_t>(loc.bank), r.is_write,
+                                        loc.row, slot},
                                    release});
             ++t.outstanding;
             wake_[pc] = std::min(wake_[pc], release);

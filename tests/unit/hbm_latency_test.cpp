@@ -26,10 +26,15 @@ struct Driver {
         return got;
     }
     void read(std::uint32_t bg, std::uint32_t bank, std::uint32_t row, std::uint32_t tag) {
-        pc.enqueue(HbmBurst{bg, bank, row, false, tag}, now);
+        pc.enqueue(make(bg, bank, row, false, tag), now);
     }
     void write(std::uint32_t bg, std::uint32_t bank, std::uint32_t row, std::uint32_t tag) {
-        pc.enqueue(HbmBurst{bg, bank, row, true, tag}, now);
+        pc.enqueue(make(bg, bank, row, true, tag), now);
+    }
+    static HbmBurst make(std::uint32_t bg, std::uint32_t bank, std::uint32_t row, bool write,
+                         std::uint32_t tag) {
+        return HbmBurst{static_cast<std::uint8_t>(bg), static_cast<std::uint8_t>(bank), write,
+                        row, tag};
     }
     HbmCounters counters;
     HbmPseudoChannel pc;

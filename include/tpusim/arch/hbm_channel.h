@@ -19,11 +19,12 @@ namespace tpusim {
 
 inline constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
 
+// Packed (12 B): millions of these sit in queues and backlogs during a run.
 struct HbmBurst {
-    std::uint32_t bank_group = 0;
-    std::uint32_t bank = 0;  // within its bank group
-    std::uint32_t row = 0;
+    std::uint8_t bank_group = 0;  // config limits: at most 16 bank groups ...
+    std::uint8_t bank = 0;        // ... of at most 16 banks
     bool is_write = false;
+    std::uint32_t row = 0;
     std::uint32_t owner = 0;  // opaque to the channel: the transaction slot it belongs to
 };
 
