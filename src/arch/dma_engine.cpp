@@ -3,9 +3,9 @@
 
 #include "tpusim/arch/dma_engine.h"
 
-#include <stdexcept>
-
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 #include "tpusim/arch/hbm_module.h"
 #include "tpusim/common/error.h"

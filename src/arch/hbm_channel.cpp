@@ -5,8 +5,7 @@
 
 namespace tpusim {
 
-HbmPseudoChannel::HbmPseudoChannel(const HbmConfig& cfg, HbmCounters& counters,
-                                   Cycle first_refresh)
+HbmPseudoChannel::HbmPseudoChannel(const HbmConfig& cfg, HbmCounters& counters, Cycle first_refresh)
     : t_(cfg.timing),
       c_(counters),
       banks_per_group_(static_cast<std::uint32_t>(cfg.banks_per_group)),
@@ -123,8 +122,8 @@ Cycle HbmPseudoChannel::column_ready(const Entry& e) const {
 }
 
 Cycle HbmPseudoChannel::act_ready_bank(std::uint32_t bank) const {
-    Cycle t = std::max({banks_[bank].next_act, next_act_, bg_next_act_[bank / banks_per_group_],
-                        next_row_cmd_});
+    Cycle t = std::max(
+        {banks_[bank].next_act, next_act_, bg_next_act_[bank / banks_per_group_], next_row_cmd_});
     // tFAW: at most four ACTs in any window; faw_[faw_pos_] is the oldest of the last four.
     if (acts_ >= 4) t = std::max(t, faw_[faw_pos_] + static_cast<Cycle>(t_.tFAW));
     return t;
@@ -221,9 +220,15 @@ bool HbmPseudoChannel::try_column(Cycle now, std::vector<Entry>& q, std::vector<
         next_rd_ = std::max(next_rd_, now + 1);
         next_wr_ = std::max(next_wr_, now + 1);
         switch (bank.pending_cause) {
-            case 0: ++c_.row_hits; break;
-            case 1: ++c_.row_misses; break;
-            default: ++c_.row_conflicts; break;
+            case 0:
+                ++c_.row_hits;
+                break;
+            case 1:
+                ++c_.row_misses;
+                break;
+            default:
+                ++c_.row_conflicts;
+                break;
         }
         bank.pending_cause = 0;
         --bank.queued[kind];

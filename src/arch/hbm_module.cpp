@@ -13,8 +13,7 @@ HbmModule::HbmModule(sc_core::sc_module_name name, const HbmConfig& cfg, double 
     SC_THREAD(run);
 }
 
-void HbmModule::b_transport(int /*id*/, tlm::tlm_generic_payload& trans,
-                            sc_core::sc_time& delay) {
+void HbmModule::b_transport(int /*id*/, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
     sc_core::wait(delay);
     delay = sc_core::SC_ZERO_TIME;
     HbmRequest r;

@@ -1,9 +1,9 @@
 #include "tpusim/arch/hbm_system.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "tpusim/common/error.h"
 
@@ -79,9 +79,8 @@ Cycle HbmSystem::core_to_hbm_floor(Cycle c) const {
 }
 
 void HbmSystem::submit(const HbmRequest& r, Cycle now) {
-    const Bytes extent = r.rows <= 0 || r.bytes == 0
-                             ? 0
-                             : static_cast<Bytes>(r.rows - 1) * r.stride + r.bytes;
+    const Bytes extent =
+        r.rows <= 0 || r.bytes == 0 ? 0 : static_cast<Bytes>(r.rows - 1) * r.stride + r.bytes;
     if (r.addr + extent > map_.capacity_bytes()) {
         throw InputError("", "hbm",
                          fmt::format("access [{:#x}, {:#x}) lies beyond the chip's {} GiB of HBM",
@@ -128,10 +127,10 @@ void HbmSystem::submit(const HbmRequest& r, Cycle now) {
             }
             Backlog& q = backlog_[pc];
             (r.is_write ? q.writes : q.reads)
-                .push_back(Waiting{HbmBurst{static_cast<std::uint8_t>(loc.bank_group),
-                                        static_cast<std::uint8_t>(loc.bank), r.is_write,
-                                        loc.row, slot},
-                                   release});
+                .push_back(Waiting{
+                    HbmBurst{static_cast<std::uint8_t>(loc.bank_group),
+                             static_cast<std::uint8_t>(loc.bank), r.is_write, loc.row, slot},
+                    release});
             ++t.outstanding;
             wake_[pc] = std::min(wake_[pc], release);
         }

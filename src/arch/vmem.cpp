@@ -1,8 +1,8 @@
 #include "tpusim/arch/vmem.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "tpusim/common/error.h"
 
@@ -29,11 +29,10 @@ Addr VmemAllocator::allocate(Bytes bytes, const std::string& what, Bytes align) 
         candidate = round_up(std::max(candidate, off + size), align);
     }
     if (candidate + bytes > capacity_) {
-        throw InputError("", "vmem",
-                         fmt::format("program needs {} MiB of VMEM{}, core has {} MiB",
-                                     mib(used_ + bytes),
-                                     what.empty() ? "" : fmt::format(" (buffer \"{}\")", what),
-                                     mib(capacity_)));
+        throw InputError(
+            "", "vmem",
+            fmt::format("program needs {} MiB of VMEM{}, core has {} MiB", mib(used_ + bytes),
+                        what.empty() ? "" : fmt::format(" (buffer \"{}\")", what), mib(capacity_)));
     }
     live_[candidate] = bytes;
     used_ += bytes;

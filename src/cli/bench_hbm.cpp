@@ -1,13 +1,13 @@
 // `tpusim bench hbm`: streaming and random traffic through one chip's HBM model (every chip
 // of a board is identical). Reports achieved GB/s, fraction of peak, row-hit rate and the
 // pseudo-channel bus time lost to refresh, read/write turnaround and bank conflicts.
+#include <fmt/format.h>
+
 #include <ctime>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "common.h"
 #include "tpusim/arch/hbm_traffic.h"
@@ -120,8 +120,8 @@ void run(const BenchHbmOptions& o) {
         const HbmTrafficResult res = run_hbm_traffic(hbm, r.c.traffic, cfg.chip.clock_mhz);
         wall += res.wall_seconds;
         bursts += res.bursts;
-        nlohmann::json j = result_json(cfg.hbm, hbm.pseudo_channel_count(), res, peak_gbps,
-                                       r.scale);
+        nlohmann::json j =
+            result_json(cfg.hbm, hbm.pseudo_channel_count(), res, peak_gbps, r.scale);
         j["description"] = r.c.description;
         cases[r.c.name] = j;
     }
@@ -146,12 +146,12 @@ void run(const BenchHbmOptions& o) {
         std::cout << make_report("bench hbm", cfg, body).dump(2) << "\n";
         return;
     }
-    std::cout << fmt::format("{}: HBM per chip, peak {:.1f} GB/s ({} pseudo-channels)\n",
-                             cfg.name, peak_gbps, cfg.hbm.pseudo_channels_total());
-    std::cout << fmt::format("  {:<14} {:>9} {:>8} {:>8} | bus time: {:>6} {:>7} {:>7} {:>7} "
-                             "{:>7}\n",
-                             "case", "GB/s", "of peak", "row hit", "data", "refresh", "turn",
-                             "bank", "other");
+    std::cout << fmt::format("{}: HBM per chip, peak {:.1f} GB/s ({} pseudo-channels)\n", cfg.name,
+                             peak_gbps, cfg.hbm.pseudo_channels_total());
+    std::cout << fmt::format(
+        "  {:<14} {:>9} {:>8} {:>8} | bus time: {:>6} {:>7} {:>7} {:>7} "
+        "{:>7}\n",
+        "case", "GB/s", "of peak", "row hit", "data", "refresh", "turn", "bank", "other");
     for (const Run& r : runs) {
         const auto& j = cases[r.c.name];
         const auto& f = j["bus_time_fraction"];

@@ -1,14 +1,13 @@
 // DMA engines of both cores streaming through one chip's HbmModule under SystemC.
 #include <catch2/catch.hpp>
-
 #include <systemc>
 
+#include "../test_util.h"
 #include "tpusim/arch/dma_engine.h"
 #include "tpusim/arch/hbm_module.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/sim_time.h"
 #include "tpusim/config/tpu_config.h"
-#include "../test_util.h"
 
 using namespace tpusim;
 
@@ -61,8 +60,8 @@ TEST_CASE("DMA HBM->VMEM on both cores moves every byte near the streaming bandw
     const auto& k = chip.hbm.system().counters();
     CHECK(k.read_bursts * 32 == 16 * kMiB);
     // Bounded above by the HBM peak and the VMEM DMA ports (2 cores x 512 B x 940 MHz).
-    const double vmem_gbps = 2.0 * static_cast<double>(cfg.dma.vmem_bytes_per_cycle) *
-                             cfg.chip.clock_mhz * 1e6 / 1e9;
+    const double vmem_gbps =
+        2.0 * static_cast<double>(cfg.dma.vmem_bytes_per_cycle) * cfg.chip.clock_mhz * 1e6 / 1e9;
     const double bound = std::min(cfg.hbm.peak_bytes_per_second() / 1e9, vmem_gbps);
     INFO("achieved " << gbps << " GB/s, bound " << bound);
     CHECK(gbps < bound);

@@ -1,9 +1,8 @@
 // DMA descriptor splitting into chunks and burst counting.
-#include <catch2/catch.hpp>
-
-#include <stdexcept>
-
 #include "tpusim/arch/dma_descriptor.h"
+
+#include <catch2/catch.hpp>
+#include <stdexcept>
 
 using namespace tpusim;
 

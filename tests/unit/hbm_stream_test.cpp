@@ -2,15 +2,16 @@
 // bandwidth within the target band, remote-half latency and bandwidth share.
 #include <catch2/catch.hpp>
 
+#include "../test_util.h"
 #include "tpusim/arch/hbm_traffic.h"
 #include "tpusim/config/tpu_config.h"
-#include "../test_util.h"
 
 using namespace tpusim;
 
-TEST_CASE("one read of a closed bank completes after tRCD + tCL + BL/2 HBM cycles, in core "
-          "cycles rounded up",
-          "[hbm]") {
+TEST_CASE(
+    "one read of a closed bank completes after tRCD + tCL + BL/2 HBM cycles, in core "
+    "cycles rounded up",
+    "[hbm]") {
     const TpuConfig cfg = load_config(test::config_path("tpu_v2_8.json"));
     HbmSystem hbm(cfg.hbm, cfg.chip.clock_mhz, 2);
     hbm.submit(HbmRequest{0, 32, 1, 0, false, 0, 9}, 0);
@@ -46,8 +47,8 @@ TEST_CASE("streaming reads reach 85-98% of the per-chip peak on both boards", "[
         const auto& k = r.counters;
         const double bus = static_cast<double>(r.hbm_cycles) * 64.0;
         const double explained = static_cast<double>(k.data_bus_cycles + k.lost_refresh_cycles +
-                                                     k.lost_turnaround_cycles +
-                                                     k.lost_bank_cycles + k.lost_other_cycles);
+                                                     k.lost_turnaround_cycles + k.lost_bank_cycles +
+                                                     k.lost_other_cycles);
         CHECK(explained / bus > 0.97);
         CHECK(k.lost_refresh_cycles > 0);
     }
@@ -68,8 +69,7 @@ TEST_CASE("the other core's half costs extra latency and a bandwidth share", "[h
     HbmSystem probe(cfg.hbm, cfg.chip.clock_mhz, 2);
     const Addr remote = probe.address_map().local_base(1);
     // Same bank state (closed) and timing; only the remote penalty differs.
-    CHECK(one(0, remote) - one(1, remote) ==
-          static_cast<Cycle>(cfg.hbm.remote_latency_cycles));
+    CHECK(one(0, remote) - one(1, remote) == static_cast<Cycle>(cfg.hbm.remote_latency_cycles));
 
     HbmTraffic tr;
     tr.cores = {0};

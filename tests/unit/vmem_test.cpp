@@ -1,7 +1,8 @@
 // VMEM capacity accounting and port bandwidth.
+#include "tpusim/arch/vmem.h"
+
 #include <catch2/catch.hpp>
 
-#include "tpusim/arch/vmem.h"
 #include "tpusim/common/error.h"
 
 using namespace tpusim;
@@ -19,8 +20,7 @@ TEST_CASE("VMEM allocation beyond the capacity is a clear input error", "[vmem]"
         FAIL("an over-full VMEM was accepted");
     } catch (const InputError& e) {
         CHECK(e.where() == "vmem");
-        CHECK(e.what_only() ==
-              "program needs 18 MiB of VMEM (buffer \"output\"), core has 16 MiB");
+        CHECK(e.what_only() == "program needs 18 MiB of VMEM (buffer \"output\"), core has 16 MiB");
     }
     // Releasing makes room again, and first fit reuses the hole.
     a.release(x);

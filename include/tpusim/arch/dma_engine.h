@@ -3,15 +3,15 @@
 // runs its descriptors in FIFO order; engines run concurrently. A descriptor is cut into
 // chunks (split_descriptor); an engine keeps up to max_outstanding_chunks chunks in flight,
 // each one HBM transaction over TLM plus a transfer through the core's VMEM DMA port.
+#include <tlm_utils/simple_initiator_socket.h>
+
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <vector>
-
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
+#include <vector>
 
 #include "tpusim/arch/dma_descriptor.h"
 #include "tpusim/arch/vmem.h"
@@ -26,8 +26,8 @@ class DmaEngine : public sc_core::sc_module {
 
     // `core`: this core's index on its chip (locality of HBM addresses); `hbm_capacity_bytes`:
     // the chip's HBM, for the range check at enqueue.
-    DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, const VmemConfig& vmem,
-              int core, Bytes hbm_capacity_bytes);
+    DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, const VmemConfig& vmem, int core,
+              Bytes hbm_capacity_bytes);
 
     using DoneCallback = std::function<void(Cycle)>;
     // Non-blocking, callable from any SC_THREAD: queues `d` on the engine with the least

@@ -6,12 +6,12 @@
 // command. Callers hand over large transactions (a DMA chunk, typically 64 KiB); a single
 // SC_THREAD runs the controller ahead to the next completion and notifies that caller. Many
 // callers may be blocked in b_transport at once; their bursts interleave in the controller.
-#include <cstdint>
-#include <unordered_map>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
+#include <cstdint>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/multi_passthrough_target_socket.h>
+#include <unordered_map>
 
 #include "tpusim/arch/hbm_system.h"
 #include "tpusim/config/hbm_config.h"
