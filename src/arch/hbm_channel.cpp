@@ -5,8 +5,7 @@
 
 namespace tpusim {
 
-HbmPseudoChannel::HbmPseudoChannel(const HbmConfig& cfg, HbmCounters& counters,
-                                   Cycle first_refresh)
+HbmPseudoChannel::HbmPseudoChannel(const HbmConfig& cfg, HbmCounters& counters, Cycle first_refresh)
     : t_(cfg.timing),
       c_(counters),
       banks_per_group_(static_cast<std::uint32_t>(cfg.banks_per_group)),
@@ -24,6 +23,7 @@ HbmPseudoChannel::HbmPseudoChannel(const HbmConfig& cfg, HbmCounters& counters,
     drain_low_ = std::min(drain_high_ - 1,
                           static_cast<std::size_t>(std::floor(cfg.write_drain_low * write_depth_)));
     if (burst_cycles_ == 0) burst_cycles_ = 1;
+    col_ready_.assign(banks_.size(), 0);
     reads_.reserve(read_depth_);
     writes_.reserve(write_depth_);
 }
@@ -36,7 +36,18 @@ void HbmPseudoChannel::enqueue(const HbmBurst& b, Cycle now) {
     }
     const std::uint32_t bank = b.bank_group * banks_per_group_ + b.bank;
     (b.is_write ? writes_ : reads_).push_back(Entry{b, bank});
-    next_event_ = now;
+    Bank& bk = banks_[bank];
+    ++bk.queued[b.is_write];
+    if (bk.open_row == static_cast<std::int64_t>(b.row)) ++bk.hits[b.is_write];
+    // Scheduling the new request is deferred to the next next_event() query, so that a batch
+    // of arrivals costs one pass over the banks.
+    settle_at_ = now;  // the current cycle; same-cycle re-issue is excluded by the timing state
+}
+
+void HbmPseudoChannel::settle() {
+    update_mode();
+    next_event_ = std::min(next_event_, compute_next_event(settle_at_));
+    settle_at_ = kNever;
 }
 
 void HbmPseudoChannel::catch_up_refresh(Cycle now) {
@@ -60,6 +71,7 @@ void HbmPseudoChannel::refresh(Cycle due) {
         b.open_row = -1;
         b.next_act = end;
         b.conflict_precharge = false;
+        b.hits[0] = b.hits[1] = 0;
     }
     ++c_.refreshes;
     refresh_start_ = due;
@@ -78,37 +90,68 @@ void HbmPseudoChannel::update_mode() {
 }
 
 void HbmPseudoChannel::step(Cycle now, std::vector<Issued>& out) {
-    while (next_refresh_ <= now) refresh(next_refresh_);
-    update_mode();
-    std::vector<Entry>& q = draining_writes_ ? writes_ : reads_;
-    if (!q.empty()) {
-        try_column(now, q, out);
-        try_row(now, q);
+    bool changed = settle_at_ != kNever;
+    while (next_refresh_ <= now) {
+        refresh(next_refresh_);
+        changed = true;
     }
+    const bool was_draining = draining_writes_;
     update_mode();
-    next_event_ = compute_next_event(now);
+    if (changed || was_draining != draining_writes_) compute_next_event(now);
+    std::vector<Entry>& q = draining_writes_ ? writes_ : reads_;
+    // col_time_ / row_time_ were computed from the current state by the last
+    // compute_next_event; skip the passes that cannot issue anything now.
+    if (!q.empty()) {
+        if (col_time_ <= now) try_column(now, q, out);
+        if (row_time_ <= now) try_row(now, q);
+    }
+    // The next event is computed lazily by next_event(), once, after any arrivals at `now`.
+    next_event_ = kNever;
+    settle_at_ = now + 1;
+}
+
+Cycle HbmPseudoChannel::bank_column_ready(std::uint32_t bank, int kind) const {
+    const Bank& b = banks_[bank];
+    const std::uint32_t bg = bank / banks_per_group_;
+    if (kind) return std::max({b.next_wr, next_wr_, bg_next_wr_[bg]});
+    return std::max({b.next_rd, next_rd_, bg_next_rd_[bg]});
 }
 
 Cycle HbmPseudoChannel::column_ready(const Entry& e) const {
-    const Bank& b = banks_[e.bank_index];
-    if (e.burst.is_write) return std::max({b.next_wr, next_wr_, bg_next_wr_[e.burst.bank_group]});
-    return std::max({b.next_rd, next_rd_, bg_next_rd_[e.burst.bank_group]});
+    return bank_column_ready(e.bank_index, e.burst.is_write);
 }
 
-Cycle HbmPseudoChannel::act_ready(const Entry& e) const {
-    Cycle t = std::max({banks_[e.bank_index].next_act, next_act_,
-                        bg_next_act_[e.burst.bank_group], next_row_cmd_});
+Cycle HbmPseudoChannel::act_ready_bank(std::uint32_t bank) const {
+    Cycle t = std::max(
+        {banks_[bank].next_act, next_act_, bg_next_act_[bank / banks_per_group_], next_row_cmd_});
     // tFAW: at most four ACTs in any window; faw_[faw_pos_] is the oldest of the last four.
     if (acts_ >= 4) t = std::max(t, faw_[faw_pos_] + static_cast<Cycle>(t_.tFAW));
     return t;
 }
 
-bool HbmPseudoChannel::has_hit_for(const std::vector<Entry>& q, std::uint32_t bank,
-                                   std::int64_t row) const {
-    for (const Entry& e : q) {
-        if (e.bank_index == bank && static_cast<std::int64_t>(e.burst.row) == row) return true;
+Cycle HbmPseudoChannel::act_ready(const Entry& e) const { return act_ready_bank(e.bank_index); }
+
+bool HbmPseudoChannel::row_command_ready(std::uint32_t bank, int kind, Cycle now) const {
+    const Bank& b = banks_[bank];
+    if (b.queued[kind] == b.hits[kind]) return false;  // nothing queued that misses
+    if (b.open_row < 0) return act_ready_bank(bank) <= now;
+    // Open-page FR-FCFS: never close a row that a queued request still hits.
+    return b.hits[kind] == 0 && b.next_pre <= now && next_row_cmd_ <= now;
+}
+
+void HbmPseudoChannel::count_hits(std::uint32_t bank) {
+    Bank& b = banks_[bank];
+    b.hits[0] = b.hits[1] = 0;
+    for (const Entry& e : reads_) {
+        if (e.bank_index == bank && static_cast<std::int64_t>(e.burst.row) == b.open_row) {
+            ++b.hits[0];
+        }
     }
-    return false;
+    for (const Entry& e : writes_) {
+        if (e.bank_index == bank && static_cast<std::int64_t>(e.burst.row) == b.open_row) {
+            ++b.hits[1];
+        }
+    }
 }
 
 void HbmPseudoChannel::account_gap(Cycle now, bool is_write, const Bank& bank) {
@@ -132,11 +175,27 @@ void HbmPseudoChannel::account_gap(Cycle now, bool is_write, const Bank& bank) {
 
 bool HbmPseudoChannel::try_column(Cycle now, std::vector<Entry>& q, std::vector<Issued>& out) {
     // First-ready: the oldest request that hits an open row and meets its column timing.
+    const int kind = draining_writes_ ? 1 : 0;
+    const Cycle pc_ready = kind ? next_wr_ : next_rd_;
+    if (pc_ready > now) return false;
+    // Banks whose open row some queued request hits and whose column timing is met.
+    bool any = false;
+    for (std::uint32_t b = 0; b < banks_.size(); ++b) {
+        const Bank& bank = banks_[b];
+        col_ready_[b] = false;
+        if (bank.hits[kind] == 0) continue;
+        const std::uint32_t bg = b / banks_per_group_;
+        const Cycle r = kind ? std::max(bank.next_wr, bg_next_wr_[bg])
+                             : std::max(bank.next_rd, bg_next_rd_[bg]);
+        col_ready_[b] = r <= now;
+        any = any || r <= now;
+    }
+    if (!any) return false;
     for (std::size_t i = 0; i < q.size(); ++i) {
         const Entry& e = q[i];
         Bank& bank = banks_[e.bank_index];
+        if (!col_ready_[e.bank_index]) continue;
         if (bank.open_row != static_cast<std::int64_t>(e.burst.row)) continue;
-        if (column_ready(e) > now) continue;
         account_gap(now, e.burst.is_write, bank);
         const std::uint32_t bg = e.burst.bank_group;
         const Cycle bc = burst_cycles_;
@@ -161,11 +220,19 @@ bool HbmPseudoChannel::try_column(Cycle now, std::vector<Entry>& q, std::vector<
         next_rd_ = std::max(next_rd_, now + 1);
         next_wr_ = std::max(next_wr_, now + 1);
         switch (bank.pending_cause) {
-            case 0: ++c_.row_hits; break;
-            case 1: ++c_.row_misses; break;
-            default: ++c_.row_conflicts; break;
+            case 0:
+                ++c_.row_hits;
+                break;
+            case 1:
+                ++c_.row_misses;
+                break;
+            default:
+                ++c_.row_conflicts;
+                break;
         }
         bank.pending_cause = 0;
+        --bank.queued[kind];
+        --bank.hits[kind];
         c_.data_bus_cycles += bc;
         bus_free_ = now + bc;
         last_was_write_ = e.burst.is_write;
@@ -180,12 +247,17 @@ bool HbmPseudoChannel::try_column(Cycle now, std::vector<Entry>& q, std::vector<
 
 bool HbmPseudoChannel::try_row(Cycle now, const std::vector<Entry>& q) {
     if (now < next_row_cmd_) return false;
+    const int kind = draining_writes_ ? 1 : 0;
+    bool any = false;
+    for (std::uint32_t b = 0; b < banks_.size() && !any; ++b) {
+        any = row_command_ready(b, kind, now);
+    }
+    if (!any) return false;
     for (const Entry& e : q) {
         Bank& bank = banks_[e.bank_index];
         const auto row = static_cast<std::int64_t>(e.burst.row);
-        if (bank.open_row == row) continue;
+        if (bank.open_row == row || !row_command_ready(e.bank_index, kind, now)) continue;
         if (bank.open_row < 0) {
-            if (act_ready(e) > now) continue;
             bank.open_row = row;
             bank.next_rd = bank.next_wr = now + static_cast<Cycle>(t_.tRCD);
             bank.next_pre = std::max(bank.next_pre, now + static_cast<Cycle>(t_.tRAS));
@@ -197,12 +269,12 @@ bool HbmPseudoChannel::try_row(Cycle now, const std::vector<Entry>& q) {
             faw_pos_ = (faw_pos_ + 1) % 4;
             ++acts_;
             ++c_.activates;
+            count_hits(e.bank_index);
         } else {
-            // Open-page FR-FCFS: never close a row that a queued request still hits.
-            if (has_hit_for(q, e.bank_index, bank.open_row) || bank.next_pre > now) continue;
             bank.open_row = -1;
             bank.next_act = std::max(bank.next_act, now + static_cast<Cycle>(t_.tRP));
             bank.conflict_precharge = true;
+            bank.hits[0] = bank.hits[1] = 0;
             ++c_.precharges;
         }
         next_row_cmd_ = now + 1;
@@ -211,22 +283,29 @@ bool HbmPseudoChannel::try_row(Cycle now, const std::vector<Entry>& q) {
     return false;
 }
 
-Cycle HbmPseudoChannel::compute_next_event(Cycle now) const {
+Cycle HbmPseudoChannel::compute_next_event(Cycle earliest) {
+    col_time_ = row_time_ = kNever;
     if (idle()) return kNever;
-    Cycle t = next_refresh_;
-    const std::vector<Entry>& q = draining_writes_ ? writes_ : reads_;
-    for (const Entry& e : q) {
-        const Bank& bank = banks_[e.bank_index];
-        const auto row = static_cast<std::int64_t>(e.burst.row);
-        if (bank.open_row == row) {
-            t = std::min(t, column_ready(e));
-        } else if (bank.open_row < 0) {
-            t = std::min(t, act_ready(e));
-        } else if (!has_hit_for(q, e.bank_index, bank.open_row)) {
-            t = std::min(t, std::max(bank.next_pre, next_row_cmd_));
+    const int kind = draining_writes_ ? 1 : 0;
+    Cycle col = kNever, row = kNever;
+    for (std::uint32_t b = 0; b < banks_.size(); ++b) {
+        const Bank& bank = banks_[b];
+        if (bank.queued[kind] == 0) continue;
+        const std::uint32_t bg = b / banks_per_group_;
+        if (bank.hits[kind] > 0) {
+            col = std::min(col, kind ? std::max(bank.next_wr, bg_next_wr_[bg])
+                                     : std::max(bank.next_rd, bg_next_rd_[bg]));
+        }
+        if (bank.queued[kind] == bank.hits[kind]) continue;
+        if (bank.open_row < 0) {
+            row = std::min(row, act_ready_bank(b));
+        } else if (bank.hits[kind] == 0) {
+            row = std::min(row, std::max(bank.next_pre, next_row_cmd_));
         }
     }
-    return std::max(t, now + 1);
+    if (col != kNever) col = std::max(col, kind ? next_wr_ : next_rd_);
+    col_time_ = col;
+    row_time_ = row;
+    return std::max(std::min({next_refresh_, col, row}), earliest);
 }
-
 }  // namespace tpusim

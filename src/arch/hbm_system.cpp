@@ -1,9 +1,9 @@
 #include "tpusim/arch/hbm_system.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "tpusim/common/error.h"
 
@@ -79,9 +79,8 @@ Cycle HbmSystem::core_to_hbm_floor(Cycle c) const {
 }
 
 void HbmSystem::submit(const HbmRequest& r, Cycle now) {
-    const Bytes extent = r.rows <= 0 || r.bytes == 0
-                             ? 0
-                             : static_cast<Bytes>(r.rows - 1) * r.stride + r.bytes;
+    const Bytes extent =
+        r.rows <= 0 || r.bytes == 0 ? 0 : static_cast<Bytes>(r.rows - 1) * r.stride + r.bytes;
     if (r.addr + extent > map_.capacity_bytes()) {
         throw InputError("", "hbm",
                          fmt::format("access [{:#x}, {:#x}) lies beyond the chip's {} GiB of HBM",
@@ -128,8 +127,10 @@ void HbmSystem::submit(const HbmRequest& r, Cycle now) {
             }
             Backlog& q = backlog_[pc];
             (r.is_write ? q.writes : q.reads)
-                .push_back(Waiting{HbmBurst{loc.bank_group, loc.bank, loc.row, r.is_write, slot},
-                                   release});
+                .push_back(Waiting{
+                    HbmBurst{static_cast<std::uint8_t>(loc.bank_group),
+                             static_cast<std::uint8_t>(loc.bank), r.is_write, loc.row, slot},
+                    release});
             ++t.outstanding;
             wake_[pc] = std::min(wake_[pc], release);
         }
@@ -180,23 +181,37 @@ Cycle HbmSystem::next_hbm_event() const {
     return t;
 }
 
+void HbmSystem::process(Cycle t) {
+    now_h_ = std::max(now_h_, t);
+    for (std::size_t p = 0; p < pcs_.size(); ++p) {
+        if (wake_[p] > now_h_) continue;
+        top_up(p);
+        if (pcs_[p].next_event() <= now_h_) {
+            issued_.clear();
+            pcs_[p].step(now_h_, issued_);
+            for (const auto& is : issued_) on_issued(is);
+            top_up(p);  // room freed by the issued burst
+        }
+        refresh_wake(p);
+    }
+}
+
+Cycle HbmSystem::run_to_next_completion() {
+    while (pending_.empty() && in_flight_ > 0) {
+        const Cycle t = next_hbm_event();
+        if (t == kNever) break;
+        process(t);
+    }
+    if (!ready_.empty()) return ready_.front().cycle;
+    return pending_.empty() ? kNever : pending_.top().cycle;
+}
+
 void HbmSystem::advance_to(Cycle now) {
     const Cycle target = core_to_hbm_floor(now);
     for (;;) {
         const Cycle t = next_hbm_event();
         if (t > target) break;
-        now_h_ = std::max(now_h_, t);
-        for (std::size_t p = 0; p < pcs_.size(); ++p) {
-            if (wake_[p] > now_h_) continue;
-            top_up(p);
-            if (pcs_[p].next_event() <= now_h_) {
-                issued_.clear();
-                pcs_[p].step(now_h_, issued_);
-                for (const auto& is : issued_) on_issued(is);
-                top_up(p);  // room freed by the issued burst
-            }
-            refresh_wake(p);
-        }
+        process(t);
     }
     now_h_ = std::max(now_h_, target);
     while (!pending_.empty() && pending_.top().cycle <= now) {

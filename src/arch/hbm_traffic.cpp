@@ -25,9 +25,8 @@ HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& tr, double co
     for (int c : tr.cores) {
         CoreStream s;
         s.core = c;
-        const std::uint32_t target =
-            tr.remote ? (static_cast<std::uint32_t>(c) + 1) % map.owners()
-                      : static_cast<std::uint32_t>(c);
+        const std::uint32_t target = tr.remote ? (static_cast<std::uint32_t>(c) + 1) % map.owners()
+                                               : static_cast<std::uint32_t>(c);
         s.base = map.local_base(target);
         s.span = map.owner_bytes();
         streams.push_back(s);

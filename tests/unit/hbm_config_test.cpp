@@ -1,12 +1,11 @@
 // Address mapping and rejection of bad HBM parameters.
 #include <catch2/catch.hpp>
-
 #include <random>
 
+#include "../test_util.h"
 #include "tpusim/arch/hbm_address.h"
 #include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
-#include "../test_util.h"
 
 using namespace tpusim;
 

@@ -1,12 +1,11 @@
 // Single-request latencies of one pseudo-channel, each expected value derived from the JEDEC
 // timing parameters in the config (DRAMsim3's style: tRCD + tCL + BL/2 ...). All times in tCK.
 #include <catch2/catch.hpp>
-
 #include <vector>
 
+#include "../test_util.h"
 #include "tpusim/arch/hbm_channel.h"
 #include "tpusim/config/tpu_config.h"
-#include "../test_util.h"
 
 using namespace tpusim;
 
@@ -26,10 +25,15 @@ struct Driver {
         return got;
     }
     void read(std::uint32_t bg, std::uint32_t bank, std::uint32_t row, std::uint32_t tag) {
-        pc.enqueue(HbmBurst{bg, bank, row, false, tag}, now);
+        pc.enqueue(make(bg, bank, row, false, tag), now);
     }
     void write(std::uint32_t bg, std::uint32_t bank, std::uint32_t row, std::uint32_t tag) {
-        pc.enqueue(HbmBurst{bg, bank, row, true, tag}, now);
+        pc.enqueue(make(bg, bank, row, true, tag), now);
+    }
+    static HbmBurst make(std::uint32_t bg, std::uint32_t bank, std::uint32_t row, bool write,
+                         std::uint32_t tag) {
+        return HbmBurst{static_cast<std::uint8_t>(bg), static_cast<std::uint8_t>(bank), write, row,
+                        tag};
     }
     HbmCounters counters;
     HbmPseudoChannel pc;
@@ -40,8 +44,7 @@ HbmConfig v3_hbm() { return load_config(test::config_path("tpu_v3_8.json")).hbm;
 
 }  // namespace
 
-TEST_CASE("row miss, row hit and row conflict latencies follow the timing parameters",
-          "[hbm]") {
+TEST_CASE("row miss, row hit and row conflict latencies follow the timing parameters", "[hbm]") {
     for (const char* board : {"tpu_v2_8.json", "tpu_v3_8.json"}) {
         const HbmConfig cfg = load_config(test::config_path(board)).hbm;
         const HbmTimingConfig& t = cfg.timing;

@@ -28,8 +28,7 @@ struct HbmLocation {
     }
     bool operator==(const HbmLocation& o) const {
         return owner == o.owner && channel == o.channel && pseudo_channel == o.pseudo_channel &&
-               bank_group == o.bank_group && bank == o.bank && row == o.row &&
-               column == o.column;
+               bank_group == o.bank_group && bank == o.bank && row == o.row && column == o.column;
     }
 };
 

@@ -19,11 +19,12 @@ namespace tpusim {
 
 inline constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
 
+// Packed (12 B): millions of these sit in queues and backlogs during a run.
 struct HbmBurst {
-    std::uint32_t bank_group = 0;
-    std::uint32_t bank = 0;  // within its bank group
-    std::uint32_t row = 0;
+    std::uint8_t bank_group = 0;  // config limits: at most 16 bank groups ...
+    std::uint8_t bank = 0;        // ... of at most 16 banks
     bool is_write = false;
+    std::uint32_t row = 0;
     std::uint32_t owner = 0;  // opaque to the channel: the transaction slot it belongs to
 };
 
@@ -66,7 +67,10 @@ class HbmPseudoChannel {
     // issued. Contract: `now` >= every earlier `now`.
     void step(Cycle now, std::vector<Issued>& out);
     // Earliest cycle at which step() could issue a command; kNever when nothing is queued.
-    Cycle next_event() const { return next_event_; }
+    Cycle next_event() {
+        if (settle_at_ != kNever) settle();
+        return next_event_;
+    }
     bool idle() const { return reads_.empty() && writes_.empty(); }
     std::size_t queued() const { return reads_.size() + writes_.size(); }
 
@@ -77,21 +81,31 @@ class HbmPseudoChannel {
         // What the next column command to this bank pays for: 0 hit, 1 miss, 2 conflict.
         int pending_cause = 0;
         bool conflict_precharge = false;  // the last PRE closed a row another request missed
+        // Queued requests to this bank, and those of them that hit its open row, by kind
+        // (0 read, 1 write): the scheduler's per-bank view, so that finding the next event
+        // costs one pass over the banks, not over the queue.
+        std::uint32_t queued[2] = {0, 0};
+        std::uint32_t hits[2] = {0, 0};
     };
     struct Entry {
         HbmBurst burst;
         std::uint32_t bank_index;
     };
 
+    void settle();
     void refresh(Cycle due);
     void catch_up_refresh(Cycle now);
     bool try_column(Cycle now, std::vector<Entry>& q, std::vector<Issued>& out);
     bool try_row(Cycle now, const std::vector<Entry>& q);
     void update_mode();
-    Cycle compute_next_event(Cycle now) const;
+    // Earliest command cycle, not before `earliest`.
+    Cycle compute_next_event(Cycle earliest);
     Cycle column_ready(const Entry& e) const;
     Cycle act_ready(const Entry& e) const;
-    bool has_hit_for(const std::vector<Entry>& q, std::uint32_t bank, std::int64_t row) const;
+    Cycle act_ready_bank(std::uint32_t bank) const;
+    Cycle bank_column_ready(std::uint32_t bank, int kind) const;
+    bool row_command_ready(std::uint32_t bank, int kind, Cycle now) const;
+    void count_hits(std::uint32_t bank);
     void account_gap(Cycle now, bool is_write, const Bank& bank);
 
     HbmTimingConfig t_;
@@ -100,6 +114,7 @@ class HbmPseudoChannel {
     std::size_t read_depth_, write_depth_, drain_high_, drain_low_;
     Cycle burst_cycles_;
     std::vector<Bank> banks_;
+    std::vector<std::uint8_t> col_ready_;  // scratch for try_column
     std::vector<Cycle> bg_next_rd_, bg_next_wr_, bg_next_act_;
     Cycle next_rd_ = 0, next_wr_ = 0, next_act_ = 0, next_row_cmd_ = 0;
     Cycle faw_[4] = {0, 0, 0, 0};  // last four ACT times (ring)
@@ -114,6 +129,8 @@ class HbmPseudoChannel {
     bool last_was_write_ = false;
     bool any_issued_ = false;
     Cycle next_event_ = kNever;
+    Cycle col_time_ = kNever, row_time_ = kNever;  // earliest column / row command
+    Cycle settle_at_ = kNever;  // an enqueue at this cycle has not been scheduled yet
 };
 
 }  // namespace tpusim

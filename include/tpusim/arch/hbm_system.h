@@ -13,7 +13,6 @@
 // Bursts of a transaction enter each pseudo-channel's queue in address order as room frees
 // up; different pseudo-channels do not block each other (per-channel transaction queues).
 #include <cstdint>
-#include <deque>
 #include <queue>
 #include <vector>
 
@@ -54,11 +53,18 @@ class HbmSystem {
     void submit(const HbmRequest& r, Cycle now);
     // Runs every HBM command up to core cycle `now`.
     void advance_to(Cycle now);
+    // Runs the controller ahead, past any core cycle given so far, until some request has
+    // completed; returns the core cycle of the earliest completion not yet taken (kNever if
+    // nothing is in flight). Collect it with advance_to(that cycle). Used by HbmModule to
+    // wake SystemC once per completion instead of once per command; a request submitted
+    // meanwhile starts at the controller's (later) current cycle.
+    Cycle run_to_next_completion();
     // Requests completed at or before the last advance_to, in completion order.
     std::vector<HbmCompletion> take_completions();
     // Earliest core cycle at which something happens (a command or a completion); kNever if
     // nothing is pending.
     Cycle next_event_cycle() const;
+    // Nothing in flight and no completion left to take.
     bool idle() const { return in_flight_ == 0 && pending_.empty() && ready_.empty(); }
 
     const HbmAddressMap& address_map() const { return map_; }
@@ -81,9 +87,27 @@ class HbmSystem {
         HbmBurst burst;
         Cycle release;  // HBM cycle from which it may enter the channel queue
     };
-    struct Backlog {
-        std::deque<Waiting> reads, writes;
+    // FIFO on a vector: cheaper than std::deque for this push-back / pop-front pattern.
+    struct Fifo {
+        std::vector<Waiting> v;
+        std::size_t head = 0;
+        bool empty() const { return head == v.size(); }
+        const Waiting& front() const { return v[head]; }
+        void push_back(const Waiting& w) { v.push_back(w); }
+        void pop_front() {
+            if (++head == v.size()) {
+                v.clear();
+                head = 0;
+            } else if (head >= 4096 && head * 2 >= v.size()) {
+                v.erase(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(head));
+                head = 0;
+            }
+        }
     };
+    struct Backlog {
+        Fifo reads, writes;
+    };
+    void process(Cycle t);
     void top_up(std::size_t pc);
     void refresh_wake(std::size_t pc);
     void on_issued(const HbmPseudoChannel::Issued& is);

@@ -12,8 +12,8 @@ namespace tpusim {
 struct HbmTraffic {
     enum class Kind { Read, Write, Copy, Random };
     Kind kind = Kind::Read;
-    std::vector<int> cores = {0, 1};  // requesting TensorCores of the chip
-    bool remote = false;              // each core targets the other core's half
+    std::vector<int> cores = {0, 1};   // requesting TensorCores of the chip
+    bool remote = false;               // each core targets the other core's half
     Bytes bytes_per_core = 64 * kMiB;  // per direction (copy reads and writes this much)
     Bytes chunk_bytes = 64 * kKiB;     // one transaction (random: the access size)
     int outstanding_per_core = 8;
@@ -32,7 +32,6 @@ struct HbmTrafficResult {
 };
 
 // Runs `traffic` on `hbm` (fresh, idle) with the core clock `core_clock_mhz`.
-HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& traffic,
-                                 double core_clock_mhz);
+HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& traffic, double core_clock_mhz);
 
 }  // namespace tpusim

@@ -13,21 +13,21 @@ struct HbmTimingConfig {
     // DRAMsim3's configs/HBM2_8Gb_x128.ini (tCK = 1 ns) converted to this tCK, rounded up
     // (tREFI rounded down), with JEDEC's 350 ns tRFC for 8 Gb dies; docs/hbm.md has the table.
     std::int64_t burst_length = 4;  // BL4 on a 64-bit pseudo-channel: 32 B per burst
-    std::int64_t tCL = 13;     // 14 ns
-    std::int64_t tWL = 4;      // 4 tCK (a latency setting in clocks)
-    std::int64_t tRCD = 13;    // 14 ns
-    std::int64_t tRP = 13;     // 14 ns
-    std::int64_t tRAS = 30;    // 34 ns
-    std::int64_t tCCD_S = 2;   // = BL/2: one burst per two clocks on the pseudo-channel
-    std::int64_t tCCD_L = 4;   // same bank group: twice tCCD_S, as in DRAMsim3 and Ramulator
-    std::int64_t tRRD_S = 4;   // 4 ns
-    std::int64_t tRRD_L = 6;   // 6 ns
-    std::int64_t tFAW = 27;    // 30 ns
-    std::int64_t tWTR_S = 6;   // 6 ns
-    std::int64_t tWTR_L = 8;   // 8 ns
-    std::int64_t tRTW = 13;    // tCL + BL/2 + 2 - tWL: read data off the bus plus 2 tCK turnaround
-    std::int64_t tWR = 15;     // 16 ns
-    std::int64_t tRTP = 6;     // 6 ns (tRTP_L)
+    std::int64_t tCL = 13;          // 14 ns
+    std::int64_t tWL = 4;           // 4 tCK (a latency setting in clocks)
+    std::int64_t tRCD = 13;         // 14 ns
+    std::int64_t tRP = 13;          // 14 ns
+    std::int64_t tRAS = 30;         // 34 ns
+    std::int64_t tCCD_S = 2;        // = BL/2: one burst per two clocks on the pseudo-channel
+    std::int64_t tCCD_L = 4;        // same bank group: twice tCCD_S, as in DRAMsim3 and Ramulator
+    std::int64_t tRRD_S = 4;        // 4 ns
+    std::int64_t tRRD_L = 6;        // 6 ns
+    std::int64_t tFAW = 27;         // 30 ns
+    std::int64_t tWTR_S = 6;        // 6 ns
+    std::int64_t tWTR_L = 8;        // 8 ns
+    std::int64_t tRTW = 13;     // tCL + BL/2 + 2 - tWL: read data off the bus plus 2 tCK turnaround
+    std::int64_t tWR = 15;      // 16 ns
+    std::int64_t tRTP = 6;      // 6 ns (tRTP_L)
     std::int64_t tREFI = 3427;  // 3.9 us
     std::int64_t tRFC = 308;    // 350 ns (8 Gb die)
 
@@ -62,10 +62,10 @@ struct HbmConfig {
     std::int64_t pseudo_channels = 2;  // per channel (HBM2 pseudo-channel mode)
     std::int64_t bank_groups = 4;      // per pseudo-channel
     std::int64_t banks_per_group = 4;
-    std::int64_t rows = 32768;  // per bank
-    std::int64_t row_bytes = 1024;  // page size per pseudo-channel
+    std::int64_t rows = 32768;              // per bank
+    std::int64_t row_bytes = 1024;          // page size per pseudo-channel
     std::int64_t channel_width_bits = 128;  // per channel; a pseudo-channel has half
-    double data_rate_mtps = 1757.8125;  // mega-transfers per second per pin
+    double data_rate_mtps = 1757.8125;      // mega-transfers per second per pin
     HbmTimingConfig timing;
     // Controller.
     // Bank group below column: consecutive bursts on a pseudo-channel alternate bank groups, so a
@@ -113,9 +113,10 @@ struct HbmConfig {
         v.value("data_rate_mtps", data_rate_mtps, Limits::positive(), "MT/s",
                 "data rate per pin (the HBM clock is half of it)");
         v.section("timing", timing, "JEDEC HBM2 timing parameters");
-        v.value("address_mapping", address_mapping, {},
-                "address bit order above the burst offset, most significant first (ro, ba, bg, co, pc, "
-                "ch, st); the TensorCore that owns the address is above all of them");
+        v.value(
+            "address_mapping", address_mapping, {},
+            "address bit order above the burst offset, most significant first (ro, ba, bg, co, pc, "
+            "ch, st); the TensorCore that owns the address is above all of them");
         v.value("read_queue_depth", read_queue_depth, Limits::range(1, 4096), "requests",
                 "read queue per pseudo-channel");
         v.value("write_queue_depth", write_queue_depth, Limits::range(1, 4096), "requests",

@@ -10,7 +10,7 @@ namespace tpusim {
 struct VmemConfig {
     std::int64_t capacity_mib = 16;
     std::int64_t banks = 16;
-    std::int64_t load_bytes_per_cycle = 4096;   // one 8 x 128 x 32-bit vreg per cycle
+    std::int64_t load_bytes_per_cycle = 4096;  // one 8 x 128 x 32-bit vreg per cycle
     std::int64_t store_bytes_per_cycle = 4096;
 
     void visit(ConfigVisitor& v) {
@@ -38,8 +38,8 @@ struct DmaConfig {
         v.value("engines", engines, Limits::range(1, 64), "engines", "DMA engines per core");
         v.value("chunk_bytes", chunk_bytes, Limits::range(32, 64 << 20), "B",
                 "largest piece of a descriptor sent to the HBM as one transaction");
-        v.value("max_outstanding_chunks", max_outstanding_chunks, Limits::range(1, 256),
-                "chunks", "chunks in flight per engine");
+        v.value("max_outstanding_chunks", max_outstanding_chunks, Limits::range(1, 256), "chunks",
+                "chunks in flight per engine");
         v.value("setup_latency_cycles", setup_latency_cycles, Limits::non_negative(), "cycles",
                 "descriptor decode before the first burst");
         v.value("vmem_bytes_per_cycle", vmem_bytes_per_cycle, Limits::positive(), "B/cycle",

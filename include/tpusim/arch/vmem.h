@@ -1,0 +1,55 @@
+#pragma once
+// VMEM of one TensorCore: capacity accounting for the program's buffers and the bandwidth of
+// its ports (DMA, vector load, vector store). Plain C++, no SystemC.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "tpusim/common/types.h"
+#include "tpusim/config/memory_config.h"
+
+namespace tpusim {
+
+// Hands out buffer offsets (first fit). A request that does not fit throws InputError
+// ("program needs X MiB of VMEM, core has 16 MiB"): never a silent overflow.
+class VmemAllocator {
+ public:
+    explicit VmemAllocator(const VmemConfig& cfg);
+
+    // `what` names the buffer in the error message. `align` must be a power of two.
+    Addr allocate(Bytes bytes, const std::string& what = "", Bytes align = 512);
+    // Contract: `offset` was returned by allocate and not released since.
+    void release(Addr offset);
+    void reset();
+
+    Bytes capacity_bytes() const { return capacity_; }
+    Bytes used_bytes() const { return used_; }
+    Bytes peak_bytes() const { return peak_; }
+    // Throws InputError when [addr, addr + bytes) is not inside the VMEM.
+    void check_range(Addr addr, Bytes bytes, const std::string& what) const;
+
+ private:
+    Bytes capacity_;
+    Bytes used_ = 0, peak_ = 0;
+    std::map<Addr, Bytes> live_;  // offset -> size
+};
+
+// A port that moves `bytes_per_cycle`; transfers reserve it in arrival order.
+class VmemPort {
+ public:
+    explicit VmemPort(std::int64_t bytes_per_cycle)
+        : bytes_per_cycle_(static_cast<Bytes>(bytes_per_cycle)) {}
+    // Reserves the port for `bytes` from `now` (or when it frees up); returns the cycle at
+    // which the transfer ends.
+    Cycle reserve(Cycle now, Bytes bytes);
+    Cycle free_at() const { return free_at_; }
+    const std::uint64_t& busy_cycles() const { return busy_cycles_; }
+    const std::uint64_t& bytes() const { return bytes_; }
+
+ private:
+    Bytes bytes_per_cycle_;
+    Cycle free_at_ = 0;
+    std::uint64_t busy_cycles_ = 0, bytes_ = 0;
+};
+
+}  // namespace tpusim
