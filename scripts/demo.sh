@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/setup.sh
+echo "demo: building build/tpusim ..." >&2
 TARGETS=tpusim bash scripts/build.sh >/dev/null
 tpusim=build/tpusim
 
