@@ -16,6 +16,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 export JOBS
+# No SystemC banner from the test discovery that runs at build time.
+export SC_COPYRIGHT_MESSAGE=DISABLE
 
 bash scripts/setup.sh
 
