@@ -236,7 +236,7 @@ json load_chain(const std::string& path, std::vector<std::string>& stack,
         for (const auto& s : stack) cycle += s + " -> ";
         throw InputError(path, "/extends", "extends cycle: " + cycle + key);
     }
-    if (stack.size() >= 16) throw InputError(path, "/extends", "extends chain deeper than 16");
+    if (stack.size() > 16) throw InputError(path, "/extends", "extends chain deeper than 16");
     json doc = read_json_file(path);
     if (!doc.is_object()) {
         throw InputError(path, "", "expected a JSON object at the top level, got " +

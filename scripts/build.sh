@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Configures and builds tpusim (CLI and tests) into build/, warnings as errors, RelWithDebInfo.
+#   scripts/build.sh [extra cmake -D options...]
+# BUILD_DIR overrides the build directory; TARGETS limits what is built (default: all).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=${JOBS:-$(nproc)}
+generator=()
+if command -v ninja >/dev/null 2>&1; then
+    # An existing Makefile build keeps its generator (CMake refuses to switch).
+    if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]] || grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' \
+        "$BUILD_DIR/CMakeCache.txt"; then
+        generator=(-G Ninja)
+    fi
+fi
+
+cmake -S . -B "$BUILD_DIR" "${generator[@]}" -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTPUSIM_WERROR=ON "$@" >/dev/null
+# shellcheck disable=SC2086
+cmake --build "$BUILD_DIR" -j "$JOBS" ${TARGETS:+--target $TARGETS}
