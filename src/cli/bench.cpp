@@ -3,6 +3,8 @@
 
 namespace tpusim::cli {
 
-void add_bench_commands(CLI::App& bench) { (void)bench; }
+void add_bench_commands(CLI::App& bench) {
+    add_bench_ici_command(bench);
+}
 
 }  // namespace tpusim::cli

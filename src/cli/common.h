@@ -25,5 +25,6 @@ void add_info_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 // Sub-commands of `tpusim bench`.
 void add_bench_commands(CLI::App& bench);
+void add_bench_ici_command(CLI::App& bench);
 
 }  // namespace tpusim::cli
