@@ -35,12 +35,17 @@ IciFabric::IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mh
       packet_bytes_(static_cast<Bytes>(cfg.packet_bytes)),
       train_bytes_(std::max<Bytes>(static_cast<Bytes>(cfg.chunk_bytes), packet_bytes_)) {
     // A train reserves all its credits when it is granted and frees them when its tail has
-    // left the receiver; packets would reserve and free them one by one, spread over the
-    // train's serialisation at each end. Two trains' worth of extra buffer (zero for single
-    // packets) compensates, so coarse trains do not invent stalls the wire would not have.
+    // left the receiver, one train serialisation later than its packets would on average.
+    // The receiver's buffer is scaled by the ratio of the two holding times (the credit round
+    // trip of a packet, and of a train), so that trains see the window packets would see.
+    // A buffer smaller than one train is raised to one train (docs/ici.md).
+    const Tick pkt = serialise_ticks(packet_bytes_);
+    const double rtt = static_cast<double>(pkt + 2 * latency_ + router_);
+    const double scale = (rtt + static_cast<double>(serialise_ticks(train_bytes_) - pkt)) / rtt;
     const auto train_packets = static_cast<std::uint32_t>(train_bytes_ / packet_bytes_);
-    credit_capacity_ = static_cast<std::uint32_t>(cfg.credits_per_link) + 2 * (train_packets - 1);
-    if (credit_capacity_ < train_packets) credit_capacity_ = train_packets;
+    credit_capacity_ = static_cast<std::uint32_t>(
+        std::ceil(static_cast<double>(cfg.credits_per_link) * scale));
+    credit_capacity_ = std::max(credit_capacity_, train_packets);
     routers_.resize(static_cast<std::size_t>(topo.chips()));
     const auto& links = topo.links();
     for (std::size_t i = 0; i < links.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "tpusim/arch/topology.h"
 #include "tpusim/common/error.h"
 
 namespace tpusim {
@@ -15,6 +16,17 @@ namespace {
 [[noreturn]] void fail(const std::map<std::string, std::string>& origin, const std::string& ptr,
                        const std::string& what) {
     throw InputError(config_origin(origin, ptr), ptr, what);
+}
+
+// ICI wiring: every chip needs a link per neighbour direction of its grid (docs/ici.md).
+void check_ici_topology(const TpuConfig& cfg, const std::map<std::string, std::string>& origin) {
+    const std::string why = Topology::problem(cfg.board, cfg.ici);
+    if (!why.empty()) fail(origin, "/ici/links_per_chip", "expected enough links: " + why);
+    if (cfg.ici.chunk_bytes < cfg.ici.packet_bytes) {
+        fail(origin, "/ici/chunk_bytes",
+             fmt::format("expected at least ici.packet_bytes ({}), got {}", cfg.ici.packet_bytes,
+                         cfg.ici.chunk_bytes));
+    }
 }
 
 }  // namespace
@@ -62,6 +74,7 @@ void check_relations(const TpuConfig& cfg, const std::map<std::string, std::stri
              fmt::format("expected the chip's {} channels to split evenly between its {} cores",
                          cfg.hbm.channels(), cfg.chip.cores_per_chip));
     }
+    check_ici_topology(cfg, origin);
 }
 
 }  // namespace tpusim

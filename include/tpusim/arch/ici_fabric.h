@@ -7,8 +7,8 @@
 // Granularity: a message moves as trains of packets of up to ici.chunk_bytes. A train is
 // forwarded cut-through: its head can leave a router once its first packet has arrived, its
 // tail no earlier than one packet after the tail arrived. It reserves its credits at once and
-// frees them when its tail leaves the receiver, so the receiver advertises two trains' worth
-// of extra buffer to mirror the packet-by-packet reservation of the wire (docs/ici.md).
+// frees them when its tail leaves the receiver, so the buffer is scaled to give trains the
+// window packets would have (docs/ici.md).
 //
 // Time is kept in ticks of 1/1024 core cycle so that serialisation of a 512 B packet at
 // 87.2 B/cycle does not lose bandwidth to rounding; callers see cycles.
