@@ -15,10 +15,13 @@ double busbw_factor(CollectiveKind kind, int n) {
     if (n < 2) return 0.0;
     const double dn = static_cast<double>(n);
     switch (kind) {
-        case CollectiveKind::kAllReduce: return 2.0 * (dn - 1) / dn;
+        case CollectiveKind::kAllReduce:
+            return 2.0 * (dn - 1) / dn;
         case CollectiveKind::kReduceScatter:
-        case CollectiveKind::kAllGather: return (dn - 1) / dn;
-        default: return 1.0;
+        case CollectiveKind::kAllGather:
+            return (dn - 1) / dn;
+        default:
+            return 1.0;
     }
 }
 
@@ -46,7 +49,8 @@ IciPoint run_ici_point(const TpuConfig& cfg, const CollectiveSpec& spec_in) {
         pt.busbw_gbps = pt.algbw_gbps * factor;
     }
     if (pt.link_bound_seconds > 0) {
-        pt.bound_busbw_gbps = static_cast<double>(spec.bytes) / pt.link_bound_seconds / 1e9 * factor;
+        pt.bound_busbw_gbps =
+            static_cast<double>(spec.bytes) / pt.link_bound_seconds / 1e9 * factor;
     }
     const auto& fabric = engine.fabric();
     for (std::size_t l = 0; l < topo.links().size(); ++l) {
@@ -67,15 +71,22 @@ Bytes parse_byte_size(const std::string& text) {
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
     const std::string num = text.substr(0, i), unit = text.substr(i);
     Bytes mult = 0;
-    if (unit.empty() || unit == "B") mult = 1;
-    else if (unit == "K" || unit == "KiB") mult = kKiB;
-    else if (unit == "M" || unit == "MiB") mult = kMiB;
-    else if (unit == "G" || unit == "GiB") mult = kGiB;
+    if (unit.empty() || unit == "B")
+        mult = 1;
+    else if (unit == "K" || unit == "KiB")
+        mult = kKiB;
+    else if (unit == "M" || unit == "MiB")
+        mult = kMiB;
+    else if (unit == "G" || unit == "GiB")
+        mult = kGiB;
     if (num.empty() || num.size() > 12 || mult == 0) {
-        throw InputError("--sizes", "", "expected a byte count such as 1024, 64KiB, 4MiB or 1GiB, got \"" + text + "\"");
+        throw InputError(
+            "--sizes", "",
+            "expected a byte count such as 1024, 64KiB, 4MiB or 1GiB, got \"" + text + "\"");
     }
     const Bytes v = std::stoull(num) * mult;
-    if (v == 0) throw InputError("--sizes", "", "expected a positive byte count, got \"" + text + "\"");
+    if (v == 0)
+        throw InputError("--sizes", "", "expected a positive byte count, got \"" + text + "\"");
     return v;
 }
 

@@ -11,15 +11,17 @@ namespace tpusim {
 std::vector<Bytes> link_loads(const LoweredCollective& lc, const Topology& topo) {
     std::vector<Bytes> load(topo.links().size(), 0);
     for (const Schedule& s : lc.streams)
-    for (const auto& c : s.cores) {
-        const int src = topo.chip_of_core(c.core);
-        for (const auto& st : c.steps) {
-            for (const auto& t : st.sends) {
-                const int dst = topo.chip_of_core(s.cores[static_cast<std::size_t>(t.dst)].core);
-                for (const auto& h : topo.route(src, dst, t.prefer_sign)) load[h.link] += t.bytes;
+        for (const auto& c : s.cores) {
+            const int src = topo.chip_of_core(c.core);
+            for (const auto& st : c.steps) {
+                for (const auto& t : st.sends) {
+                    const int dst =
+                        topo.chip_of_core(s.cores[static_cast<std::size_t>(t.dst)].core);
+                    for (const auto& h : topo.route(src, dst, t.prefer_sign))
+                        load[h.link] += t.bytes;
+                }
             }
         }
-    }
     return load;
 }
 
@@ -49,10 +51,11 @@ double stream_floor_cycles(const Schedule& s, const IciFabric& fabric) {
                 if (t.bytes == 0) continue;
                 const int dst = topo.chip_of_core(s.cores[static_cast<std::size_t>(t.dst)].core);
                 const auto hops = topo.route(src, dst, t.prefer_sign).size();
-                const Tick packet = fabric.serialise_ticks(std::min<Bytes>(t.bytes, fabric.packet_bytes()));
-                const Tick lat = hops == 0 ? fabric.router_ticks()
-                                           : hops * (packet + fabric.latency_ticks() +
-                                                     fabric.router_ticks());
+                const Tick packet =
+                    fabric.serialise_ticks(std::min<Bytes>(t.bytes, fabric.packet_bytes()));
+                const Tick lat =
+                    hops == 0 ? fabric.router_ticks()
+                              : hops * (packet + fabric.latency_ticks() + fabric.router_ticks());
                 auto& f = finish[static_cast<std::size_t>(t.dst)];
                 f = std::max(f, start[p] + lat);
             }

@@ -27,7 +27,8 @@ AnalyticalReductionCost::AnalyticalReductionCost(const VpuConfig& vpu, const Hbm
                            static_cast<double>(chip.cores_per_chip)) {}
 
 Cycle AnalyticalReductionCost::cycles(Bytes bytes, Bytes element_bytes) const {
-    const double elements = std::ceil(static_cast<double>(bytes) / static_cast<double>(element_bytes));
+    const double elements =
+        std::ceil(static_cast<double>(bytes) / static_cast<double>(element_bytes));
     const double vpu = std::ceil(elements / elements_per_cycle_);
     const double hbm = std::ceil(3.0 * static_cast<double>(bytes) / hbm_bytes_per_cycle_);
     return static_cast<Cycle>(std::max(vpu, hbm));

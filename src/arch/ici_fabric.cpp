@@ -29,8 +29,8 @@ IciFabric::IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mh
       queue_(queue),
       deliver_(std::move(deliver)),
       bytes_per_cycle_(cfg.link_bandwidth_gbps * 1e3 / clock_mhz),
-      latency_(static_cast<Tick>(
-          std::llround(cfg.link_latency_ns * clock_mhz / 1e3 * static_cast<double>(kTicksPerCycle)))),
+      latency_(static_cast<Tick>(std::llround(cfg.link_latency_ns * clock_mhz / 1e3 *
+                                              static_cast<double>(kTicksPerCycle)))),
       router_(static_cast<Tick>(cfg.router_latency_cycles) * kTicksPerCycle),
       packet_bytes_(static_cast<Bytes>(cfg.packet_bytes)),
       train_bytes_(std::max<Bytes>(static_cast<Bytes>(cfg.chunk_bytes), packet_bytes_)) {
@@ -43,8 +43,8 @@ IciFabric::IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mh
     const double rtt = static_cast<double>(pkt + 2 * latency_ + router_);
     const double scale = (rtt + static_cast<double>(serialise_ticks(train_bytes_) - pkt)) / rtt;
     const auto train_packets = static_cast<std::uint32_t>(train_bytes_ / packet_bytes_);
-    credit_capacity_ = static_cast<std::uint32_t>(
-        std::ceil(static_cast<double>(cfg.credits_per_link) * scale));
+    credit_capacity_ =
+        static_cast<std::uint32_t>(std::ceil(static_cast<double>(cfg.credits_per_link) * scale));
     credit_capacity_ = std::max(credit_capacity_, train_packets);
     routers_.resize(static_cast<std::size_t>(topo.chips()));
     const auto& links = topo.links();
@@ -54,16 +54,17 @@ IciFabric::IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mh
         l->stats.counter("bytes", l->bytes, "B", "bytes sent over this link direction");
         l->stats.counter("trains", l->trains, "trains", "packet trains sent (simulation unit)");
         LinkState* raw = l.get();
-        l->stats.formula("busy_cycles",
-                         [raw] { return static_cast<double>(raw->busy_ticks) / kTicksPerCycle; },
-                         "cycles", "cycles the link was serialising data");
-        l->stats.formula("busy_fraction",
-                         [raw, this] {
-                             return elapsed_ ? static_cast<double>(raw->busy_ticks) /
-                                                   static_cast<double>(elapsed_)
-                                             : 0.0;
-                         },
-                         "fraction", "busy cycles / elapsed cycles");
+        l->stats.formula(
+            "busy_cycles", [raw] { return static_cast<double>(raw->busy_ticks) / kTicksPerCycle; },
+            "cycles", "cycles the link was serialising data");
+        l->stats.formula(
+            "busy_fraction",
+            [raw, this] {
+                return elapsed_
+                           ? static_cast<double>(raw->busy_ticks) / static_cast<double>(elapsed_)
+                           : 0.0;
+            },
+            "fraction", "busy cycles / elapsed cycles");
         stats_.add_child(l->stats);
         links_.push_back(std::move(l));
         routers_[static_cast<std::size_t>(links[i].dst_chip)].in_links.push_back(

@@ -1,8 +1,8 @@
 #include "tpusim/arch/topology.h"
 
-#include <stdexcept>
-
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 #include "tpusim/config/board_config.h"
 #include "tpusim/config/ici_config.h"
@@ -10,8 +10,8 @@
 namespace tpusim {
 
 Topology::Topology(const BoardConfig& board, const ChipConfig& chip)
-    : Topology(static_cast<int>(board.chips_x), static_cast<int>(board.chips_y),
-               board.wraparound, static_cast<int>(chip.cores_per_chip)) {}
+    : Topology(static_cast<int>(board.chips_x), static_cast<int>(board.chips_y), board.wraparound,
+               static_cast<int>(chip.cores_per_chip)) {}
 
 Topology::Topology(int chips_x, int chips_y, bool wraparound, int cores_per_chip)
     : nx_(chips_x), ny_(chips_y), wrap_(wraparound), cores_per_chip_(cores_per_chip) {
@@ -31,8 +31,10 @@ Topology::Topology(int chips_x, int chips_y, bool wraparound, int cores_per_chip
                 if (wrap && !wrap_) continue;
                 p = (p + n) % n;
                 const int dst = dim == 0 ? chip_at(p, pos[1]) : chip_at(pos[0], p);
-                Link l{chip, dst, dim, sign, wrap,
-                       fmt::format("c{}{}{}", chip, sign > 0 ? '+' : '-', dim == 0 ? 'x' : 'y')};
+                Link l{
+                    chip, dst,
+                    dim,  sign,
+                    wrap, fmt::format("c{}{}{}", chip, sign > 0 ? '+' : '-', dim == 0 ? 'x' : 'y')};
                 out_[static_cast<std::size_t>(chip * 4 + dim * 2 + (sign < 0))] =
                     static_cast<int>(links_.size());
                 links_.push_back(std::move(l));
@@ -45,15 +47,17 @@ int Topology::ports_needed(int chips_x, int chips_y, bool wraparound) {
     // A mesh's inner chips have as many ports as a torus's; only the edges lose some.
     int n = 0;
     for (int size : {chips_x, chips_y}) {
-        if (size > 2 || (size == 2 && wraparound)) n += 2;
-        else if (size == 2) n += 1;
+        if (size > 2 || (size == 2 && wraparound))
+            n += 2;
+        else if (size == 2)
+            n += 1;
     }
     return n;
 }
 
 std::string Topology::problem(const BoardConfig& board, const IciConfig& ici) {
-    const int need = ports_needed(static_cast<int>(board.chips_x),
-                                  static_cast<int>(board.chips_y), board.wraparound);
+    const int need = ports_needed(static_cast<int>(board.chips_x), static_cast<int>(board.chips_y),
+                                  board.wraparound);
     if (ici.links_per_chip < need) {
         return fmt::format(
             "a {} x {} {} needs {} ICI links per chip (+x, -x, +y, -y where the grid has "

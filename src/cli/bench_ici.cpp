@@ -1,9 +1,9 @@
 // `tpusim bench ici`: a collective (all-reduce by default) over message sizes on the
 // configured board or slice, run through the ICI model, beside its link-limited bound and
 // latency floor (docs/ici.md).
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
@@ -78,9 +78,10 @@ void run_bench_ici(const BenchIciOptions& o) {
         o.collective, cfg.name, cfg.board.chips_x, cfg.board.chips_y,
         cfg.board.wraparound ? ", torus" : ", mesh", n, cfg.ici.all_reduce_algorithm,
         cfg.ici.link_bandwidth_gbps);
-    std::cout << fmt::format("busbw = algbw x {:.4f} (NCCL convention); bound = link-limited "
-                             "time of the busiest link; floor = latency of the dependent steps\n",
-                             busbw_factor(spec.kind, n));
+    std::cout << fmt::format(
+        "busbw = algbw x {:.4f} (NCCL convention); bound = link-limited "
+        "time of the busiest link; floor = latency of the dependent steps\n",
+        busbw_factor(spec.kind, n));
     std::cout << fmt::format("{:>12} {:>12} {:>10} {:>10} {:>12} {:>12} {:>12} {:>8}\n", "bytes",
                              "time_us", "algbw", "busbw", "bound_busbw", "bound_us", "floor_us",
                              "wall_s");
@@ -96,8 +97,9 @@ void run_bench_ici(const BenchIciOptions& o) {
 
 void add_bench_ici_command(CLI::App& bench) {
     static BenchIciOptions opts;
-    auto* cmd = bench.add_subcommand("ici", "all-reduce (or another collective) over message "
-                                            "sizes on the configured board or slice");
+    auto* cmd = bench.add_subcommand("ici",
+                                     "all-reduce (or another collective) over message "
+                                     "sizes on the configured board or slice");
     add_common_options(cmd, opts.common);
     cmd->add_option("--sizes", opts.sizes,
                     "message sizes (default 1KiB, 4KiB, ... 256MiB), e.g. --sizes 1KiB 64MiB")

@@ -1,10 +1,10 @@
 #include "tpusim/program/collectives.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "tpusim/arch/topology.h"
 #include "tpusim/common/error.h"
@@ -51,7 +51,9 @@ void ring_phase(Schedule& s, const std::vector<int>& ring, Bytes bytes, bool red
     }
 }
 
-std::size_t steps_so_far(const Schedule& s) { return s.cores.empty() ? 0 : s.cores[0].steps.size(); }
+std::size_t steps_so_far(const Schedule& s) {
+    return s.cores.empty() ? 0 : s.cores[0].steps.size();
+}
 
 void check_core(const Topology& topo, int core) {
     if (core < 0 || core >= topo.cores()) {
@@ -74,7 +76,8 @@ Schedule participants(const std::vector<int>& group, const Topology& topo, std::
     std::sort(cores.begin(), cores.end());
     std::vector<int> pos(static_cast<std::size_t>(topo.chips()));
     const auto order = topo.ring_order();
-    for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
+    for (std::size_t i = 0; i < order.size(); ++i)
+        pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
     for (int c : cores) s.cores.push_back(CoreSchedule{c, {}});
     ring.resize(cores.size());
     for (std::size_t i = 0; i < ring.size(); ++i) ring[i] = static_cast<int>(i);
@@ -106,7 +109,8 @@ void lower_torus2d(Schedule& s, const Topology& topo, Bytes bytes, bool y_first)
         for (int other = 0; other < m; ++other) {
             for (int c = 0; c < C; ++c) {
                 std::vector<int> plus;
-                for (int i = 0; i < n; ++i) plus.push_back(dim == 0 ? core(i, other, c) : core(other, i, c));
+                for (int i = 0; i < n; ++i)
+                    plus.push_back(dim == 0 ? core(i, other, c) : core(other, i, c));
                 std::vector<int> minus(plus.rbegin(), plus.rend());
                 const Bytes b = size_of(other, c);
                 ring_phase(s, plus, b / 2, rs, 1, f);
@@ -151,7 +155,8 @@ CollectiveKind parse_collective_kind(const std::string& name) {
         {"send_recv", CollectiveKind::kSendRecv}};
     const auto it = kinds.find(name);
     if (it == kinds.end()) {
-        bad(fmt::format("unknown collective \"{}\"; expected all_reduce, reduce_scatter, "
+        bad(
+            fmt::format("unknown collective \"{}\"; expected all_reduce, reduce_scatter, "
                         "all_gather, all_to_all, collective_permute or send_recv",
                         name));
     }
@@ -160,12 +165,18 @@ CollectiveKind parse_collective_kind(const std::string& name) {
 
 const char* collective_kind_name(CollectiveKind kind) {
     switch (kind) {
-        case CollectiveKind::kAllReduce: return "all_reduce";
-        case CollectiveKind::kReduceScatter: return "reduce_scatter";
-        case CollectiveKind::kAllGather: return "all_gather";
-        case CollectiveKind::kAllToAll: return "all_to_all";
-        case CollectiveKind::kCollectivePermute: return "collective_permute";
-        case CollectiveKind::kSendRecv: return "send_recv";
+        case CollectiveKind::kAllReduce:
+            return "all_reduce";
+        case CollectiveKind::kReduceScatter:
+            return "reduce_scatter";
+        case CollectiveKind::kAllGather:
+            return "all_gather";
+        case CollectiveKind::kAllToAll:
+            return "all_to_all";
+        case CollectiveKind::kCollectivePermute:
+            return "collective_permute";
+        case CollectiveKind::kSendRecv:
+            return "send_recv";
     }
     return "?";
 }
@@ -178,9 +189,9 @@ AllReduceAlgorithm parse_all_reduce_algorithm(const std::string& name) {
 
 Bytes dtype_bytes(const std::string& dtype) {
     static const std::map<std::string, Bytes> sizes = {
-        {"f32", 4}, {"fp32", 4}, {"float32", 4}, {"s32", 4}, {"int32", 4}, {"u32", 4},
-        {"bf16", 2}, {"f16", 2}, {"fp16", 2}, {"s16", 2}, {"s8", 1}, {"int8", 1}, {"u8", 1},
-        {"f64", 8}, {"s64", 8}};
+        {"f32", 4}, {"fp32", 4}, {"float32", 4}, {"s32", 4},  {"int32", 4},
+        {"u32", 4}, {"bf16", 2}, {"f16", 2},     {"fp16", 2}, {"s16", 2},
+        {"s8", 1},  {"int8", 1}, {"u8", 1},      {"f64", 8},  {"s64", 8}};
     const auto it = sizes.find(dtype);
     if (it == sizes.end()) bad(fmt::format("unknown dtype \"{}\"", dtype));
     return it->second;
@@ -191,8 +202,8 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
     if (spec.element_bytes == 0) bad("element size must be positive");
     Schedule s;
     std::vector<int> ring;
-    const bool pairwise = spec.kind == CollectiveKind::kCollectivePermute ||
-                          spec.kind == CollectiveKind::kSendRecv;
+    const bool pairwise =
+        spec.kind == CollectiveKind::kCollectivePermute || spec.kind == CollectiveKind::kSendRecv;
     if (pairwise) {
         if (spec.kind == CollectiveKind::kSendRecv && spec.pairs.size() != 1) {
             bad(fmt::format("send_recv takes exactly one (source, destination) pair, got {}",
@@ -210,7 +221,8 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
         }
         s = participants(std::vector<int>(all.begin(), all.end()), topo, ring);
         std::map<int, int> index;
-        for (std::size_t i = 0; i < s.cores.size(); ++i) index[s.cores[i].core] = static_cast<int>(i);
+        for (std::size_t i = 0; i < s.cores.size(); ++i)
+            index[s.cores[i].core] = static_cast<int>(i);
         for (auto& c : s.cores) c.steps.resize(1);
         for (const auto& [a, b] : spec.pairs) {
             s.cores[static_cast<std::size_t>(index[a])].steps[0].sends.push_back(
@@ -258,7 +270,8 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
                 for (int q = 0; q < n; ++q) {
                     if (p == q) continue;
                     const Bytes b = block(spec.bytes, n, q);
-                    s.cores[static_cast<std::size_t>(p)].steps[0].sends.push_back(Transfer{q, b, 0, 1});
+                    s.cores[static_cast<std::size_t>(p)].steps[0].sends.push_back(
+                        Transfer{q, b, 0, 1});
                     s.cores[static_cast<std::size_t>(q)].steps[0].recv_bytes += b;
                 }
             }

@@ -1,11 +1,11 @@
 // ICI fabric: packet latency from the link parameters, serialisation, credits and contention.
 // Expected times are derived here from the config, in ticks of 1/1024 core cycle.
-#include <catch2/catch.hpp>
+#include "tpusim/arch/ici_fabric.h"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 
-#include "tpusim/arch/ici_fabric.h"
 #include "tpusim/config/ici_config.h"
 
 using namespace tpusim;
@@ -103,14 +103,13 @@ TEST_CASE("two flows contend for one link and share it round robin", "[ici][fabr
     REQUIRE(finish <= floor + 2 * ser(c, static_cast<Bytes>(c.chunk_bytes)) + lat(c) + router(c));
     // Round robin: the two flows finish within a couple of trains of each other, and the
     // contended flow finishes much later than it would alone.
-    const Tick gap = both.last[1] > both.last[2] ? both.last[1] - both.last[2]
-                                                 : both.last[2] - both.last[1];
+    const Tick gap =
+        both.last[1] > both.last[2] ? both.last[1] - both.last[2] : both.last[2] - both.last[1];
     REQUIRE(gap <= 2 * ser(c, static_cast<Bytes>(c.chunk_bytes)) + lat(c) + router(c));
     REQUIRE(both.last[1] > alone.last[1] + ser(c, bytes) / 2);
 }
 
-TEST_CASE("credits throttle a link whose buffer does not cover the round trip",
-          "[ici][fabric]") {
+TEST_CASE("credits throttle a link whose buffer does not cover the round trip", "[ici][fabric]") {
     IciConfig c;
     c.chunk_bytes = c.packet_bytes;  // packet by packet
     c.credits_per_link = 16;

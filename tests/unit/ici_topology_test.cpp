@@ -1,7 +1,6 @@
 // ICI topology: wiring of the 4-chip boards and torus slices, routes, ring order, and the
 // configurations the loader must reject.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "../test_util.h"
@@ -84,11 +83,11 @@ TEST_CASE("bad ICI topologies are rejected with the key that is wrong", "[ici][t
         REQUIRE(e.where() == "/ici/links_per_chip");
     }
     // A 4 x 1 line without wrap-around needs only +x and -x; with one link it cannot be wired.
-    REQUIRE_NOTHROW(load_config(v3, {"board.chips_x=4", "board.chips_y=1",
-                                     "board.wraparound=false", "ici.links_per_chip=2"}));
-    REQUIRE_THROWS_AS(load_config(v3, {"board.chips_x=4", "board.chips_y=1",
-                                       "ici.links_per_chip=1"}),
-                      InputError);
+    REQUIRE_NOTHROW(load_config(v3, {"board.chips_x=4", "board.chips_y=1", "board.wraparound=false",
+                                     "ici.links_per_chip=2"}));
+    REQUIRE_THROWS_AS(
+        load_config(v3, {"board.chips_x=4", "board.chips_y=1", "ici.links_per_chip=1"}),
+        InputError);
     REQUIRE_THROWS_AS(load_config(v3, {"ici.chunk_bytes=256"}), InputError);
     REQUIRE_THROWS_AS(load_config(v3, {"ici.all_reduce_algorithm=tree"}), InputError);
     // The shipped slices load.

@@ -15,8 +15,8 @@ struct IciPoint {
     int participants = 0;
     Cycle cycles = 0;
     double seconds = 0;
-    double algbw_gbps = 0;  // bytes / seconds
-    double busbw_gbps = 0;  // algbw x 2(n-1)/n for all-reduce (NCCL convention)
+    double algbw_gbps = 0;             // bytes / seconds
+    double busbw_gbps = 0;             // algbw x 2(n-1)/n for all-reduce (NCCL convention)
     double link_bound_seconds = 0;     // busiest link's bytes at link bandwidth
     double latency_floor_seconds = 0;  // dependent steps, one packet each
     double bound_busbw_gbps = 0;       // busbw if the run took link_bound_seconds

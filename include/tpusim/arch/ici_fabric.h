@@ -39,9 +39,7 @@ struct IciEvent {
     std::uint8_t kind = 0;
     std::uint32_t a = 0, b = 0;
     std::uint64_t c = 0;
-    bool operator>(const IciEvent& o) const {
-        return when != o.when ? when > o.when : seq > o.seq;
-    }
+    bool operator>(const IciEvent& o) const { return when != o.when ? when > o.when : seq > o.seq; }
 };
 
 class IciEventQueue {

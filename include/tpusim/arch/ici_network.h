@@ -5,7 +5,6 @@
 // at once and share links, routers and the cores' reduction units.
 #include <functional>
 #include <memory>
-
 #include <systemc>
 
 #include "tpusim/arch/ici_engine.h"

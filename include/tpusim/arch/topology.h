@@ -19,8 +19,8 @@ class Topology {
     // One direction of one physical link.
     struct Link {
         int src_chip = 0, dst_chip = 0;
-        int dim = 0;   // 0: x, 1: y
-        int sign = 1;  // +1 or -1 along dim
+        int dim = 0;        // 0: x, 1: y
+        int sign = 1;       // +1 or -1 along dim
         bool wrap = false;  // the torus wrap-around link of its ring (the dateline)
         std::string name;   // "c3+x"
     };

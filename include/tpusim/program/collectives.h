@@ -6,8 +6,8 @@
 //   all-reduce ring:    reduce-scatter + all-gather on one ring of the group, 2(n-1) steps.
 //   all-reduce torus2d: on-chip reduce-scatter between the chip's cores, then per core a
 //                       bidirectional reduce-scatter along x, then along y, all-gather back
-//                       along y, x and on chip; half of the buffer takes y before x. Needs the whole slice as the group; other
-//                       groups fall back to the ring.
+//                       along y, x and on chip; half of the buffer takes y before x. Needs the
+//                       whole slice as the group; other groups fall back to the ring.
 //   reduce-scatter / all-gather: one ring phase; all-to-all: one step, every pair directly;
 //   collective-permute / send-recv: one step along the given pairs.
 #include <cstdint>
@@ -49,7 +49,7 @@ struct CollectiveSpec {
     Bytes bytes = 0;
     Bytes element_bytes = 4;  // of the dtype; sizes the reduction work
     std::vector<int> group;   // global core ids (chip * cores_per_chip + i); empty: all cores
-    std::vector<std::pair<int, int>> pairs;  // permute / send_recv: (source, destination)
+    std::vector<std::pair<int, int>> pairs;       // permute / send_recv: (source, destination)
     std::optional<AllReduceAlgorithm> algorithm;  // default: the config's
     // torus2d: the buffer is cut into this many pieces per dimension order; pieces run as
     // concurrent streams, so one piece's on-chip reduction overlaps another's link traffic.
@@ -57,9 +57,9 @@ struct CollectiveSpec {
 };
 
 struct Transfer {
-    int dst = 0;       // participant index in the schedule
+    int dst = 0;  // participant index in the schedule
     Bytes bytes = 0;
-    int dst_step = 0;  // step of the receiver that waits for it
+    int dst_step = 0;     // step of the receiver that waits for it
     int prefer_sign = 1;  // direction on a torus ring where both are equally short
 };
 struct Step {
