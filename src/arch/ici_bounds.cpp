@@ -1,8 +1,10 @@
 #include "tpusim/arch/ici_bounds.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
+#include "tpusim/arch/ici_engine.h"
 #include "tpusim/arch/ici_fabric.h"
 #include "tpusim/program/collectives.h"
 
@@ -72,6 +74,26 @@ double latency_floor_cycles(const LoweredCollective& c, const IciFabric& fabric)
     double worst = 0;
     for (const Schedule& s : c.streams) worst = std::max(worst, stream_floor_cycles(s, fabric));
     return worst;
+}
+
+}  // namespace tpusim
+
+namespace tpusim {
+
+double reduction_bound_cycles(const LoweredCollective& c, const ReductionCostModel& cost) {
+    std::map<int, Bytes> per_core;
+    Bytes element = 4;
+    for (const Schedule& s : c.streams) {
+        element = s.element_bytes;
+        for (const auto& core : s.cores) {
+            for (const auto& st : core.steps) {
+                if (st.reduce) per_core[core.core] += st.recv_bytes;
+            }
+        }
+    }
+    Bytes worst = 0;
+    for (const auto& [core, bytes] : per_core) worst = std::max(worst, bytes);
+    return static_cast<double>(cost.cycles(worst, element));
 }
 
 }  // namespace tpusim

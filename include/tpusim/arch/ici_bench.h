@@ -15,11 +15,12 @@ struct IciPoint {
     int participants = 0;
     Cycle cycles = 0;
     double seconds = 0;
-    double algbw_gbps = 0;             // bytes / seconds
-    double busbw_gbps = 0;             // algbw x 2(n-1)/n for all-reduce (NCCL convention)
-    double link_bound_seconds = 0;     // busiest link's bytes at link bandwidth
-    double latency_floor_seconds = 0;  // dependent steps, one packet each
-    double bound_busbw_gbps = 0;       // busbw if the run took link_bound_seconds
+    double algbw_gbps = 0;               // bytes / seconds
+    double busbw_gbps = 0;               // algbw x 2(n-1)/n for all-reduce (NCCL convention)
+    double link_bound_seconds = 0;       // busiest link's bytes at link bandwidth
+    double latency_floor_seconds = 0;    // dependent steps, one packet each
+    double reduction_bound_seconds = 0;  // busiest core's reductions at the cost model's rate
+    double bound_busbw_gbps = 0;         // busbw if the run took link_bound_seconds
     Bytes max_link_bytes = 0;
     double max_link_busy_fraction = 0;
     double wall_seconds = 0;
