@@ -93,7 +93,7 @@ double reduction_bound_cycles(const LoweredCollective& c, const ReductionCostMod
     }
     Bytes worst = 0;
     for (const auto& [core, bytes] : per_core) worst = std::max(worst, bytes);
-    return static_cast<double>(cost.cycles(worst, element));
+    return cost.cycles(worst, element);
 }
 
 }  // namespace tpusim

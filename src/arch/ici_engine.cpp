@@ -26,12 +26,11 @@ AnalyticalReductionCost::AnalyticalReductionCost(const VpuConfig& vpu, const Hbm
       hbm_bytes_per_cycle_(hbm.peak_bytes_per_second() / (chip.clock_mhz * 1e6) /
                            static_cast<double>(chip.cores_per_chip)) {}
 
-Cycle AnalyticalReductionCost::cycles(Bytes bytes, Bytes element_bytes) const {
-    const double elements =
-        std::ceil(static_cast<double>(bytes) / static_cast<double>(element_bytes));
-    const double vpu = std::ceil(elements / elements_per_cycle_);
-    const double hbm = std::ceil(3.0 * static_cast<double>(bytes) / hbm_bytes_per_cycle_);
-    return static_cast<Cycle>(std::max(vpu, hbm));
+double AnalyticalReductionCost::cycles(Bytes bytes, Bytes element_bytes) const {
+    const double elements = static_cast<double>(bytes) / static_cast<double>(element_bytes);
+    const double vpu = elements / elements_per_cycle_;
+    const double hbm = 3.0 * static_cast<double>(bytes) / hbm_bytes_per_cycle_;
+    return std::max(vpu, hbm);
 }
 
 IciEngine::IciEngine(const Topology& topo, const IciConfig& cfg, double clock_mhz,
@@ -124,7 +123,8 @@ void IciEngine::deliver(std::uint64_t tag, Bytes bytes, Tick when) {
         // for a later step may be reduced early (its local operand is already there).
         Tick& free = vpu_free_[static_cast<std::size_t>(cs.core)];
         free = std::max(free, when) +
-               static_cast<Tick>(cost_.cycles(bytes, a.schedule.element_bytes)) * kTicksPerCycle;
+               static_cast<Tick>(std::ceil(cost_.cycles(bytes, a.schedule.element_bytes) *
+                                           static_cast<double>(kTicksPerCycle)));
         ++p.pending[step];
         reduced_bytes_ += bytes;
         queue_.push(free, kReduced, coll, part, (static_cast<std::uint64_t>(step) << 40) | bytes);

@@ -19,12 +19,13 @@ struct VpuConfig;
 struct HbmConfig;
 struct ChipConfig;
 
-// Contract: the cost, in core cycles, for one core to reduce `bytes` it has received into its
-// buffer. Reductions of one core run one after another.
+// Contract: the time, in core cycles (fractional: a throughput, so that reducing a buffer
+// train by train costs what reducing it at once does), for one core to reduce `bytes` it has
+// received into its buffer. Reductions of one core run one after another.
 class ReductionCostModel {
  public:
     virtual ~ReductionCostModel() = default;
-    virtual Cycle cycles(Bytes bytes, Bytes element_bytes) const = 0;
+    virtual double cycles(Bytes bytes, Bytes element_bytes) const = 0;
 };
 
 // Analytical term (named so in docs/ici.md): the VPU adds sublanes x lanes x alus_per_lane
@@ -33,7 +34,7 @@ class ReductionCostModel {
 class AnalyticalReductionCost final : public ReductionCostModel {
  public:
     AnalyticalReductionCost(const VpuConfig& vpu, const HbmConfig& hbm, const ChipConfig& chip);
-    Cycle cycles(Bytes bytes, Bytes element_bytes) const override;
+    double cycles(Bytes bytes, Bytes element_bytes) const override;
     double elements_per_cycle() const { return elements_per_cycle_; }
     double hbm_bytes_per_cycle() const { return hbm_bytes_per_cycle_; }
 
