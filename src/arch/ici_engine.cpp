@@ -175,7 +175,17 @@ void IciEngine::run_until(Cycle c) {
 Cycle IciEngine::run() {
     while (!queue_.empty()) dispatch(queue_.pop());
     fabric_->set_elapsed(now_);
+    check_progress();
     return ticks_to_cycles(now_);
+}
+
+// Nothing left to do while a collective waits means a schedule expects bytes nobody sends
+// (a lowering bug) or the fabric deadlocked: say so instead of hanging the caller.
+void IciEngine::check_progress() const {
+    if (queue_.empty() && active_count_ > 0) {
+        throw std::logic_error("IciEngine: " + std::to_string(active_count_) +
+                               " collective(s) can no longer make progress");
+    }
 }
 
 std::optional<Cycle> IciEngine::next_event_cycle() const {

@@ -35,6 +35,7 @@ void IciNetwork::loop() {
         if (next) {
             sc_core::wait(cycles(*next - now_cycles()), wake_);
         } else {
+            engine_.check_progress();
             sc_core::wait(wake_);
         }
     }

@@ -65,6 +65,8 @@ class IciEngine {
     Cycle now() const { return ticks_to_cycles(now_); }
     bool idle() const { return queue_.empty(); }
     std::size_t in_flight() const { return active_count_; }
+    // Throws std::logic_error if collectives are in flight but no event is left.
+    void check_progress() const;
 
     IciFabric& fabric() { return *fabric_; }
     const IciFabric& fabric() const { return *fabric_; }
