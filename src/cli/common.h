@@ -30,5 +30,6 @@ void add_bench_commands(CLI::App& bench);
 void add_bench_peak_command(CLI::App& bench);
 void add_bench_mxu_command(CLI::App& bench);
 void add_bench_hbm_command(CLI::App& bench);
+void add_bench_ici_command(CLI::App& bench);
 
 }  // namespace tpusim::cli

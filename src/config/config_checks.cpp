@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "tpusim/arch/topology.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/types.h"
 
@@ -34,6 +35,17 @@ struct Side {
                                                   o1.rfind("--set ", 0) != 0);
     const Side& s = blame_second ? second : first;
     fail(origin, s.ptr, s.what);
+}
+
+// ICI wiring: every chip needs a link per neighbour direction of its grid (docs/ici.md).
+void check_ici_topology(const TpuConfig& cfg, const std::map<std::string, std::string>& origin) {
+    const std::string why = Topology::problem(cfg.board, cfg.ici);
+    if (!why.empty()) fail(origin, "/ici/links_per_chip", "expected enough links: " + why);
+    if (cfg.ici.chunk_bytes < cfg.ici.packet_bytes) {
+        fail(origin, "/ici/chunk_bytes",
+             fmt::format("expected at least ici.packet_bytes ({}), got {}", cfg.ici.packet_bytes,
+                         cfg.ici.chunk_bytes));
+    }
 }
 
 }  // namespace
@@ -115,6 +127,7 @@ void check_relations(const TpuConfig& cfg, const std::map<std::string, std::stri
                         cfg.hbm.channels(), cfg.chip.cores_per_chip);
         fail_relation(origin, {"/hbm/channels_per_stack", what}, {"/chip/cores_per_chip", what});
     }
+    check_ici_topology(cfg, origin);
 }
 
 }  // namespace tpusim

@@ -9,12 +9,24 @@ namespace tpusim {
 
 struct IciConfig {
     std::int64_t links_per_chip = 4;
-    double link_bandwidth_gbps = 82.0;  // GB/s per direction (~656 Gbit/s on v3 [NORn])
-    double link_latency_ns = 500.0;     // wire + SerDes, one hop
+    // GB/s per direction: ~656 Gbit/s per v3 link [NORn] = 82 GB/s; [SB] quotes ~100 GB/s
+    // one-way. The spread is the main uncertainty of every ICI figure (docs/ici.md).
+    double link_bandwidth_gbps = 82.0;
+    double link_latency_ns = 500.0;  // wire + SerDes, one hop; not published (docs/ici.md)
     std::int64_t packet_bytes = 512;
-    std::int64_t credits_per_link = 32;  // packets a receiver buffers per input port
+    // Receive buffer per link input and virtual channel, in packets. Not published; 256 x 512 B
+    // covers the credit round trip (2 x 500 ns x 82 GB/s = 82 KB) so a link can stream at its
+    // bandwidth. Fewer credits throttle a link to credits x packet / round trip.
+    std::int64_t credits_per_link = 256;
     std::int64_t router_latency_cycles = 8;
+    // Simulation granularity: a transfer moves as trains of packets of up to chunk_bytes; a
+    // train is forwarded cut-through and reserves its credits at once. Equal to packet_bytes,
+    // every packet is simulated. docs/ici.md shows the error of coarse trains.
+    std::int64_t chunk_bytes = 65536;
     std::string all_reduce_algorithm = "torus2d";
+    // torus2d: pieces per dimension order, run as concurrent streams so that one piece's
+    // on-chip reduction overlaps another's link transfers (docs/ici.md).
+    std::int64_t all_reduce_pieces = 4;
 
     void visit(ConfigVisitor& v) {
         v.value("links_per_chip", links_per_chip, Limits::range(0, 16), "links",
@@ -25,11 +37,15 @@ struct IciConfig {
                 "latency of one link traversal");
         v.value("packet_bytes", packet_bytes, Limits::pow2_max(1 << 20), "B", "ICI packet size");
         v.value("credits_per_link", credits_per_link, Limits::range(1, 1 << 16), "packets",
-                "receive buffer per link input (credit-based flow control)");
+                "receive buffer per link input and virtual channel (credit-based flow control)");
         v.value("router_latency_cycles", router_latency_cycles, Limits::non_negative(), "cycles",
                 "router traversal, core clock");
+        v.value("chunk_bytes", chunk_bytes, Limits::pow2_max(1 << 26), "B",
+                "simulation granularity: largest train of packets scheduled as one transfer");
         v.value("all_reduce_algorithm", all_reduce_algorithm, {"ring", "torus2d"},
                 "all-reduce algorithm");
+        v.value("all_reduce_pieces", all_reduce_pieces, Limits::range(1, 64), "pieces",
+                "torus2d: buffer pieces per dimension order, pipelined as concurrent streams");
     }
 };
 
