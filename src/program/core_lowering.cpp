@@ -177,6 +177,7 @@ void CoreLowering::sink(std::size_t i, TileRef tile) {
 void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     const OpSpec& op = ops_[i];
     lowered_[i] = true;
+    (*infos_)[i].fused_into = ops_[op.deps[0]].id;
     const std::int64_t out_cols = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : in.cols;
     const std::int64_t out_total = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : in.total_cols;
     Waits waits = in.ready;

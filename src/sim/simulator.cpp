@@ -116,7 +116,10 @@ RunResult Simulator::run(const Program& program) {
         if (ran == 0) op.start_cycle = 0;
         op.flops = program.ops[i].flops * static_cast<double>(ran);
         op.hbm_bytes = program.ops[i].hbm_bytes * static_cast<Bytes>(ran);
-        op.bottleneck = verdict(op, std::max<std::int64_t>(ran, 1), cfg_);
+        // A fused op runs inside its producer's tiles: its span is the producer's.
+        op.bottleneck = program.ops[i].fused_into.empty()
+                            ? verdict(op, std::max<std::int64_t>(ran, 1), cfg_)
+                            : "fused into " + program.ops[i].fused_into;
         r.flops += op.flops;
     }
     r.achieved_tflops = r.seconds > 0 ? r.flops / r.seconds / 1e12 : 0.0;

@@ -81,6 +81,7 @@ struct OpInfo {
     double padded_flops = 0;      // FLOPs the MXU performs including padding
     Bytes hbm_bytes = 0;          // bytes the op moves between HBM and VMEM on one core
     std::vector<std::int64_t> cores;
+    std::string fused_into;       // producer whose tiles this op consumed in VMEM, if any
 };
 
 struct Program {
