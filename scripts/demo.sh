@@ -20,8 +20,14 @@ section "TPU v3-8: figures derived from configs/tpu_v3_8.json"
 section "What-if: v3-8 with 256 x 256 MXUs (configs/tpu_v3_8_mxu256.json extends v3-8)"
 "$tpusim" info --config configs/tpu_v3_8_mxu256.json
 
-# ---------------------------------------------------------------------------------------
-# Replays and microbenchmarks go here (later issues): e.g.
-#   section "bench mxu ..."; "$tpusim" bench mxu --config configs/tpu_v3_8.json ...
-#   section "replay ..."; "$tpusim" run --config configs/tpu_v3_8.json --trace traces/...
-# ---------------------------------------------------------------------------------------
+section "Replay: one BERT-base encoder layer, forward, seq 512, batch 8, on one v3 TensorCore"
+"$tpusim" run --config configs/tpu_v3_8.json --trace traces/bert_base_layer_fwd.json \
+    --timeline build/bert_layer.trace.json --report build/bert_layer.json
+echo "(timeline: build/bert_layer.trace.json, open it in https://ui.perfetto.dev)"
+
+section "Replay: data-parallel training step on all 8 cores of a v3-8 (gradient all-reduce on the ICI)"
+"$tpusim" run --config configs/tpu_v3_8.json --trace traces/data_parallel_step.json
+
+section "bench peak: one large GEMM on every core, through HBM, DMA, VMEM and the MXUs"
+"$tpusim" bench peak --config configs/tpu_v2_8.json
+"$tpusim" bench peak --config configs/tpu_v3_8.json
