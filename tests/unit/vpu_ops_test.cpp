@@ -152,3 +152,69 @@ TEST_CASE("new ops: fast path equals the full simulation under another config",
         }
     }
 }
+
+TEST_CASE("gather is bound by its row-addressed loads", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    const std::int64_t tiles = 4096;
+    const VectorOpCost c = vector_op_cost({"gather", 8 * tiles, 128, 4, 4}, vpu, vmem);
+    // Per 8 x 128 f32 tile: one load per row (sublane), each holding the vld port for
+    // ceil(512 B / port width) cycles; everything else (one 4 KiB store) fits beside them.
+    const std::int64_t port = ceil_div(vpu.lanes * 4, vmem.load_bytes_per_cycle);
+    const double bound = double(vpu.sublanes * port) / double(vpu.vld_slots);
+    const double per_tile = double(c.cycles) / double(tiles);
+    CHECK(per_tile >= bound);
+    CHECK(per_tile <= bound * 1.02);
+    CHECK(c.vmem_bytes_loaded == Bytes(tiles * vpu.elements_per_vreg() * 4));
+    CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Valu)] == 0);
+}
+
+TEST_CASE("batchnorm reduces down the rows on the VALU, not the cross-lane unit",
+          "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    REQUIRE_FALSE(vpu.has_fma);
+    const std::int64_t rows = 8 * 1024, cols = 512;  // 4096 f32 tiles
+    const std::int64_t tiles = rows / vpu.sublanes * cols / vpu.lanes;
+    const VectorOpCost c = vector_op_cost({"batchnorm", rows, cols, 4, 4}, vpu, vmem);
+    CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Xlu)] == 0);
+    // Per tile: sum += x, x * x, sumsq += x^2; then x * scale + shift (mul, add); plus the
+    // two accumulator splats in the prologue.
+    const auto& o = vpu.ops;
+    const std::int64_t valu = 3 * o.add.issue_interval_cycles + 2 * o.mul.issue_interval_cycles;
+    CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Valu)] ==
+          std::uint64_t(tiles * valu + 2 * o.cmp_select.issue_interval_cycles));
+    // Loads per tile: x twice and the scale and shift rows, one port cycle each.
+    const double vld = 4.0 / double(vpu.vld_slots);
+    const double bound = std::max(vld, double(valu) / double(vpu.valu_slots));
+    const double per_tile = double(c.cycles) / double(tiles);
+    CHECK(per_tile >= bound);
+    CHECK(per_tile <= bound * 1.05);
+}
+
+TEST_CASE("div takes one EUP reciprocal per vreg", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    for (std::int64_t bytes : {4, 2}) {
+        const std::int64_t rows = 4096, cols = 1024;
+        const VectorOpCost c = vector_op_cost({"div", rows, cols, bytes, bytes}, vpu, vmem);
+        const std::int64_t vregs = rows * cols / vpu.elements_per_vreg();
+        CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Eup)] ==
+              std::uint64_t(vregs * vpu.ops.reciprocal.issue_interval_cycles));
+    }
+}
+
+TEST_CASE("softmax_grad does one cross-lane reduction per row group", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    const std::int64_t rows = 512, cols = 1024;
+    const VectorOpCost c = vector_op_cost({"softmax_grad", rows, cols, 4, 4}, vpu, vmem);
+    // Per 8-row group: one reduce and one broadcast of dot(dy, y).
+    const std::int64_t groups = rows / vpu.sublanes;
+    CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Xlu)] ==
+          std::uint64_t(groups * (vpu.xlu.reduce.issue_interval_cycles +
+                                  vpu.xlu.broadcast.issue_interval_cycles)));
+    // dy and y are read twice, dx written once.
+    CHECK(c.vmem_bytes_loaded == Bytes(2 * 2 * rows * cols * 4));
+    CHECK(c.vmem_bytes_stored == Bytes(rows * cols * 4));
+}
