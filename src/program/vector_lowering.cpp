@@ -33,20 +33,20 @@ VVal gelu(Ctx& c, VVal x, VVal c0, VVal c1, VVal half) {
 const std::vector<std::string>& vector_op_names() {
     // In the order of the trace format's table (docs/trace-format.md).
     static const std::vector<std::string> names = {
-        "add",       "sub",          "mul",          "div",        "max",
-        "min",       "neg",          "abs",          "relu",       "gelu",
-        "tanh",      "sigmoid",      "exp",          "log",        "sqrt",
-        "rsqrt",     "scale",        "convert",      "dropout",    "transpose",
-        "relu_grad", "gelu_grad",    "tanh_grad",    "sigmoid_grad", "dropout_grad",
-        "bias_add",  "softmax",      "softmax_grad", "layernorm",  "layernorm_grad",
-        "rmsnorm",   "reduce_sum",   "reduce_max",   "batchnorm",  "batchnorm_grad",
-        "gather",    "scatter_add",  "sgd",          "sgd_momentum", "adam"};
+        "add",       "sub",         "mul",          "div",          "max",
+        "min",       "neg",         "abs",          "relu",         "gelu",
+        "tanh",      "sigmoid",     "exp",          "log",          "sqrt",
+        "rsqrt",     "scale",       "convert",      "dropout",      "transpose",
+        "relu_grad", "gelu_grad",   "tanh_grad",    "sigmoid_grad", "dropout_grad",
+        "bias_add",  "softmax",     "softmax_grad", "layernorm",    "layernorm_grad",
+        "rmsnorm",   "reduce_sum",  "reduce_max",   "batchnorm",    "batchnorm_grad",
+        "gather",    "scatter_add", "sgd",          "sgd_momentum", "adam"};
     return names;
 }
 
 bool is_row_vector_op(const std::string& op) {
-    return op == "softmax" || op == "softmax_grad" || op == "layernorm" ||
-           op == "layernorm_grad" || op == "rmsnorm" || op == "reduce_sum" || op == "reduce_max";
+    return op == "softmax" || op == "softmax_grad" || op == "layernorm" || op == "layernorm_grad" ||
+           op == "rmsnorm" || op == "reduce_sum" || op == "reduce_max";
 }
 
 std::int64_t vector_loop_iterations(const VectorOpDesc& d, const VpuConfig& vpu) {
@@ -91,9 +91,11 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const 
         return loop;
     }
 
-    static const std::map<std::string, VOp> binary = {
-        {"add", VOp::Add}, {"sub", VOp::Sub}, {"mul", VOp::Mul}, {"max", VOp::Max},
-        {"min", VOp::Min}};
+    static const std::map<std::string, VOp> binary = {{"add", VOp::Add},
+                                                      {"sub", VOp::Sub},
+                                                      {"mul", VOp::Mul},
+                                                      {"max", VOp::Max},
+                                                      {"min", VOp::Min}};
     static const std::map<std::string, VOp> unary = {
         {"tanh", VOp::Tanh}, {"exp", VOp::Exp}, {"log", VOp::Log}, {"rsqrt", VOp::Rsqrt}};
     auto one = [&](int n_in, const std::function<VVal(Ctx&, Args)>& f) {

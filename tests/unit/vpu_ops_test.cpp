@@ -77,7 +77,8 @@ TEST_CASE("lowered ops read and write the streams of the trace table", "[vpu][lo
     for (VectorOp op : all_trace_vector_ops()) {
         const VectorOpInfo& info = vector_op_info(op);
         INFO(info.name);
-        const Streams s = count_streams(lower_vector_loop({info.name, 64, 256, 4, 4}, vpu, vmem), vpu);
+        const Streams s =
+            count_streams(lower_vector_loop({info.name, 64, 256, 4, 4}, vpu, vmem), vpu);
         const int in = info.inputs, out = info.outputs;
         switch (op) {
             case VectorOp::BiasAdd:  // plus the bias's 128-lane row
@@ -128,17 +129,16 @@ TEST_CASE("lowered ops read and write the streams of the trace table", "[vpu][lo
     }
 }
 
-TEST_CASE("new ops: fast path equals the full simulation under another config",
-          "[vpu][lowering]") {
+TEST_CASE("new ops: fast path equals the full simulation under another config", "[vpu][lowering]") {
     VpuConfig vpu;
     vpu.valu_slots = 1;
     vpu.has_fma = true;
     vpu.ops.reciprocal = {3, 11};
     VmemConfig vmem;
     vmem.load_bytes_per_cycle = 1024;
-    for (const char* op : {"div", "sqrt", "gelu_grad", "softmax_grad", "layernorm_grad",
-                           "batchnorm", "batchnorm_grad", "gather", "scatter_add",
-                           "sgd_momentum", "dropout_grad"}) {
+    for (const char* op :
+         {"div", "sqrt", "gelu_grad", "softmax_grad", "layernorm_grad", "batchnorm",
+          "batchnorm_grad", "gather", "scatter_add", "sgd_momentum", "dropout_grad"}) {
         for (auto [in, out] : {std::pair<int, int>{4, 4}, {2, 4}, {4, 2}}) {
             const VectorOpDesc d{op, 520, 384, in, out};
             INFO(op << " " << in << "->" << out);
