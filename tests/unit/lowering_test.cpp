@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "test_util.h"
+#include "../test_util.h"
 #include "tpusim/common/error.h"
 #include "tpusim/program/lowering.h"
 
