@@ -24,6 +24,13 @@ VVal BodyBuilder::load(std::uint32_t bytes) {
     return d;
 }
 
+VVal BodyBuilder::load_into(std::uint32_t bytes, VVal prev) {
+    VVal d{temps_++, false};
+    ins_.push_back({VOp::Load, d, {prev, {}, {}}, bytes, load_off_});
+    load_off_ += bytes;
+    return d;
+}
+
 VVal BodyBuilder::op(VOp o, VVal a, VVal b, VVal c) {
     VVal d{temps_++, false};
     ins_.push_back({o, d, {a, b, c}, 0, 0});

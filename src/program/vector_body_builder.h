@@ -20,6 +20,9 @@ class BodyBuilder {
  public:
     VVal konst();
     VVal load(std::uint32_t bytes);
+    // A partial (sublane-masked) load that merges `bytes` into the lanes of `prev`: the
+    // result depends on prev (a row-addressed gather assembling a tile row by row).
+    VVal load_into(std::uint32_t bytes, VVal prev);
     VVal op(VOp op, VVal a, VVal b = {}, VVal c = {});
     void store(VVal v, std::uint32_t bytes);
 

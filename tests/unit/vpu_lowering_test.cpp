@@ -60,7 +60,8 @@ TEST_CASE("fast path equals the full simulation under other configs", "[vpu][low
     vpu.vregs = 64;
     VmemConfig vmem;
     vmem.load_bytes_per_cycle = 1024;
-    for (const char* op : {"gelu", "softmax", "layernorm", "adam", "transpose"}) {
+    for (const char* op : {"gelu", "softmax", "layernorm", "adam", "transpose", "gelu_grad",
+                           "layernorm_grad", "batchnorm_grad", "scatter_add"}) {
         const VectorOpDesc d{op, 520, 384, 2, 4};
         INFO(op);
         CHECK(same(simulate_vector_op(d, vpu, vmem), vector_op_cost(d, vpu, vmem)));
