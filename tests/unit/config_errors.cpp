@@ -208,7 +208,7 @@ TEST_CASE("config: values inconsistent with each other are rejected", "[config][
     }
     SECTION("channels that do not split between the cores") {
         expect_file_error("{\"chip\": {\"cores_per_chip\": 3}}", "/chip/cores_per_chip",
-                          "split evenly");
+                          "split into a power of two per core");
     }
 }
 
