@@ -56,8 +56,17 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
             continue;
         }
         if (prod.cores != op.cores) continue;
-        // Row-wise consumers need whole rows in a tile; a matmul delivers them only if its
-        // full width fits a tile (checked when the matmul is tiled).
+        // Row-wise consumers need whole rows in a tile: a matmul delivers them only if tiles
+        // of its full width fit VMEM even at the smallest M and K (else: through HBM).
+        if (op.rowwise && prod.kind == "matmul") {
+            const double np = static_cast<double>(round_up(prod.n, cfg.mxu.cols));
+            const double e = static_cast<double>(prod.in_bytes);
+            const double r = static_cast<double>(cfg.mxu.rows);
+            const double min_footprint = 2 * (8 * r * e) + 2 * (r * np * e) + 2 * (8 * np * 4) +
+                                         8 * np * 8;
+            const double cap = static_cast<double>(cfg.vmem.capacity_mib) * kMiB;
+            if (min_footprint > cap * opts.matmul_vmem_fraction * 2.0) continue;
+        }
         consumer_[p] = static_cast<std::int64_t>(i);
     }
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tpusim/program/vector_lowering.h"
+
 namespace tpusim {
 
 namespace {
@@ -48,7 +50,9 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
                 s.rows = op.vector.rows;
                 s.cols = op.vector.cols;
                 s.vector_inputs = info.inputs;
-                s.rowwise = info.row_wise;
+                // Whole rows per chunk only where the VPU reduces along the row (softmax,
+                // layernorm, reductions); bias_add and batchnorm chunk freely.
+                s.rowwise = is_row_vector_op(s.vop);
                 shape_elementwise(s, 1024);
                 break;
             }
