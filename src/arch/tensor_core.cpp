@@ -2,9 +2,9 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "tpusim/arch/tensor_core.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "tpusim/common/sim_time.h"
 #include "tpusim/program/vector_lowering.h"
@@ -19,8 +19,8 @@ std::size_t slot_class(Unit u) { return static_cast<std::size_t>(u); }
 
 }  // namespace
 
-TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id,
-                       const TensorCoreConfigs& cfg, CorePorts ports, Timeline* timeline)
+TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const TensorCoreConfigs& cfg,
+                       CorePorts ports, Timeline* timeline)
     : sc_module(name),
       id_(id),
       cfg_(cfg),
@@ -28,7 +28,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id,
       timeline_(timeline),
       stats_(fmt::format("core{}", id)) {
     for (std::int64_t x = 0; x < cfg_.core.mxus; ++x) {
-        mxus_.push_back(std::make_unique<MxuTiming>(cfg_.mxu));
+        mxus_.push_back(make_mxu_block_timer(cfg_.mxu, cfg_.mxu_fidelity));
         mxu_lanes_.push_back(std::make_unique<Lane>());
     }
     SC_THREAD(sequencer);
@@ -66,10 +66,14 @@ void TensorCore::load(const CoreProgram& program, const std::vector<OpInfo>& ops
 bool TensorCore::lane_full(Unit u, const Instr& in) const {
     const auto depth = static_cast<std::size_t>(cfg_.sequencer.unit_queue_depth);
     switch (u) {
-        case Unit::Mxu: return mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->queue.size() >= depth;
-        case Unit::Vpu: return vpu_lane_.queue.size() >= depth;
-        case Unit::Dma: return dma_in_flight_ >= ports_.dma_in_flight;
-        default: return false;
+        case Unit::Mxu:
+            return mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->queue.size() >= depth;
+        case Unit::Vpu:
+            return vpu_lane_.queue.size() >= depth;
+        case Unit::Dma:
+            return dma_in_flight_ >= ports_.dma_in_flight;
+        default:
+            return false;
     }
 }
 
@@ -168,34 +172,21 @@ void TensorCore::issue(std::uint32_t idx) {
 
 void TensorCore::mxu_lane(std::size_t x) {
     Lane& lane = *mxu_lanes_[x];
-    MxuTiming& mxu = *mxus_[x];
+    MxuBlockTimer& mxu = *mxus_[x];
     const std::int64_t R = cfg_.mxu.rows, C = cfg_.mxu.cols;
     while (true) {
         while (lane.queue.empty()) wait(lane.pushed);
         const std::uint32_t idx = lane.queue.front();
         const MatmulInstr& mm = program_->instrs[idx].mm;
         const Cycle now = now_cycles();
-        const Cycle busy_before = mxu.busy_cycles();
-        const auto useful_before = mxu.useful_macs();
-        const auto array_before = mxu.padded_macs();
-        const auto passes_before = mxu.passes();
-        Cycle first_start = ~Cycle{0};
-        MxuPassTiming t{};
         // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
-        for (std::int64_t n0 = 0; n0 < mm.n; n0 += C) {
-            for (std::int64_t k0 = 0; k0 < mm.k; k0 += R) {
-                const MxuPass pass{std::min(R, mm.k - k0), std::min(C, mm.n - n0), mm.m};
-                t = mxu.schedule(pass, now, now);
-                first_start = std::min(first_start, t.weights_start);
-            }
-        }
-        const Cycle busy = mxu.busy_cycles() - busy_before;
-        stats_.mxu_busy_cycles += busy;
-        stats_.mxu_useful_macs += mxu.useful_macs() - useful_before;
-        stats_.mxu_array_macs += mxu.padded_macs() - array_before;
-        stats_.mxu_passes += mxu.passes() - passes_before;
-        complete_at(idx, t.results_end, Unit::Mxu, busy);
-        span(static_cast<std::uint32_t>(1 + x), program_->instrs[idx].op, first_start,
+        const MxuBlockTiming t = mxu.run(mxu_block_passes(mm.m, mm.k, mm.n, R, C), now);
+        stats_.mxu_busy_cycles += t.busy_cycles;
+        stats_.mxu_useful_macs += t.useful_macs;
+        stats_.mxu_array_macs += t.array_macs;
+        stats_.mxu_passes += t.passes;
+        complete_at(idx, t.results_end, Unit::Mxu, t.busy_cycles);
+        span(static_cast<std::uint32_t>(1 + x), program_->instrs[idx].op, t.first_weights_start,
              t.results_end);
         // The queue slot frees when the block's LHS has streamed: the array then takes the
         // next block, whose weights the model preloads behind this one.

@@ -1,9 +1,9 @@
 // `tpusim run`: replay a trace on the configured board.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <fstream>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "common.h"
 #include "tpusim/common/error.h"
@@ -18,7 +18,7 @@ namespace {
 
 struct RunCliOptions {
     CommonOptions common;
-    std::string trace, report, timeline, ops;
+    std::string trace, report, timeline, ops, fidelity;
     bool quiet = false;
 };
 
@@ -41,9 +41,15 @@ void add_run_command(CLI::App& app) {
                     "write a Chrome trace-event timeline here (open it in ui.perfetto.dev)");
     cmd->add_option("--ops", o.ops, "write per-op timing as CSV here");
     cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
+    cmd->add_option("--fidelity", o.fidelity,
+                    "MXU model: tile (closed-form schedule, default) or pe (every processing "
+                    "element, every cycle; same cycles, much slower); sets sim.mxu_fidelity")
+        ->check(CLI::IsMember({"tile", "pe"}));
     cmd->callback([] {
         const auto t0 = std::chrono::steady_clock::now();
-        const TpuConfig cfg = o.common.load();
+        std::vector<std::string> sets = o.common.sets;
+        if (!o.fidelity.empty()) sets.push_back("sim.mxu_fidelity=" + o.fidelity);
+        const TpuConfig cfg = load_config(o.common.config, sets);
         const Trace trace = read_trace(o.trace, cfg.cores());
         const Program program = lower_trace(trace, cfg);
         RunOptions ro;

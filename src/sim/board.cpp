@@ -124,7 +124,8 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
         stats_.add_child(*chip.stats);
         chips_.push_back(std::move(chip));
     }
-    const TensorCoreConfigs tc{cfg.core, cfg.sequencer, cfg.mxu, cfg.vpu, cfg.vmem};
+    const TensorCoreConfigs tc{cfg.core, cfg.sequencer, cfg.mxu, cfg.vpu, cfg.vmem,
+                               parse_mxu_fidelity(cfg.sim.mxu_fidelity)};
     for (std::int64_t c = 0; c < cfg.cores(); ++c) {
         Chip& chip = chips_[static_cast<std::size_t>(c / per_chip)];
         if (burst) {

@@ -18,7 +18,7 @@
 #include <systemc>
 
 #include "tpusim/arch/core_stats.h"
-#include "tpusim/arch/mxu_timing.h"
+#include "tpusim/arch/mxu_block.h"
 #include "tpusim/config/core_config.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/config/mxu_config.h"
@@ -46,6 +46,7 @@ struct TensorCoreConfigs {
     const MxuConfig& mxu;
     const VpuConfig& vpu;
     const VmemConfig& vmem;
+    MxuFidelity mxu_fidelity = MxuFidelity::tile;
 };
 
 class TensorCore : public sc_core::sc_module {
@@ -82,7 +83,7 @@ class TensorCore : public sc_core::sc_module {
     CorePorts ports_;
     Timeline* timeline_;
     const CoreProgram* program_ = nullptr;
-    std::vector<std::unique_ptr<MxuTiming>> mxus_;
+    std::vector<std::unique_ptr<MxuBlockTimer>> mxus_;
     std::vector<std::unique_ptr<Lane>> mxu_lanes_;
     Lane vpu_lane_;
     std::vector<std::uint8_t> done_;
