@@ -1,8 +1,8 @@
 #include "core_lowering.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "tpusim/common/error.h"
 
@@ -56,14 +56,18 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
             continue;
         }
         if (prod.cores != op.cores) continue;
+        // It is lowered inside the producer's loop, so its other operands must be lowered
+        // before the producer (else it would not wait for them): otherwise, through HBM.
+        if (std::any_of(op.deps.begin() + 1, op.deps.end(), [p](std::size_t d) { return d >= p; }))
+            continue;
         // Row-wise consumers need whole rows in a tile: a matmul delivers them only if tiles
         // of its full width fit VMEM even at the smallest M and K (else: through HBM).
         if (op.rowwise && prod.kind == "matmul") {
             const double np = static_cast<double>(round_up(prod.n, cfg.mxu.cols));
             const double e = static_cast<double>(prod.in_bytes);
             const double r = static_cast<double>(cfg.mxu.rows);
-            const double min_footprint = 2 * (8 * r * e) + 2 * (r * np * e) + 2 * (8 * np * 4) +
-                                         8 * np * 8;
+            const double min_footprint =
+                2 * (8 * r * e) + 2 * (r * np * e) + 2 * (8 * np * 4) + 8 * np * 8;
             const double cap = static_cast<double>(cfg.vmem.capacity_mib) * kMiB;
             if (min_footprint > cap * opts.matmul_vmem_fraction * 2.0) continue;
         }
@@ -81,12 +85,12 @@ std::uint32_t CoreLowering::emit(Instr in) {
 CoreLowering::Buffer CoreLowering::alloc(Bytes bytes, bool pinned, Waits& waits, std::size_t op) {
     auto b = vmem_.allocate(bytes, pinned, waits);
     if (!b) {
-        throw InputError(trace_name_, fmt::format("op \"{}\"", ops_[op].id),
-                         fmt::format("needs a {:.2f} MiB VMEM buffer beside {:.2f} MiB already "
-                                     "held; the core has {} MiB of VMEM",
-                                     static_cast<double>(bytes) / kMiB,
-                                     static_cast<double>(vmem_.pinned_bytes()) / kMiB,
-                                     cfg_.vmem.capacity_mib));
+        throw InputError(
+            trace_name_, fmt::format("op \"{}\"", ops_[op].id),
+            fmt::format("needs a {:.2f} MiB VMEM buffer beside {:.2f} MiB already "
+                        "held; the core has {} MiB of VMEM",
+                        static_cast<double>(bytes) / kMiB,
+                        static_cast<double>(vmem_.pinned_bytes()) / kMiB, cfg_.vmem.capacity_mib));
     }
     return *b;
 }
@@ -207,7 +211,8 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         ld.dma.vmem_stride = ld.dma.row_bytes;
         ld.dma.hbm_stride = static_cast<Bytes>(in.total_cols * op.in_bytes);
         const Addr src = operand(i, static_cast<std::size_t>(x), bytes);
-        ld.dma.hbm_addr = src + static_cast<Bytes>((in.row0 * in.total_cols + in.col0) * op.in_bytes);
+        ld.dma.hbm_addr =
+            src + static_cast<Bytes>((in.row0 * in.total_cols + in.col0) * op.in_bytes);
         const std::uint32_t id = emit(std::move(ld));
         vmem_.use(b.addr, id);
         waits.push_back(id);
@@ -222,7 +227,7 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     const std::uint32_t id = emit(std::move(v));
     vmem_.use(in.vmem, id);
     vmem_.use(ob.addr, id);
-    TileRef out{ob.addr, in.row0, out_cols == 1 ? 0 : in.col0, in.rows, out_cols, out_total,
+    TileRef out{ob.addr,      in.row0, out_cols == 1 ? 0 : in.col0, in.rows, out_cols, out_total,
                 op.out_bytes, {id}};
     sink(i, std::move(out));
 }

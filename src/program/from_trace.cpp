@@ -19,17 +19,66 @@ void shape_elementwise(OpSpec& s, std::int64_t lane_width) {
 
 }  // namespace
 
+std::vector<std::size_t> issue_order(const Trace& trace) {
+    const std::size_t n = trace.ops.size();
+    std::vector<bool> deferred(n, false), emitted(n, false);
+    std::vector<std::size_t> order;
+    order.reserve(n);
+    // Emits deferred op d after its deferred ancestors (all earlier in the trace).
+    std::vector<std::size_t> stack;
+    auto emit_with_ancestors = [&](std::size_t d) {
+        stack.assign(1, d);
+        std::vector<std::size_t> need;
+        while (!stack.empty()) {
+            const std::size_t x = stack.back();
+            stack.pop_back();
+            if (emitted[x] || std::find(need.begin(), need.end(), x) != need.end()) continue;
+            need.push_back(x);
+            for (std::size_t p : trace.ops[x].deps)
+                if (deferred[p] && !emitted[p]) stack.push_back(p);
+        }
+        std::sort(need.begin(), need.end());  // trace order is a topological order
+        for (std::size_t x : need) {
+            emitted[x] = true;
+            order.push_back(x);
+        }
+    };
+    for (std::size_t i = 0; i < n; ++i) {
+        const TraceOp& op = trace.ops[i];
+        bool waits = false;
+        for (std::size_t p : op.deps)
+            waits = waits || deferred[p] || is_collective(trace.ops[p].kind);
+        // Collectives themselves start as early as they can. A fused op whose producer is
+        // deferred is deferred with it (emitted in trace order, so still right after it).
+        if (waits && !is_collective(op.kind)) {
+            deferred[i] = true;
+            continue;
+        }
+        for (std::size_t p : op.deps)
+            if (deferred[p] && !emitted[p]) emit_with_ancestors(p);
+        emitted[i] = true;
+        order.push_back(i);
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        if (!emitted[i]) emit_with_ancestors(i);
+    return order;
+}
+
 std::vector<OpSpec> op_specs(const Trace& trace) {
+    const std::vector<std::size_t> order = issue_order(trace);
+    std::vector<std::size_t> position(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
     std::vector<OpSpec> out;
     out.reserve(trace.ops.size());
-    for (const TraceOp& op : trace.ops) {
+    for (const std::size_t index : order) {
+        const TraceOp& op = trace.ops[index];
         OpSpec s;
         s.id = op.id;
         s.kind = op_kind_name(op.kind);
         // 8-bit data moves packed like bf16 on the VPU (docs/program.md).
         s.in_bytes = std::max<std::int64_t>(dtype_bytes(op.dtype), 2);
         s.out_bytes = std::max<std::int64_t>(dtype_bytes(op.out_dtype), 2);
-        s.deps = op.deps;
+        for (std::size_t d : op.deps) s.deps.push_back(position[d]);
         s.fused = op.fused;
         for (int c : op.cores) s.cores.push_back(c);
         switch (op.kind) {

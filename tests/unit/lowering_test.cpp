@@ -3,10 +3,13 @@
 #include <array>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "../test_util.h"
 #include "tpusim/common/error.h"
+#include "tpusim/program/from_trace.h"
 #include "tpusim/program/lowering.h"
+#include "tpusim/trace/trace.h"
 
 using namespace tpusim;
 
@@ -181,4 +184,47 @@ TEST_CASE("SPMD lowering gives every core its own stream in its own HBM half", "
             CHECK(in.dma.hbm_addr < base + half);
         }
     }
+}
+
+TEST_CASE("ops waiting on a collective are issued just before their first consumer",
+          "[lowering][schedule]") {
+    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "t", "cores": 8, "ops": [
+        {"id": "dw2", "kind": "matmul", "m": 256, "k": 256, "n": 256},
+        {"id": "ar2", "kind": "all_reduce", "bytes": 1024, "deps": ["dw2"]},
+        {"id": "adam2", "kind": "vector", "op": "adam", "rows": 256, "cols": 256,
+         "deps": ["ar2"]},
+        {"id": "scale2", "kind": "vector", "op": "mul", "rows": 256, "cols": 256,
+         "deps": ["adam2"]},
+        {"id": "dw1", "kind": "matmul", "m": 256, "k": 256, "n": 256, "deps": ["dw2"]},
+        {"id": "act1", "kind": "vector", "op": "relu", "rows": 256, "cols": 256,
+         "deps": ["dw1"]},
+        {"id": "use", "kind": "vector", "op": "add", "rows": 256, "cols": 256,
+         "deps": ["act1", "adam2"]},
+        {"id": "ar1", "kind": "all_reduce", "bytes": 1024, "deps": ["act1"]},
+        {"id": "adam1", "kind": "vector", "op": "adam", "rows": 256, "cols": 256,
+         "deps": ["ar1"]},
+        {"id": "ag", "kind": "all_gather", "bytes": 1024, "deps": ["scale2"]}]})");
+    const Trace t = parse_trace(j, "t.json", 8);
+    std::vector<std::string> ids;
+    for (std::size_t i : issue_order(t)) ids.push_back(t.ops[i].id);
+    // adam2 waits for ar2, and scale2 and use wait for adam2: they go after the independent
+    // dw1 and act1. The collectives keep their place, so the all_gather pulls its deferred
+    // ancestors (adam2, scale2) in just before it; the rest (use, adam1) ends the program.
+    CHECK(ids == std::vector<std::string>{"dw2", "ar2", "dw1", "act1", "ar1", "adam2", "scale2",
+                                          "ag", "use", "adam1"});
+    // Dependencies are renumbered to the issue order.
+    const std::vector<OpSpec> specs = op_specs(t);
+    REQUIRE(specs[8].id == "use");
+    auto deps = specs[8].deps;
+    std::sort(deps.begin(), deps.end());
+    CHECK(deps == std::vector<std::size_t>{3, 5});
+    // Without collectives the trace order is kept.
+    const auto k = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "u", "cores": 1, "ops": [
+        {"id": "a", "kind": "matmul", "m": 8, "k": 8, "n": 8},
+        {"id": "b", "kind": "matmul", "m": 8, "k": 8, "n": 8},
+        {"id": "c", "kind": "vector", "op": "add", "rows": 8, "cols": 8, "deps": ["a", "b"]}]})");
+    const Trace u = parse_trace(k, "u.json", 8);
+    CHECK(issue_order(u) == std::vector<std::size_t>{0, 1, 2});
 }

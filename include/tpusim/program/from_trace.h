@@ -7,6 +7,16 @@
 
 namespace tpusim {
 
+// The order in which the cores issue the trace's ops. The sequencer issues in order, so an op
+// waiting on a collective would stall every later op behind it; like XLA's latency-hiding
+// scheduler, ops that depend (directly or through other such ops) on a collective are
+// deferred, in trace order, to just before the next collective that needs them, or to the
+// end. Every other op
+// keeps its trace position, so independent work (the next layer's backward pass) runs while
+// the collective is on the wire. Returns trace op indices in issue order (a topological order).
+std::vector<std::size_t> issue_order(const Trace& trace);
+
+// The trace's ops in issue_order, dependencies renumbered to that order.
 std::vector<OpSpec> op_specs(const Trace& trace);
 Program lower_trace(const Trace& trace, const TpuConfig& cfg);
 
