@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `tpusim run` outputs: the report has the keys of DESIGN.md "Interfaces"; two runs give the
+# same report apart from wall-clock fields; the timeline is valid trace-event JSON; the per-op
+# CSV has a row per op; --fidelity pe gives the cycles of --fidelity tile.
+# Usage: run_reports.sh path/to/tpusim (run from the source root).
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+v3=configs/tpu_v3_8.json
+fail() { echo "FAIL $*"; exit 1; }
+
+# A small two-layer MLP with a fused epilogue, on one core: small enough for PE fidelity.
+cat > "$tmp/mlp.json" <<'JSON'
+{"format": "tpusim.trace", "version": 1, "name": "tiny_mlp", "cores": 1, "ops": [
+ {"id": "x", "kind": "infeed", "bytes": 262144},
+ {"id": "fc1", "kind": "matmul", "m": 512, "k": 256, "n": 384, "dtype": "bf16", "deps": ["x"]},
+ {"id": "act", "kind": "vector", "op": "gelu", "rows": 512, "cols": 384, "dtype": "bf16",
+  "deps": ["fc1"], "fused": true},
+ {"id": "fc2", "kind": "matmul", "m": 512, "k": 384, "n": 256, "dtype": "bf16", "deps": ["act"]},
+ {"id": "y", "kind": "outfeed", "bytes": 262144, "deps": ["fc2"]}]}
+JSON
+
+for i in 1 2; do
+    "$bin" run --config $v3 --trace "$tmp/mlp.json" --quiet --report "$tmp/r$i.json" \
+        --timeline "$tmp/t$i.json" --ops "$tmp/o$i.csv" > "$tmp/out$i.txt" ||
+        fail "tpusim run exited with $?"
+done
+"$bin" run --config $v3 --trace "$tmp/mlp.json" --quiet --fidelity pe --report "$tmp/pe.json" \
+    > /dev/null || fail "tpusim run --fidelity pe exited with $?"
+
+python3 - "$tmp" <<'PY' || exit 1
+import csv, json, sys
+d = sys.argv[1]
+r1, r2, pe = (json.load(open(f"{d}/{n}.json")) for n in ("r1", "r2", "pe"))
+need = ["cycles", "seconds", "achieved_bf16_tflops", "mxu_utilization", "hbm", "ici", "ops", "config"]
+missing = [k for k in need if k not in r1]
+missing += [f"hbm.{k}" for k in ("bytes_read", "bytes_written", "achieved_gbps_per_chip") if k not in r1.get("hbm", {})]
+missing += [f"ici.{k}" for k in ("bytes",) if k not in r1.get("ici", {})]
+for op in r1.get("ops", []):
+    missing += [f"ops[].{k}" for k in ("id", "start_cycle", "end_cycle", "unit_busy_cycles") if k not in op]
+if missing: sys.exit(f"FAIL report lacks {sorted(set(missing))}")
+if r1["cycles"] <= 0 or len(r1["ops"]) != 5: sys.exit(f"FAIL cycles {r1['cycles']}, {len(r1['ops'])} ops")
+if r1["config"]["sim"]["mxu_fidelity"] != "tile": sys.exit("FAIL default fidelity is not tile")
+def strip(r):
+    r = dict(r); r.pop("wall_seconds", None); return json.dumps(r, sort_keys=True)
+if strip(r1) != strip(r2): sys.exit("FAIL two identical runs gave different reports")
+if open(f"{d}/t1.json").read() != open(f"{d}/t2.json").read(): sys.exit("FAIL timelines differ")
+tl = json.load(open(f"{d}/t1.json"))
+spans = [e for e in tl["traceEvents"] if e.get("ph") == "X"]
+if not spans or any(e["dur"] < 0 for e in spans): sys.exit("FAIL timeline has no valid spans")
+rows = list(csv.DictReader(open(f"{d}/o1.csv")))
+if [r["id"] for r in rows] != [o["id"] for o in r1["ops"]]: sys.exit("FAIL CSV rows differ from report ops")
+if pe["config"]["sim"]["mxu_fidelity"] != "pe": sys.exit("FAIL --fidelity pe not in the config echo")
+if pe["cycles"] != r1["cycles"]: sys.exit(f"FAIL pe {pe['cycles']} cycles, tile {r1['cycles']}")
+ends = lambda r: [(o["id"], o["start_cycle"], o["end_cycle"], o["unit_busy_cycles"]) for o in r["ops"]]
+if ends(pe) != ends(r1): sys.exit("FAIL per-op timing differs between pe and tile fidelity")
+print(f"ok: {r1['cycles']} cycles at both fidelities, {len(spans)} timeline spans, reports identical")
+PY
