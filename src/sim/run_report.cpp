@@ -10,6 +10,19 @@
 
 namespace tpusim {
 
+std::string run_bottleneck(const RunResult& r) {
+    // The unit busiest over the run; none busy half the time: latency (dependencies, fill).
+    const std::pair<const char*, double> units[] = {{"compute", r.busy.mxu},
+                                                    {"hbm", r.busy.hbm},
+                                                    {"vector", r.busy.vpu},
+                                                    {"ici", r.busy.ici},
+                                                    {"host", r.busy.host}};
+    const auto* best = &units[0];
+    for (const auto& u : units)
+        if (u.second > best->second) best = &u;
+    return best->second >= 0.5 ? best->first : "latency";
+}
+
 nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
     nlohmann::json j;
     j["cycles"] = r.cycles;
@@ -26,6 +39,11 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
                 {"achieved_gbps_per_chip", r.hbm_gbps_per_chip},
                 {"peak_gbps_per_chip", cfg.hbm.peak_bytes_per_second() / 1e9}};
     j["ici"] = {{"bytes", r.ici_bytes}};
+    j["utilization"] = {{"mxu_busy", r.busy.mxu},   {"vpu_busy", r.busy.vpu},
+                        {"dma_busy", r.busy.dma},   {"ici_busy", r.busy.ici},
+                        {"host_busy", r.busy.host}, {"hbm_bandwidth", r.busy.hbm},
+                        {"mxu_padding_waste", r.busy.mxu_padding_waste}};
+    j["bottleneck"] = run_bottleneck(r);
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& op : r.ops) {
         nlohmann::json o;
@@ -64,6 +82,11 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
         o << fmt::format("  ICI        {:.1f} MB over the links\n",
                          static_cast<double>(r.ici_bytes) / 1e6);
     }
+    o << fmt::format("  busy       MXU {:.1f}% (padding {:.1f}% of its MACs), VPU {:.1f}%, "
+                     "DMA {:.1f}%,\n             HBM {:.1f}% of peak, ICI {:.1f}%, host {:.1f}%\n",
+                     100 * r.busy.mxu, 100 * r.busy.mxu_padding_waste, 100 * r.busy.vpu,
+                     100 * r.busy.dma, 100 * r.busy.hbm, 100 * r.busy.ici, 100 * r.busy.host);
+    o << fmt::format("  bound by   {}\n", run_bottleneck(r));
     // The ops that took longest.
     std::vector<const OpResult*> sorted;
     for (const auto& op : r.ops) sorted.push_back(&op);

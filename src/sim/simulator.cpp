@@ -129,6 +129,28 @@ RunResult Simulator::run(const Program& program) {
         r.seconds > 0 ? static_cast<double>(r.hbm_bytes_read + r.hbm_bytes_written) /
                             static_cast<double>(r.chips) / r.seconds / 1e9
                       : 0.0;
+    // Unit busy fractions over the cores that ran.
+    if (r.cycles > 0 && ncores > 0) {
+        double mxu = 0, vpu = 0, dma = 0, ici = 0, host = 0, useful = 0, array = 0;
+        for (std::int64_t c = 0; c < ncores; ++c) {
+            const CoreStats& s = board_->core(c).stats();
+            mxu += static_cast<double>(s.mxu_busy_cycles);
+            vpu += static_cast<double>(s.vpu_busy_cycles);
+            dma += static_cast<double>(s.dma_busy_cycles);
+            ici += static_cast<double>(s.ici_busy_cycles);
+            host += static_cast<double>(s.host_busy_cycles);
+            useful += static_cast<double>(s.mxu_useful_macs);
+            array += static_cast<double>(s.mxu_array_macs);
+        }
+        const double span = static_cast<double>(r.cycles) * static_cast<double>(ncores);
+        r.busy.mxu = mxu / (span * static_cast<double>(cfg_.core.mxus));
+        r.busy.vpu = vpu / span;
+        r.busy.dma = dma / span;
+        r.busy.ici = ici / span;
+        r.busy.host = host / span;
+        r.busy.hbm = r.hbm_gbps_per_chip * 1e9 / d.hbm_bytes_per_s_per_chip;
+        r.busy.mxu_padding_waste = array > 0 ? 1.0 - useful / array : 0.0;
+    }
     r.stats = board_->stats_json();
     return r;
 }

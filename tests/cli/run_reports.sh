@@ -39,8 +39,14 @@ missing += [f"hbm.{k}" for k in ("bytes_read", "bytes_written", "achieved_gbps_p
 missing += [f"ici.{k}" for k in ("bytes",) if k not in r1.get("ici", {})]
 for op in r1.get("ops", []):
     missing += [f"ops[].{k}" for k in ("id", "start_cycle", "end_cycle", "unit_busy_cycles") if k not in op]
+u = r1.get("utilization", {})
+missing += [f"utilization.{k}" for k in ("mxu_busy", "vpu_busy", "dma_busy", "ici_busy", "host_busy", "hbm_bandwidth", "mxu_padding_waste") if k not in u]
+if "bottleneck" not in r1: missing.append("bottleneck")
 if missing: sys.exit(f"FAIL report lacks {sorted(set(missing))}")
 if r1["cycles"] <= 0 or len(r1["ops"]) != 5: sys.exit(f"FAIL cycles {r1['cycles']}, {len(r1['ops'])} ops")
+if any(not 0 <= v <= 1 for v in u.values()): sys.exit(f"FAIL utilization outside [0, 1]: {u}")
+# fc1 is 512 x 256 x 384 on 128 x 128 arrays: no padding; the MXUs did work.
+if u["mxu_padding_waste"] != 0 or u["mxu_busy"] <= 0: sys.exit(f"FAIL MXU figures {u}")
 if r1["config"]["sim"]["mxu_fidelity"] != "tile": sys.exit("FAIL default fidelity is not tile")
 def strip(r):
     r = dict(r); r.pop("wall_seconds", None); return json.dumps(r, sort_keys=True)

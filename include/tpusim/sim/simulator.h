@@ -37,6 +37,12 @@ struct RunResult {
     double achieved_tflops = 0;
     double peak_tflops = 0;  // derived peak of the cores the program ran on
     double mxu_utilization = 0;  // achieved / peak over those cores
+    // Fraction of the run each unit was busy, averaged over the cores that ran (MXU: over
+    // their MXUs); HBM: achieved / peak bandwidth; padding: array MACs that were padding.
+    struct Busy {
+        double mxu = 0, vpu = 0, dma = 0, ici = 0, host = 0, hbm = 0;
+        double mxu_padding_waste = 0;
+    } busy;
     Bytes hbm_bytes_read = 0, hbm_bytes_written = 0;
     double hbm_gbps_per_chip = 0;  // average over the chips that ran the program
     Bytes ici_bytes = 0;
@@ -65,6 +71,9 @@ class Simulator {
 // The `tpusim run` report object (keys per DESIGN.md "Interfaces"), without the header and
 // config that make_report adds.
 nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg);
+// The run's verdict: compute, hbm, vector, ici or host (the unit busiest over the run, if
+// busy at least half of it), else latency.
+std::string run_bottleneck(const RunResult& r);
 // Text summary for the terminal.
 std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name);
 // Per-op CSV: id, kind, start/end cycles, busy cycles per unit, bottleneck.
