@@ -178,24 +178,21 @@ bool HbmPseudoChannel::try_column(Cycle now, std::vector<Entry>& q, std::vector<
     const int kind = draining_writes_ ? 1 : 0;
     const Cycle pc_ready = kind ? next_wr_ : next_rd_;
     if (pc_ready > now) return false;
-    // Banks whose open row some queued request hits and whose column timing is met.
-    bool any = false;
-    for (std::uint32_t b = 0; b < banks_.size(); ++b) {
-        const Bank& bank = banks_[b];
-        col_ready_[b] = false;
-        if (bank.hits[kind] == 0) continue;
-        const std::uint32_t bg = b / banks_per_group_;
-        const Cycle r = kind ? std::max(bank.next_wr, bg_next_wr_[bg])
-                             : std::max(bank.next_rd, bg_next_rd_[bg]);
-        col_ready_[b] = r <= now;
-        any = any || r <= now;
-    }
-    if (!any) return false;
+    // Whether each bank's column timing is met, computed on first use (2: not yet known):
+    // the oldest request usually decides, so most calls look at one or two banks.
+    std::fill(col_ready_.begin(), col_ready_.end(), std::uint8_t{2});
     for (std::size_t i = 0; i < q.size(); ++i) {
         const Entry& e = q[i];
         Bank& bank = banks_[e.bank_index];
-        if (!col_ready_[e.bank_index]) continue;
         if (bank.open_row != static_cast<std::int64_t>(e.burst.row)) continue;
+        std::uint8_t& ready = col_ready_[e.bank_index];
+        if (ready == 2) {
+            const std::uint32_t bg = e.bank_index / banks_per_group_;
+            const Cycle r = kind ? std::max(bank.next_wr, bg_next_wr_[bg])
+                                 : std::max(bank.next_rd, bg_next_rd_[bg]);
+            ready = r <= now ? 1 : 0;
+        }
+        if (!ready) continue;
         account_gap(now, e.burst.is_write, bank);
         const std::uint32_t bg = e.burst.bank_group;
         const Cycle bc = burst_cycles_;
