@@ -138,6 +138,12 @@ TEST_CASE("a data-parallel step all-reduces its gradients over ICI under the bac
     REQUIRE(r.cores == cfg.cores());
     REQUIRE(r.chips == cfg.chips());
 
+    // Per-op HBM bytes (per core, times the cores that ran the op) add up to what the chips'
+    // HBM controllers served.
+    Bytes op_bytes = 0;
+    for (const auto& op : r.ops) op_bytes += op.hbm_bytes;
+    CHECK(op_bytes == r.hbm_bytes_read + r.hbm_bytes_written);
+
     // Gradient bytes that every core all-reduces.
     double gradient = 0;
     for (const auto& op : trace.ops)
