@@ -201,8 +201,17 @@ void TensorCore::vpu_lane() {
         while (vpu_lane_.queue.empty()) wait(vpu_lane_.pushed);
         const std::uint32_t idx = vpu_lane_.queue.front();
         const VectorInstr& v = program_->instrs[idx].vec;
-        const VectorOpCost cost = vector_op_cost(
-            VectorOpDesc{v.op, v.rows, v.cols, v.in_bytes, v.out_bytes}, cfg_.vpu, cfg_.vmem);
+        auto key = std::make_tuple(v.op, v.rows, v.cols, v.in_bytes, v.out_bytes);
+        auto it = vector_costs_.find(key);
+        if (it == vector_costs_.end()) {
+            it = vector_costs_
+                     .emplace(std::move(key),
+                              vector_op_cost(
+                                  VectorOpDesc{v.op, v.rows, v.cols, v.in_bytes, v.out_bytes},
+                                  cfg_.vpu, cfg_.vmem))
+                     .first;
+        }
+        const VectorOpCost& cost = it->second;
         const Cycle now = now_cycles();
         stats_.vpu_busy_cycles += cost.cycles;
         stats_.vpu_instructions += cost.instructions;

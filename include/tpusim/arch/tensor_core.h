@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <queue>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <systemc>
@@ -25,6 +27,7 @@
 #include "tpusim/config/sequencer_config.h"
 #include "tpusim/config/vpu_config.h"
 #include "tpusim/program/program.h"
+#include "tpusim/program/vector_lowering.h"
 #include "tpusim/stats/timeline.h"
 
 namespace tpusim {
@@ -86,6 +89,11 @@ class TensorCore : public sc_core::sc_module {
     std::vector<std::unique_ptr<MxuBlockTimer>> mxus_;
     std::vector<std::unique_ptr<Lane>> mxu_lanes_;
     Lane vpu_lane_;
+    // vector_op_cost is a pure function of the chunk's shape and the (fixed) VPU/VMEM config,
+    // and a program repeats a few chunk shapes thousands of times: computed once per shape.
+    std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+             VectorOpCost>
+        vector_costs_;
     std::vector<std::uint8_t> done_;
     sc_core::sc_event progress_;
     sc_core::sc_event_queue completion_q_;
