@@ -76,8 +76,13 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
 }
 
 std::uint32_t CoreLowering::emit(Instr in) {
+    in.waits.erase(std::remove_if(in.waits.begin(), in.waits.end(),
+                                  [this](std::uint32_t w) { return covered_[w]; }),
+                   in.waits.end());
     std::sort(in.waits.begin(), in.waits.end());
     in.waits.erase(std::unique(in.waits.begin(), in.waits.end()), in.waits.end());
+    for (std::uint32_t w : in.waits) covered_[w] = true;
+    covered_.push_back(false);
     prog_.instrs.push_back(std::move(in));
     return static_cast<std::uint32_t>(prog_.instrs.size() - 1);
 }

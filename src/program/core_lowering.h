@@ -75,6 +75,11 @@ class CoreLowering {
     std::vector<std::size_t> consumers_count_;
     std::vector<bool> lowered_;
     std::vector<OpInfo>* infos_ = nullptr;
+    // Instructions some earlier instruction of the stream waits on. The sequencer issues in
+    // order, so they have completed before any later instruction issues: waiting on them
+    // again changes no cycle, and emit() drops them (a consumer's chunks would otherwise
+    // each list every write-back of the producer).
+    std::vector<bool> covered_;
 };
 
 }  // namespace tpusim
