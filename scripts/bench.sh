@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The speed and memory benchmarks of DESIGN.md "Targets", printed, not asserted (timings on
+# shared machines vary). Builds first (scripts/build.sh). Usage: scripts/bench.sh [--quick]
+#   peak     bench peak on v2-8 and v3-8            target >= 97% of the derived peak
+#   hbm      bench hbm on v2-8 and v3-8             target 85-98% of peak, >= 5 M bursts/s
+#   mxu      bench mxu --fidelity pe on v3          target >= 50,000 array cycles/s
+#   ici      bench ici on v3-8 (and v3-1024 unless --quick): 1 GiB all-reduce < 1 min
+#   replay   BERT-base layer (one core) and training step (8 cores) at tile fidelity:
+#            target < 2 s wall and < 500 MB RSS for the step
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+quick=0
+[[ "${1:-}" == "--quick" ]] && quick=1
+bash scripts/build.sh >/dev/null
+bin=build/tpusim
+export SC_COPYRIGHT_MESSAGE=DISABLE
+
+# Runs a command, then prints its wall time and peak RSS (of the child process).
+measure() {
+    python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+t0 = time.monotonic()
+rc = subprocess.call(sys.argv[1:])
+wall = time.monotonic() - t0
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+print(f"  [measured] {wall:.2f} s wall, {rss:.0f} MB peak RSS, exit {rc}")
+sys.exit(rc)
+PY
+}
+
+echo "== bench peak"
+for b in v2 v3; do $bin bench peak --config configs/tpu_${b}_8.json; done
+echo "== bench hbm"
+for b in v2 v3; do $bin bench hbm --config configs/tpu_${b}_8.json | tail -1; done
+echo "== bench mxu (PE fidelity)"
+$bin bench mxu --config configs/tpu_v3_8.json --m 4096 --k 512 --n 512 --fidelity pe | tail -2
+echo "== bench ici"
+$bin bench ici --config configs/tpu_v3_8.json --sizes 1KiB 1MiB 256MiB | tail -6
+if [[ $quick == 0 ]]; then
+    measure $bin bench ici --config configs/tpu_v3_1024.json --sizes 1GiB
+fi
+echo "== replay"
+measure $bin run --config configs/tpu_v3_8.json --trace traces/bert_base_layer_fwd.json -q |
+    sed -n '1,2p;$p'
+measure $bin run --config configs/tpu_v3_8.json --trace traces/bert_base_train_step.json -q |
+    sed -n '1,2p;$p'
