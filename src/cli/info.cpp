@@ -27,10 +27,14 @@ void print_info_text(const TpuConfig& cfg) {
                              cfg.chip.clock_mhz);
     std::cout << fmt::format("             {:.3f} TFLOPS per chip, {:.3f} TFLOPS total\n",
                              p["per_chip"].get<double>(), p["total"].get<double>());
-    std::cout << fmt::format(
-        "  quoted     {} TFLOPS for the board (documents); that is the derived peak at {:.0f} "
-        "MHz\n",
-        cfg.board.quoted_peak_tflops, j["quoted_implied_clock_mhz"].get<double>());
+    if (cfg.board.quoted_peak_tflops > 0) {
+        std::cout << fmt::format(
+            "  quoted     {} TFLOPS for the board (documents); that is the derived peak at "
+            "{:.0f} MHz\n",
+            cfg.board.quoted_peak_tflops, j["quoted_implied_clock_mhz"].get<double>());
+    } else {
+        std::cout << "  quoted     none (no published figure for this configuration)\n";
+    }
     if (!cfg.board.quoted_note.empty()) {
         std::cout << fmt::format("             {}\n", cfg.board.quoted_note);
     }
