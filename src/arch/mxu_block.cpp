@@ -11,15 +11,15 @@ class TileBlockTimer final : public MxuBlockTimer {
  public:
     explicit TileBlockTimer(const MxuConfig& cfg) : mxu_(cfg) {}
 
-    MxuBlockTiming run(const std::vector<MxuPass>& passes, Cycle now) override {
+    MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now) override {
         MxuBlockTiming b;
         const Cycle busy_before = mxu_.busy_cycles();
         const auto useful_before = mxu_.useful_macs();
         const auto array_before = mxu_.padded_macs();
         const auto passes_before = mxu_.passes();
         b.first_weights_start = ~Cycle{0};
-        for (const MxuPass& p : passes) {
-            const MxuPassTiming t = mxu_.schedule(p, now, now);
+        for (const MxuTile& tile : tiles) {
+            const MxuPassTiming t = mxu_.schedule(tile.pass, now, now);
             b.first_weights_start = std::min(b.first_weights_start, t.weights_start);
             b.lhs_end = t.lhs_end;
             b.results_end = t.results_end;
@@ -42,11 +42,11 @@ class PeBlockTimer final : public MxuBlockTimer {
  public:
     explicit PeBlockTimer(const MxuConfig& cfg) : pe_(cfg) {}
 
-    MxuBlockTiming run(const std::vector<MxuPass>& passes, Cycle now) override {
-        if (passes.empty()) throw std::invalid_argument("MXU block without passes");
+    MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now) override {
+        if (tiles.empty()) throw std::invalid_argument("MXU block without passes");
         advance_to(now);
         const std::size_t first = pe_.passes_submitted();
-        for (const MxuPass& p : passes) pe_.submit(p, now, now);
+        for (const MxuTile& tile : tiles) pe_.submit(tile.pass, now, now);
         const std::size_t last = pe_.passes_submitted() - 1;
         while (pe_.lhs_start(last) == MxuPeArray::kNever) pe_.step();
         MxuPeArray tail = pe_;
@@ -63,7 +63,7 @@ class PeBlockTimer final : public MxuBlockTimer {
             const Cycle from = std::max(t.weights_start, busy_until_);
             if (t.results_end > from) b.busy_cycles += t.results_end - from;
             busy_until_ = std::max(busy_until_, t.results_end);
-            const MxuPass& p = passes[i - first];
+            const MxuPass& p = tiles[i - first].pass;
             b.useful_macs += static_cast<std::uint64_t>(p.m * p.k * p.n);
             b.array_macs += static_cast<std::uint64_t>(p.m * pe_.rows() * pe_.cols());
             ++b.passes;
@@ -90,15 +90,6 @@ class PeBlockTimer final : public MxuBlockTimer {
 std::unique_ptr<MxuBlockTimer> make_mxu_block_timer(const MxuConfig& cfg, MxuFidelity fidelity) {
     if (fidelity == MxuFidelity::pe) return std::make_unique<PeBlockTimer>(cfg);
     return std::make_unique<TileBlockTimer>(cfg);
-}
-
-std::vector<MxuPass> mxu_block_passes(std::int64_t m, std::int64_t k, std::int64_t n,
-                                      std::int64_t rows, std::int64_t cols) {
-    std::vector<MxuPass> v;
-    for (std::int64_t n0 = 0; n0 < n; n0 += cols)
-        for (std::int64_t k0 = 0; k0 < k; k0 += rows)
-            v.push_back(MxuPass{std::min(rows, k - k0), std::min(cols, n - n0), m});
-    return v;
 }
 
 }  // namespace tpusim

@@ -173,14 +173,13 @@ void TensorCore::issue(std::uint32_t idx) {
 void TensorCore::mxu_lane(std::size_t x) {
     Lane& lane = *mxu_lanes_[x];
     MxuBlockTimer& mxu = *mxus_[x];
-    const std::int64_t R = cfg_.mxu.rows, C = cfg_.mxu.cols;
     while (true) {
         while (lane.queue.empty()) wait(lane.pushed);
         const std::uint32_t idx = lane.queue.front();
         const MatmulInstr& mm = program_->instrs[idx].mm;
         const Cycle now = now_cycles();
         // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
-        const MxuBlockTiming t = mxu.run(mxu_block_passes(mm.m, mm.k, mm.n, R, C), now);
+        const MxuBlockTiming t = mxu.run(mxu_gemm_tiles(cfg_.mxu, mm.m, mm.k, mm.n), now);
         stats_.mxu_busy_cycles += t.busy_cycles;
         stats_.mxu_useful_macs += t.useful_macs;
         stats_.mxu_array_macs += t.array_macs;

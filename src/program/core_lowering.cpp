@@ -110,6 +110,12 @@ Addr CoreLowering::hbm_alloc(Bytes bytes) {
     return a;
 }
 
+void CoreLowering::count_hbm(std::size_t i, Bytes bytes) {
+    const auto& cores = ops_[i].cores;
+    const std::int64_t first = cores.empty() ? 0 : *std::min_element(cores.begin(), cores.end());
+    if (core_ == first) (*infos_)[i].hbm_bytes += bytes;
+}
+
 bool CoreLowering::on_this_core(const OpSpec& op) const {
     if (op.cores.empty()) return core_ < opts_.cores;
     return std::find(op.cores.begin(), op.cores.end(), core_) != op.cores.end();
@@ -188,7 +194,7 @@ void CoreLowering::sink(std::size_t i, TileRef tile) {
     const std::uint32_t id = emit(std::move(out));
     vmem_.use(tile.vmem, id);
     done_[i].push_back(id);
-    (*infos_)[i].hbm_bytes += static_cast<Bytes>(tile.rows * tile.cols * tile.elem);
+    count_hbm(i, static_cast<Bytes>(tile.rows * tile.cols * tile.elem));
     (void)op;
 }
 
@@ -221,7 +227,7 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         const std::uint32_t id = emit(std::move(ld));
         vmem_.use(b.addr, id);
         waits.push_back(id);
-        (*infos_)[i].hbm_bytes += bytes;
+        count_hbm(i, bytes);
     }
     Buffer ob = alloc(static_cast<Bytes>(in.rows * out_cols * op.out_bytes), false, waits, i);
     Instr v;

@@ -50,6 +50,9 @@ class CoreLowering {
     // HBM address of input operand `which` of op i: its dependency's result, or a parameter.
     Addr operand(std::size_t i, std::size_t which, Bytes bytes);
     bool on_this_core(const OpSpec& op) const;
+    // Adds to op i's per-core HBM bytes: counted by the first core that runs the op only
+    // (every core of an SPMD op moves the same bytes).
+    void count_hbm(std::size_t i, Bytes bytes);
     Waits dep_waits(const OpSpec& op) const;
     std::optional<std::size_t> inline_consumer(std::size_t op) const;
 

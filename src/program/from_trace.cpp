@@ -24,24 +24,26 @@ std::vector<std::size_t> issue_order(const Trace& trace) {
     std::vector<bool> deferred(n, false), emitted(n, false);
     std::vector<std::size_t> order;
     order.reserve(n);
-    // Emits deferred op d after its deferred ancestors (all earlier in the trace).
-    std::vector<std::size_t> stack;
+    // Emits deferred op d after its deferred ancestors (all earlier in the trace, and trace
+    // order is a topological order, so emitting them sorted by index is valid).
+    std::vector<std::size_t> stack, need;
     auto emit_with_ancestors = [&](std::size_t d) {
         stack.assign(1, d);
-        std::vector<std::size_t> need;
+        need.clear();
+        emitted[d] = true;  // marks "collected"; the op is emitted below
         while (!stack.empty()) {
             const std::size_t x = stack.back();
             stack.pop_back();
-            if (emitted[x] || std::find(need.begin(), need.end(), x) != need.end()) continue;
             need.push_back(x);
-            for (std::size_t p : trace.ops[x].deps)
-                if (deferred[p] && !emitted[p]) stack.push_back(p);
+            for (std::size_t p : trace.ops[x].deps) {
+                if (deferred[p] && !emitted[p]) {
+                    emitted[p] = true;
+                    stack.push_back(p);
+                }
+            }
         }
-        std::sort(need.begin(), need.end());  // trace order is a topological order
-        for (std::size_t x : need) {
-            emitted[x] = true;
-            order.push_back(x);
-        }
+        std::sort(need.begin(), need.end());
+        order.insert(order.end(), need.begin(), need.end());
     };
     for (std::size_t i = 0; i < n; ++i) {
         const TraceOp& op = trace.ops[i];

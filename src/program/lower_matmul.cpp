@@ -93,7 +93,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
                         const std::uint32_t a_id = emit(ld);
                         vmem_.use(a.addr, a_id);
                         s.loaded.push_back(a_id);
-                        (*infos_)[i].hbm_bytes += a_bytes;
+                        count_hbm(i, a_bytes);
                         if (!reuse_b) {
                             const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * e);
                             Waits wb = deps;
@@ -109,7 +109,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
                                                         ((b * op.k + jk * tk) * op.n + jn * tn) * e);
                             b_load = emit(lb);
                             vmem_.use(bbuf.addr, b_load);
-                            (*infos_)[i].hbm_bytes += b_bytes;
+                            count_hbm(i, b_bytes);
                         }
                         s.loaded.push_back(b_load);
                         s.buffers = {a.addr, bbuf.addr};

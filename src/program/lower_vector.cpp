@@ -61,7 +61,7 @@ void CoreLowering::lower_vector(std::size_t i) {
                 vmem_.use(buf.addr, id);
                 s.loaded.push_back(id);
                 s.buffers.push_back(buf.addr);
-                (*infos_)[i].hbm_bytes += bytes;
+                count_hbm(i, bytes);
             }
         };
         st.compute = [=](Step& s) {
@@ -108,7 +108,7 @@ void CoreLowering::lower_copy(std::size_t i) {
             vmem_.use(buf.addr, id);
             s.loaded = {id};
             s.acc = buf.addr;
-            (*infos_)[i].hbm_bytes += bytes;
+            count_hbm(i, bytes);
         };
         st.compute = [](Step& s) { s.computed = s.loaded; };
         st.finish = [=](Step& s) {

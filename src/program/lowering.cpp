@@ -57,10 +57,6 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
         CoreLowering lowering(cfg, opts, c, ops, trace_name);
         prog.cores.push_back(lowering.run(prog.ops));
     }
-    // Every core that ran an op added its (identical, per-core) bytes: keep one core's share.
-    for (OpInfo& info : prog.ops) {
-        if (!info.cores.empty()) info.hbm_bytes /= static_cast<Bytes>(info.cores.size());
-    }
     return prog;
 }
 

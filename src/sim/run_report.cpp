@@ -11,16 +11,7 @@
 namespace tpusim {
 
 std::string run_bottleneck(const RunResult& r) {
-    // The unit busiest over the run; none busy half the time: latency (dependencies, fill).
-    const std::pair<const char*, double> units[] = {{"compute", r.busy.mxu},
-                                                    {"hbm", r.busy.hbm},
-                                                    {"vector", r.busy.vpu},
-                                                    {"ici", r.busy.ici},
-                                                    {"host", r.busy.host}};
-    const auto* best = &units[0];
-    for (const auto& u : units)
-        if (u.second > best->second) best = &u;
-    return best->second >= 0.5 ? best->first : "latency";
+    return bottleneck_of(r.busy.mxu, r.busy.hbm, r.busy.vpu, r.busy.ici, r.busy.host);
 }
 
 nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {

@@ -17,10 +17,17 @@ Simulator::Simulator(const TpuConfig& cfg, RunOptions opts)
 
 Simulator::~Simulator() = default;
 
+std::string bottleneck_of(double mxu, double hbm, double vpu, double ici, double host) {
+    const std::pair<double, const char*> c[] = {
+        {mxu, "compute"}, {hbm, "hbm"}, {vpu, "vector"}, {ici, "ici"}, {host, "host"}};
+    const auto* best = std::max_element(std::begin(c), std::end(c),
+                                        [](auto& a, auto& b) { return a.first < b.first; });
+    return best->first < 0.5 ? "latency" : best->second;
+}
+
 namespace {
 
-// The unit whose busy share of the op's duration is largest decides; below one half nothing
-// dominates and the op is latency-bound (dependencies, pipeline fill, issue).
+// bottleneck_of over the units' busy shares of the op's duration.
 std::string verdict(const OpResult& op, std::int64_t cores, const TpuConfig& cfg) {
     const double d = static_cast<double>(op.end_cycle - op.start_cycle) * static_cast<double>(cores);
     if (d <= 0) return "latency";
@@ -33,11 +40,7 @@ std::string verdict(const OpResult& op, std::int64_t cores, const TpuConfig& cfg
     const double vpu = static_cast<double>(op.busy[static_cast<int>(Unit::Vpu)]) / d;
     const double ici = static_cast<double>(op.busy[static_cast<int>(Unit::Ici)]) / d;
     const double host = static_cast<double>(op.busy[static_cast<int>(Unit::Host)]) / d;
-    const std::pair<double, const char*> c[] = {
-        {mxu, "compute"}, {hbm, "hbm"}, {vpu, "vector"}, {ici, "ici"}, {host, "host"}};
-    const auto* best = std::max_element(std::begin(c), std::end(c),
-                                        [](auto& a, auto& b) { return a.first < b.first; });
-    return best->first < 0.5 ? "latency" : best->second;
+    return bottleneck_of(mxu, hbm, vpu, ici, host);
 }
 
 }  // namespace

@@ -73,24 +73,34 @@ double overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
     return s;
 }
 
-nlohmann::json timeline_json(Simulator& sim) {
-    std::ostringstream out;
-    sim.timeline().write(out);
-    return nlohmann::json::parse(out.str());
+// A trace from traces/ replayed on the config with a timeline: the run and its timeline.
+struct Replay {
+    Trace trace;
+    RunResult r;
+    nlohmann::json timeline;
+};
+
+Replay replay(const TpuConfig& cfg, const std::string& trace_name) {
+    Replay out;
+    out.trace = read_trace(test::source_dir() + "/traces/" + trace_name, cfg.cores());
+    const Program program = lower_trace(out.trace, cfg);
+    RunOptions ro;
+    ro.timeline = true;
+    ro.progress = false;
+    Simulator sim(cfg, ro);
+    out.r = sim.run(program);
+    std::ostringstream tl;
+    sim.timeline().write(tl);
+    out.timeline = nlohmann::json::parse(tl.str());
+    return out;
 }
 
 }  // namespace
 
 TEST_CASE("a BERT-base layer overlaps DMA, MXU and VPU work on its core", "[board][system]") {
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
-    const Trace trace =
-        read_trace(test::source_dir() + "/traces/bert_base_layer_fwd.json", cfg.cores());
-    const Program program = lower_trace(trace, cfg);
-    RunOptions ro;
-    ro.timeline = true;
-    ro.progress = false;
-    Simulator sim(cfg, ro);
-    const RunResult r = sim.run(program);
+    const Replay run = replay(cfg, "bert_base_layer_fwd.json");
+    const RunResult& r = run.r;
 
     // Lower bounds from first principles: no run beats the MXU peak of its cores, nor moves
     // its HBM bytes faster than the chip's peak bandwidth.
@@ -106,7 +116,7 @@ TEST_CASE("a BERT-base layer overlaps DMA, MXU and VPU work on its core", "[boar
     // The sequencer keeps the units busy at the same time: prefetch DMA under matmuls, fused
     // vector epilogues under the next tile's matmul. Each pair overlaps for at least 5% of
     // the run; a serialised model would show (near) zero.
-    const nlohmann::json tl = timeline_json(sim);
+    const nlohmann::json& tl = run.timeline;
     const auto dma = busy(tl, "core 0", "DMA");
     const auto mxu = busy(tl, "core 0", "MXU");
     const auto vpu = busy(tl, "core 0", "VPU");
@@ -127,14 +137,8 @@ TEST_CASE("a BERT-base layer overlaps DMA, MXU and VPU work on its core", "[boar
 TEST_CASE("a data-parallel step all-reduces its gradients over ICI under the backward pass",
           "[board][ici][system]") {
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
-    const Trace trace =
-        read_trace(test::source_dir() + "/traces/data_parallel_step.json", cfg.cores());
-    const Program program = lower_trace(trace, cfg);
-    RunOptions ro;
-    ro.timeline = true;
-    ro.progress = false;
-    Simulator sim(cfg, ro);
-    const RunResult r = sim.run(program);
+    const Replay run = replay(cfg, "data_parallel_step.json");
+    const RunResult& r = run.r;
     REQUIRE(r.cores == cfg.cores());
     REQUIRE(r.chips == cfg.chips());
 
@@ -146,7 +150,7 @@ TEST_CASE("a data-parallel step all-reduces its gradients over ICI under the bac
 
     // Gradient bytes that every core all-reduces.
     double gradient = 0;
-    for (const auto& op : trace.ops)
+    for (const auto& op : run.trace.ops)
         if (op.kind == OpKind::AllReduce) gradient += static_cast<double>(op.bytes);
     REQUIRE(gradient > 0);
     // Whatever the algorithm, once each chip holds one partial sum, every chip must send at
@@ -160,7 +164,7 @@ TEST_CASE("a data-parallel step all-reduces its gradients over ICI under the bac
 
     // Link tracks carry spans, and the first layers' backward matmuls run while the later
     // layers' gradients are on the wire.
-    const nlohmann::json tl = timeline_json(sim);
+    const nlohmann::json& tl = run.timeline;
     const auto link = busy(tl, "ici chip 0", "link");
     const auto mxu = busy(tl, "core 0", "MXU");
     REQUIRE(!link.empty());

@@ -30,9 +30,10 @@ void check_same(const MxuBlockTiming& a, const MxuBlockTiming& b) {
 
 }  // namespace
 
-TEST_CASE("mxu_block_passes tiles K within each N strip and covers every MAC once",
+TEST_CASE("a block's passes tile K within each N strip and cover every MAC once",
           "[mxu][block]") {
-    const auto v = mxu_block_passes(5, 40, 20, 16, 8);
+    std::vector<MxuPass> v;
+    for (const MxuTile& t : mxu_gemm_tiles(small_mxu(true, true), 5, 40, 20)) v.push_back(t.pass);
     REQUIRE(v.size() == 3u * 3u);  // ceil(20/8) strips x ceil(40/16) K tiles
     std::int64_t macs = 0;
     for (const auto& p : v) {
@@ -56,7 +57,7 @@ TEST_CASE("pe and tile block timers agree cycle for cycle on random block sequen
             std::uniform_int_distribution<std::int64_t> m(1, 40), kn(1, 40), gap(0, 60);
             Cycle now = 3;
             for (int b = 0; b < 30; ++b) {
-                const auto passes = mxu_block_passes(m(rng), kn(rng), kn(rng), cfg.rows, cfg.cols);
+                const auto passes = mxu_gemm_tiles(cfg, m(rng), kn(rng), kn(rng));
                 INFO("double_buffer " << db << " overlap " << ov << " block " << b << " at "
                                       << now);
                 const MxuBlockTiming t = tile->run(passes, now);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tpusim/arch/mxu.h"
+#include "tpusim/arch/mxu_gemm.h"
 #include "tpusim/arch/mxu_pe_array.h"
 #include "tpusim/arch/mxu_timing.h"
 #include "tpusim/config/mxu_config.h"
@@ -31,15 +32,11 @@ struct MxuBlockTiming {
 class MxuBlockTimer {
  public:
     virtual ~MxuBlockTimer() = default;
-    // Runs the passes of one block issued at `now` (all operands available then).
-    virtual MxuBlockTiming run(const std::vector<MxuPass>& passes, Cycle now) = 0;
+    // Runs the passes of one block (mxu_gemm_tiles of its m x k x n) issued at `now`, all
+    // operands available then.
+    virtual MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now) = 0;
 };
 
 std::unique_ptr<MxuBlockTimer> make_mxu_block_timer(const MxuConfig& cfg, MxuFidelity fidelity);
-
-// The passes of an m x k x n matmul block on a rows x cols array, in the order the lane issues
-// them: weight tiles K-major within each column strip of N.
-std::vector<MxuPass> mxu_block_passes(std::int64_t m, std::int64_t k, std::int64_t n,
-                                      std::int64_t rows, std::int64_t cols);
 
 }  // namespace tpusim

@@ -71,8 +71,11 @@ class Simulator {
 // The `tpusim run` report object (keys per DESIGN.md "Interfaces"), without the header and
 // config that make_report adds.
 nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg);
-// The run's verdict: compute, hbm, vector, ici or host (the unit busiest over the run, if
-// busy at least half of it), else latency.
+// The bottleneck rule for an op or a run, from each unit's busy share of its duration (HBM:
+// bytes over peak bandwidth): the largest decides (compute, hbm, vector, ici or host); below
+// one half nothing dominates and it is latency-bound (dependencies, pipeline fill, issue).
+std::string bottleneck_of(double mxu, double hbm, double vpu, double ici, double host);
+// bottleneck_of over the run's utilization figures.
 std::string run_bottleneck(const RunResult& r);
 // Text summary for the terminal.
 std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name);
