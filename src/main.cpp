@@ -1,9 +1,8 @@
 // The `tpusim` command. Exit status: 0 success; 2 bad input (usage, config, trace) with one
 // line "error: <file>: <where>: <what>"; 1 internal error.
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 #include <systemc>
 
 #include "cli/common.h"
@@ -12,8 +11,8 @@
 
 int sc_main(int argc, char* argv[]) {
     CLI::App app{"tpusim: cycle-accurate simulator of Cloud TPU v2-8 and v3-8 boards"};
-    app.set_version_flag("--version", std::string("tpusim ") + tpusim::ToolInfo::version() +
-                                          " (" + tpusim::ToolInfo::git_revision() + ")");
+    app.set_version_flag("--version", std::string("tpusim ") + tpusim::ToolInfo::version() + " (" +
+                                          tpusim::ToolInfo::git_revision() + ")");
     app.require_subcommand(1);
     tpusim::cli::add_info_command(app);
     tpusim::cli::add_config_command(app);

@@ -25,14 +25,14 @@ CoreStats::CoreStats(const std::string& name) : group(name, "TensorCore") {
                   "cycles with a collective in flight");
     group.counter("host_busy_cycles", host_busy_cycles, "cycles",
                   "cycles with a host transfer in flight");
-    group.formula("mxu_padding_waste",
-                  [this] {
-                      return mxu_array_macs == 0
-                                 ? 0.0
-                                 : 1.0 - static_cast<double>(mxu_useful_macs) /
-                                             static_cast<double>(mxu_array_macs);
-                  },
-                  "fraction", "share of the arrays' MACs spent on padding");
+    group.formula(
+        "mxu_padding_waste",
+        [this] {
+            return mxu_array_macs == 0 ? 0.0
+                                       : 1.0 - static_cast<double>(mxu_useful_macs) /
+                                                   static_cast<double>(mxu_array_macs);
+        },
+        "fraction", "share of the arrays' MACs spent on padding");
 }
 
 }  // namespace tpusim

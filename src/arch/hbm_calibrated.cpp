@@ -1,11 +1,11 @@
 #include "tpusim/arch/hbm_calibrated.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tpusim/arch/hbm_system.h"
@@ -91,12 +91,12 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
                    "transfers to the other core's half");
     stats_.counter("busy_cycles", busy_cycles_, "cycles",
                    "core cycles the halves spent transferring, summed over halves");
-    stats_.formula("calibrated_read_bytes_per_cycle",
-                   [this] { return cal_.read_bytes_per_cycle; }, "B/cycle",
-                   "sustained streaming read rate of one half, from the burst-level model");
-    stats_.formula("calibrated_write_bytes_per_cycle",
-                   [this] { return cal_.write_bytes_per_cycle; }, "B/cycle",
-                   "sustained streaming write rate of one half, from the burst-level model");
+    stats_.formula(
+        "calibrated_read_bytes_per_cycle", [this] { return cal_.read_bytes_per_cycle; }, "B/cycle",
+        "sustained streaming read rate of one half, from the burst-level model");
+    stats_.formula(
+        "calibrated_write_bytes_per_cycle", [this] { return cal_.write_bytes_per_cycle; },
+        "B/cycle", "sustained streaming write rate of one half, from the burst-level model");
 }
 
 Cycle HbmCalibratedModel::transfer(Addr addr, Bytes bytes, bool is_write, int requester,

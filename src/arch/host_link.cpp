@@ -1,9 +1,9 @@
 #include "tpusim/arch/host_link.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 namespace tpusim {
 

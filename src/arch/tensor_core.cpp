@@ -204,10 +204,9 @@ void TensorCore::vpu_lane() {
         auto it = vector_costs_.find(key);
         if (it == vector_costs_.end()) {
             it = vector_costs_
-                     .emplace(std::move(key),
-                              vector_op_cost(
-                                  VectorOpDesc{v.op, v.rows, v.cols, v.in_bytes, v.out_bytes},
-                                  cfg_.vpu, cfg_.vmem))
+                     .emplace(std::move(key), vector_op_cost(VectorOpDesc{v.op, v.rows, v.cols,
+                                                                          v.in_bytes, v.out_bytes},
+                                                             cfg_.vpu, cfg_.vmem))
                      .first;
         }
         const VectorOpCost& cost = it->second;

@@ -1,9 +1,9 @@
 // `tpusim bench peak`: one large GEMM on every core of the board, through the full path
 // (HBM, DMA, VMEM, MXU). The achieved figure is simulated; the peak is derived from the config.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "common.h"
 #include "tpusim/program/lowering.h"

@@ -1,9 +1,8 @@
 #pragma once
 // Shared CLI plumbing: the options every command takes and the config they select.
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "tpusim/config/tpu_config.h"
 

@@ -1,7 +1,7 @@
 // `tpusim info`: figures derived from the config (no simulation).
-#include <iostream>
-
 #include <fmt/format.h>
+
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
@@ -21,10 +21,10 @@ void print_info_text(const TpuConfig& cfg) {
         cfg.chips(), cfg.board.chips_x, cfg.board.chips_y,
         cfg.board.wraparound ? ", wrap-around" : "", cfg.cores(), cfg.chip.cores_per_chip,
         cfg.chip.clock_mhz);
-    std::cout << fmt::format("  peak bf16  {:.3f} TFLOPS per core ({} MXU{} of {} x {} x 2 FLOP x {} MHz)\n",
-                             p["per_core"].get<double>(), cfg.core.mxus,
-                             cfg.core.mxus > 1 ? "s" : "", cfg.mxu.rows, cfg.mxu.cols,
-                             cfg.chip.clock_mhz);
+    std::cout << fmt::format(
+        "  peak bf16  {:.3f} TFLOPS per core ({} MXU{} of {} x {} x 2 FLOP x {} MHz)\n",
+        p["per_core"].get<double>(), cfg.core.mxus, cfg.core.mxus > 1 ? "s" : "", cfg.mxu.rows,
+        cfg.mxu.cols, cfg.chip.clock_mhz);
     std::cout << fmt::format("             {:.3f} TFLOPS per chip, {:.3f} TFLOPS total\n",
                              p["per_chip"].get<double>(), p["total"].get<double>());
     if (cfg.board.quoted_peak_tflops > 0) {

@@ -1,9 +1,9 @@
 #include "tpusim/common/json_io.h"
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "tpusim/common/error.h"
 
@@ -73,8 +73,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& name)
         // nlohmann: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
         const auto colon = what.find(": ", what.find("parse error"));
         what = colon == std::string::npos ? what : what.substr(colon + 2);
-        throw InputError(name, fmt::format("line {}, column {}", l, c),
-                         "malformed JSON: " + what);
+        throw InputError(name, fmt::format("line {}, column {}", l, c), "malformed JSON: " + what);
     } catch (const nlohmann::json::exception& e) {
         // e.g. out_of_range.406 "number overflow parsing '1e400'": valid syntax, but no
         // double holds it. The parser gives no position; the first occurrence of the quoted
@@ -121,15 +120,23 @@ std::string json_pointer_child(const std::string& parent, const std::string& key
 
 std::string json_type_name(const nlohmann::json& j) {
     switch (j.type()) {
-        case nlohmann::json::value_t::null: return "null";
-        case nlohmann::json::value_t::object: return "an object";
-        case nlohmann::json::value_t::array: return "an array";
-        case nlohmann::json::value_t::string: return "a string";
-        case nlohmann::json::value_t::boolean: return "a boolean";
+        case nlohmann::json::value_t::null:
+            return "null";
+        case nlohmann::json::value_t::object:
+            return "an object";
+        case nlohmann::json::value_t::array:
+            return "an array";
+        case nlohmann::json::value_t::string:
+            return "a string";
+        case nlohmann::json::value_t::boolean:
+            return "a boolean";
         case nlohmann::json::value_t::number_integer:
-        case nlohmann::json::value_t::number_unsigned: return "an integer";
-        case nlohmann::json::value_t::number_float: return "a non-integer number";
-        default: return "an unsupported value";
+        case nlohmann::json::value_t::number_unsigned:
+            return "an integer";
+        case nlohmann::json::value_t::number_float:
+            return "a non-integer number";
+        default:
+            return "an unsupported value";
     }
 }
 

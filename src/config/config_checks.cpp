@@ -119,12 +119,12 @@ void check_relations(const TpuConfig& cfg, const std::map<std::string, std::stri
                          cfg.hbm.stacks));
     }
     if (cfg.hbm.channels() % cfg.chip.cores_per_chip != 0 ||
-        !is_power_of_two(static_cast<std::uint64_t>(cfg.hbm.channels() /
-                                                    cfg.chip.cores_per_chip))) {
-        const std::string what =
-            fmt::format("expected the chip's {} HBM channels to split into a power of two per "
-                        "core between its {} cores",
-                        cfg.hbm.channels(), cfg.chip.cores_per_chip);
+        !is_power_of_two(
+            static_cast<std::uint64_t>(cfg.hbm.channels() / cfg.chip.cores_per_chip))) {
+        const std::string what = fmt::format(
+            "expected the chip's {} HBM channels to split into a power of two per "
+            "core between its {} cores",
+            cfg.hbm.channels(), cfg.chip.cores_per_chip);
         fail_relation(origin, {"/hbm/channels_per_stack", what}, {"/chip/cores_per_chip", what});
     }
     check_ici_topology(cfg, origin);

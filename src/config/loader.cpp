@@ -1,14 +1,14 @@
 // Config loading: files -> (extends chain, overrides) -> one merged JSON object with the origin
 // of every leaf -> typed structs -> range validation. Each step is a visitor over the one field
 // list in the structs' visit() members (tpusim/config/visitor.h).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "config_checks.h"
 #include "tpusim/common/error.h"
@@ -103,9 +103,9 @@ class SchemaChecker : public ConfigVisitor {
             if (!f.seen.count(it.key())) {
                 std::vector<std::string> known(f.seen.begin(), f.seen.end());
                 known.erase(std::remove(known.begin(), known.end(), "extends"), known.end());
-                throw InputError(source_, json_pointer_child(f.pointer, it.key()),
-                                 fmt::format("unknown key \"{}\" (known keys: {})", it.key(),
-                                             join(known)));
+                throw InputError(
+                    source_, json_pointer_child(f.pointer, it.key()),
+                    fmt::format("unknown key \"{}\" (known keys: {})", it.key(), join(known)));
             }
         }
     }
@@ -239,8 +239,8 @@ json load_chain(const std::string& path, std::vector<std::string>& stack,
     if (stack.size() > 16) throw InputError(path, "/extends", "extends chain deeper than 16");
     json doc = read_json_file(path);
     if (!doc.is_object()) {
-        throw InputError(path, "", "expected a JSON object at the top level, got " +
-                                       json_type_name(doc));
+        throw InputError(path, "",
+                         "expected a JSON object at the top level, got " + json_type_name(doc));
     }
     TpuConfig probe;
     SchemaChecker checker(doc, path, false);

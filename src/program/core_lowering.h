@@ -72,9 +72,9 @@ class CoreLowering {
     CoreProgram prog_;
     VmemRing vmem_;
     Addr hbm_base_, hbm_size_, hbm_next_ = 0;
-    std::vector<Addr> out_addr_;             // HBM address of each op's result
-    std::vector<Waits> done_;                // per op: its final instructions on this core
-    std::vector<std::int64_t> consumer_;     // fused consumer lowered inline, or -1
+    std::vector<Addr> out_addr_;          // HBM address of each op's result
+    std::vector<Waits> done_;             // per op: its final instructions on this core
+    std::vector<std::int64_t> consumer_;  // fused consumer lowered inline, or -1
     std::vector<std::size_t> consumers_count_;
     std::vector<bool> lowered_;
     std::vector<OpInfo>* infos_ = nullptr;

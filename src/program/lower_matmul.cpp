@@ -1,8 +1,8 @@
 // Matmul lowering: tiles sized to VMEM, weight tiles split between the core's MXUs, operand
 // DMAs issued one pipeline step ahead of the MXU work (double buffering).
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core_lowering.h"
 #include "tpusim/common/error.h"
@@ -88,8 +88,8 @@ void CoreLowering::lower_matmul(std::size_t i) {
                         ld.dma.row_bytes = static_cast<Bytes>(tk_e * e);
                         ld.dma.vmem_stride = ld.dma.row_bytes;
                         ld.dma.hbm_stride = static_cast<Bytes>(op.k * e);
-                        ld.dma.hbm_addr = lhs + static_cast<Bytes>(
-                                                    ((b * op.m + jm * tm) * op.k + jk * tk) * e);
+                        ld.dma.hbm_addr =
+                            lhs + static_cast<Bytes>(((b * op.m + jm * tm) * op.k + jk * tk) * e);
                         const std::uint32_t a_id = emit(ld);
                         vmem_.use(a.addr, a_id);
                         s.loaded.push_back(a_id);
@@ -105,8 +105,9 @@ void CoreLowering::lower_matmul(std::size_t i) {
                             lb.dma.row_bytes = static_cast<Bytes>(tn_e * e);
                             lb.dma.vmem_stride = lb.dma.row_bytes;
                             lb.dma.hbm_stride = static_cast<Bytes>(op.n * e);
-                            lb.dma.hbm_addr = rhs + static_cast<Bytes>(
-                                                        ((b * op.k + jk * tk) * op.n + jn * tn) * e);
+                            lb.dma.hbm_addr =
+                                rhs +
+                                static_cast<Bytes>(((b * op.k + jk * tk) * op.n + jn * tn) * e);
                             b_load = emit(lb);
                             vmem_.use(bbuf.addr, b_load);
                             count_hbm(i, b_bytes);
@@ -142,8 +143,8 @@ void CoreLowering::lower_matmul(std::size_t i) {
                     };
                     if (jk == nk - 1) {
                         st.finish = [=](Step& s) {
-                            sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e,
-                                            op.n, consumer ? 4 : op.out_bytes, s.computed});
+                            sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
+                                            consumer ? 4 : op.out_bytes, s.computed});
                             vmem_.unpin(s.acc);
                             if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
                         };

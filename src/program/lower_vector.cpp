@@ -1,7 +1,7 @@
 // Vector, copy, collective and host-transfer lowering.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "core_lowering.h"
 #include "tpusim/common/error.h"
@@ -32,8 +32,8 @@ void CoreLowering::lower_vector(std::size_t i) {
     const auto u32 = static_cast<std::uint32_t>(i);
     std::vector<Addr> inputs;
     for (std::int64_t x = 0; x < op.vector_inputs; ++x) {
-        inputs.push_back(operand(i, static_cast<std::size_t>(x),
-                                 static_cast<Bytes>(op.rows) * row_in));
+        inputs.push_back(
+            operand(i, static_cast<std::size_t>(x), static_cast<Bytes>(op.rows) * row_in));
     }
 
     std::vector<Step> steps(static_cast<std::size_t>(chunks));

@@ -1,10 +1,10 @@
 // Trace ops -> per-core instruction streams. See tpusim/program/lowering.h for the strategy.
 #include "tpusim/program/lowering.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
-
-#include <fmt/format.h>
 
 #include "core_lowering.h"
 #include "tpusim/common/error.h"
@@ -14,17 +14,22 @@ namespace tpusim {
 
 const char* unit_name(Unit u) {
     switch (u) {
-        case Unit::Dma: return "DMA";
-        case Unit::Mxu: return "MXU";
-        case Unit::Vpu: return "VPU";
-        case Unit::Ici: return "ICI";
-        case Unit::Host: return "host";
+        case Unit::Dma:
+            return "DMA";
+        case Unit::Mxu:
+            return "MXU";
+        case Unit::Vpu:
+            return "VPU";
+        case Unit::Ici:
+            return "ICI";
+        case Unit::Host:
+            return "host";
     }
     return "?";
 }
 
-Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
-                  const LoweringOptions& opts, const std::string& trace_name) {
+Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const LoweringOptions& opts,
+                  const std::string& trace_name) {
     Program prog;
     prog.name = trace_name;
     for (const auto& op : ops) {
@@ -45,10 +50,10 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
     for (const auto& op : ops) {
         if (op.kind != "vector") continue;
         try {
-            vector_loop_iterations(VectorOpDesc{op.vop, std::max<std::int64_t>(op.rows, 1),
-                                                std::max<std::int64_t>(op.cols, 1), op.in_bytes,
-                                                op.out_bytes},
-                                   cfg.vpu);
+            vector_loop_iterations(
+                VectorOpDesc{op.vop, std::max<std::int64_t>(op.rows, 1),
+                             std::max<std::int64_t>(op.cols, 1), op.in_bytes, op.out_bytes},
+                cfg.vpu);
         } catch (const InputError& e) {
             throw InputError(trace_name, fmt::format("op \"{}\"", op.id), e.what_only());
         }

@@ -15,8 +15,7 @@ CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
     dont_initialize();
 }
 
-void CalibratedHbm::transfer(int core_on_chip, const DmaInstr& d,
-                             std::function<void(Cycle)> done) {
+void CalibratedHbm::transfer(int core_on_chip, const DmaInstr& d, std::function<void(Cycle)> done) {
     const Cycle now = now_cycles();
     const std::uint64_t tag = next_tag_++;
     waiting_.emplace(tag, std::move(done));
@@ -82,7 +81,8 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core,
     s.bytes = c.bytes;
     s.element_bytes = static_cast<Bytes>(c.element_bytes);
     for (std::int64_t g : c.group) s.group.push_back(static_cast<int>(g));
-    for (const auto& [a, b] : c.pairs) s.pairs.emplace_back(static_cast<int>(a), static_cast<int>(b));
+    for (const auto& [a, b] : c.pairs)
+        s.pairs.emplace_back(static_cast<int>(a), static_cast<int>(b));
     auto callbacks = std::move(p.done);
     pending_.erase({c.instance, leader});
     ici_.start(s, [callbacks](Cycle t) {
@@ -124,15 +124,14 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
         stats_.add_child(*chip.stats);
         chips_.push_back(std::move(chip));
     }
-    const TensorCoreConfigs tc{cfg.core, cfg.sequencer, cfg.mxu, cfg.vpu, cfg.vmem,
-                               parse_mxu_fidelity(cfg.sim.mxu_fidelity)};
+    const TensorCoreConfigs tc{cfg.core, cfg.sequencer, cfg.mxu,
+                               cfg.vpu,  cfg.vmem,      parse_mxu_fidelity(cfg.sim.mxu_fidelity)};
     for (std::int64_t c = 0; c < cfg.cores(); ++c) {
         Chip& chip = chips_[static_cast<std::size_t>(c / per_chip)];
         if (burst) {
-            dma_.push_back(std::make_unique<DmaEngine>(fmt::format("core{}_dma", c).c_str(),
-                                                       cfg.dma, cfg.vmem,
-                                                       static_cast<int>(c % per_chip),
-                                                       cfg.hbm.capacity_bytes()));
+            dma_.push_back(std::make_unique<DmaEngine>(
+                fmt::format("core{}_dma", c).c_str(), cfg.dma, cfg.vmem,
+                static_cast<int>(c % per_chip), cfg.hbm.capacity_bytes()));
             dma_.back()->hbm_out(chip.hbm->target_in);
         }
         cores_.push_back(std::make_unique<TensorCore>(fmt::format("core{}", c).c_str(), c, tc,

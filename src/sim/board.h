@@ -6,12 +6,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <queue>
+#include <systemc>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
-#include <systemc>
 
 #include "tpusim/arch/dma_engine.h"
 #include "tpusim/arch/hbm_calibrated.h"

@@ -1,8 +1,8 @@
 // The run report: JSON body, text summary and per-op CSV, all from a RunResult.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "tpusim/program/program.h"
 #include "tpusim/sim/derived.h"
@@ -30,9 +30,12 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
                 {"achieved_gbps_per_chip", r.hbm_gbps_per_chip},
                 {"peak_gbps_per_chip", cfg.hbm.peak_bytes_per_second() / 1e9}};
     j["ici"] = {{"bytes", r.ici_bytes}};
-    j["utilization"] = {{"mxu_busy", r.busy.mxu},   {"vpu_busy", r.busy.vpu},
-                        {"dma_busy", r.busy.dma},   {"ici_busy", r.busy.ici},
-                        {"host_busy", r.busy.host}, {"hbm_bandwidth", r.busy.hbm},
+    j["utilization"] = {{"mxu_busy", r.busy.mxu},
+                        {"vpu_busy", r.busy.vpu},
+                        {"dma_busy", r.busy.dma},
+                        {"ici_busy", r.busy.ici},
+                        {"host_busy", r.busy.host},
+                        {"hbm_bandwidth", r.busy.hbm},
                         {"mxu_padding_waste", r.busy.mxu_padding_waste}};
     j["bottleneck"] = run_bottleneck(r);
     nlohmann::json ops = nlohmann::json::array();
@@ -62,21 +65,23 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
                      r.chips == 1 ? "" : "s");
     o << fmt::format("  time       {} cycles = {:.6f} ms at {} MHz\n", r.cycles, r.seconds * 1e3,
                      cfg.chip.clock_mhz);
-    o << fmt::format("  compute    {:.2f} TFLOPS achieved of {:.2f} peak (MXU utilization {:.1f}%)\n",
-                     r.achieved_tflops, r.peak_tflops, 100.0 * r.mxu_utilization);
-    o << fmt::format("  HBM        {:.1f} MB read, {:.1f} MB written, {:.1f} GB/s per chip "
-                     "(peak {:.1f})\n",
-                     static_cast<double>(r.hbm_bytes_read) / 1e6,
-                     static_cast<double>(r.hbm_bytes_written) / 1e6, r.hbm_gbps_per_chip,
-                     cfg.hbm.peak_bytes_per_second() / 1e9);
+    o << fmt::format(
+        "  compute    {:.2f} TFLOPS achieved of {:.2f} peak (MXU utilization {:.1f}%)\n",
+        r.achieved_tflops, r.peak_tflops, 100.0 * r.mxu_utilization);
+    o << fmt::format(
+        "  HBM        {:.1f} MB read, {:.1f} MB written, {:.1f} GB/s per chip "
+        "(peak {:.1f})\n",
+        static_cast<double>(r.hbm_bytes_read) / 1e6, static_cast<double>(r.hbm_bytes_written) / 1e6,
+        r.hbm_gbps_per_chip, cfg.hbm.peak_bytes_per_second() / 1e9);
     if (r.ici_bytes > 0) {
         o << fmt::format("  ICI        {:.1f} MB over the links\n",
                          static_cast<double>(r.ici_bytes) / 1e6);
     }
-    o << fmt::format("  busy       MXU {:.1f}% (padding {:.1f}% of its MACs), VPU {:.1f}%, "
-                     "DMA {:.1f}%,\n             HBM {:.1f}% of peak, ICI {:.1f}%, host {:.1f}%\n",
-                     100 * r.busy.mxu, 100 * r.busy.mxu_padding_waste, 100 * r.busy.vpu,
-                     100 * r.busy.dma, 100 * r.busy.hbm, 100 * r.busy.ici, 100 * r.busy.host);
+    o << fmt::format(
+        "  busy       MXU {:.1f}% (padding {:.1f}% of its MACs), VPU {:.1f}%, "
+        "DMA {:.1f}%,\n             HBM {:.1f}% of peak, ICI {:.1f}%, host {:.1f}%\n",
+        100 * r.busy.mxu, 100 * r.busy.mxu_padding_waste, 100 * r.busy.vpu, 100 * r.busy.dma,
+        100 * r.busy.hbm, 100 * r.busy.ici, 100 * r.busy.host);
     o << fmt::format("  bound by   {}\n", run_bottleneck(r));
     // The ops that took longest.
     std::vector<const OpResult*> sorted;
@@ -84,16 +89,16 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
     std::stable_sort(sorted.begin(), sorted.end(), [](const OpResult* a, const OpResult* b) {
         return a->end_cycle - a->start_cycle > b->end_cycle - b->start_cycle;
     });
-    o << fmt::format("  {:<28} {:>12} {:>10} {:>9}  {}\n", "op (longest first)", "cycles",
-                     "us", "TFLOPS", "bound by");
+    o << fmt::format("  {:<28} {:>12} {:>10} {:>9}  {}\n", "op (longest first)", "cycles", "us",
+                     "TFLOPS", "bound by");
     const std::size_t shown = std::min<std::size_t>(sorted.size(), 12);
     for (std::size_t i = 0; i < shown; ++i) {
         const OpResult& op = *sorted[i];
         const Cycle c = op.end_cycle - op.start_cycle;
         const double us = static_cast<double>(c) / cfg.chip.clock_mhz;
         const double tf = c == 0 ? 0.0 : op.flops / (us * 1e-6) / 1e12;
-        o << fmt::format("  {:<28} {:>12} {:>10.1f} {:>9.2f}  {}\n", op.id.substr(0, 28), c, us,
-                         tf, op.bottleneck);
+        o << fmt::format("  {:<28} {:>12} {:>10.1f} {:>9.2f}  {}\n", op.id.substr(0, 28), c, us, tf,
+                         op.bottleneck);
     }
     if (sorted.size() > shown) o << fmt::format("  ... {} more ops\n", sorted.size() - shown);
     return o.str();

@@ -1,10 +1,10 @@
 #include "tpusim/sim/simulator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "board.h"
 #include "tpusim/common/sim_time.h"
@@ -29,7 +29,8 @@ namespace {
 
 // bottleneck_of over the units' busy shares of the op's duration.
 std::string verdict(const OpResult& op, std::int64_t cores, const TpuConfig& cfg) {
-    const double d = static_cast<double>(op.end_cycle - op.start_cycle) * static_cast<double>(cores);
+    const double d =
+        static_cast<double>(op.end_cycle - op.start_cycle) * static_cast<double>(cores);
     if (d <= 0) return "latency";
     const double mxu = static_cast<double>(op.busy[static_cast<int>(Unit::Mxu)]) /
                        (d * static_cast<double>(cfg.core.mxus));
@@ -78,12 +79,14 @@ RunResult Simulator::run(const Program& program) {
         if (opts_.progress && std::chrono::duration<double>(now - t0).count() > 3.0 &&
             std::chrono::duration<double>(now - last_print).count() > 1.0) {
             std::size_t issued = 0;
-            for (std::int64_t c = 0; c < ncores; ++c) issued += board_->core(c).stats().instructions;
-            std::cerr << fmt::format("\r[tpusim] cycle {}  {:.1f}% of {} instructions issued  {:.0f} s",
-                                     now_cycles(),
-                                     100.0 * static_cast<double>(issued) /
-                                         static_cast<double>(std::max<std::size_t>(total_instrs, 1)),
-                                     total_instrs, std::chrono::duration<double>(now - t0).count())
+            for (std::int64_t c = 0; c < ncores; ++c)
+                issued += board_->core(c).stats().instructions;
+            std::cerr << fmt::format(
+                             "\r[tpusim] cycle {}  {:.1f}% of {} instructions issued  {:.0f} s",
+                             now_cycles(),
+                             100.0 * static_cast<double>(issued) /
+                                 static_cast<double>(std::max<std::size_t>(total_instrs, 1)),
+                             total_instrs, std::chrono::duration<double>(now - t0).count())
                       << std::flush;
             last_print = now;
             printed = true;
@@ -128,10 +131,10 @@ RunResult Simulator::run(const Program& program) {
     r.achieved_tflops = r.seconds > 0 ? r.flops / r.seconds / 1e12 : 0.0;
     r.mxu_utilization = r.peak_tflops > 0 ? r.achieved_tflops / r.peak_tflops : 0.0;
     board_->collect(r);
-    r.hbm_gbps_per_chip =
-        r.seconds > 0 ? static_cast<double>(r.hbm_bytes_read + r.hbm_bytes_written) /
-                            static_cast<double>(r.chips) / r.seconds / 1e9
-                      : 0.0;
+    r.hbm_gbps_per_chip = r.seconds > 0
+                              ? static_cast<double>(r.hbm_bytes_read + r.hbm_bytes_written) /
+                                    static_cast<double>(r.chips) / r.seconds / 1e9
+                              : 0.0;
     // Unit busy fractions over the cores that ran.
     if (r.cycles > 0 && ncores > 0) {
         double mxu = 0, vpu = 0, dma = 0, ici = 0, host = 0, useful = 0, array = 0;

@@ -1,14 +1,14 @@
 // Program layer: trace ops -> instruction streams. Expected counts are derived from the
 // config and the tiling rules in tpusim/program/lowering.h.
-#include <array>
+#include "tpusim/program/lowering.h"
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "../test_util.h"
 #include "tpusim/common/error.h"
 #include "tpusim/program/from_trace.h"
-#include "tpusim/program/lowering.h"
 #include "tpusim/trace/trace.h"
 
 using namespace tpusim;
@@ -62,7 +62,8 @@ Totals totals(const CoreProgram& p) {
                 t.vec_elems += static_cast<std::uint64_t>(in.vec.rows * in.vec.cols);
                 ++t.vpu_instrs;
                 break;
-            default: break;
+            default:
+                break;
         }
     }
     return t;
@@ -72,8 +73,10 @@ Totals totals(const CoreProgram& p) {
 
 TEST_CASE("matmul lowering covers every MAC once and writes the result once", "[lowering]") {
     const TpuConfig cfg = v3();
-    for (auto [m, k, n] : {std::array<std::int64_t, 3>{1, 1, 1}, {300, 200, 130},
-                           {2048, 4096, 1024}, {8, 12288, 12288}}) {
+    for (auto [m, k, n] : {std::array<std::int64_t, 3>{1, 1, 1},
+                           {300, 200, 130},
+                           {2048, 4096, 1024},
+                           {8, 12288, 12288}}) {
         const Program p = lower_ops({matmul("mm", m, k, n)}, cfg, {}, "t");
         REQUIRE(p.cores.size() == 1);
         const Totals t = totals(p.cores[0]);
@@ -91,7 +94,8 @@ TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
     const Program p = lower_ops({matmul("mm", 1024, 1024, 1024)}, cfg, {}, "t");
     std::uint64_t per_mxu[2] = {0, 0};
     for (const auto& in : p.cores[0].instrs) {
-        if (in.unit == Unit::Mxu) per_mxu[in.mm.mxu] += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
+        if (in.unit == Unit::Mxu)
+            per_mxu[in.mm.mxu] += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
     }
     CHECK(per_mxu[0] == per_mxu[1]);
     CHECK(per_mxu[0] + per_mxu[1] == 1024ull * 1024 * 1024);
@@ -99,8 +103,8 @@ TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
 
 TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[lowering]") {
     const TpuConfig cfg = v3();
-    const Program p = lower_ops({matmul("a", 4096, 4096, 4096), vector("g", "gelu", 4096, 4096)},
-                                cfg, {}, "t");
+    const Program p =
+        lower_ops({matmul("a", 4096, 4096, 4096), vector("g", "gelu", 4096, 4096)}, cfg, {}, "t");
     const auto& in = p.cores[0].instrs;
     bool dma_before_first_mxu_done = false;
     std::size_t first_mxu = in.size();

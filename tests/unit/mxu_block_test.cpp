@@ -30,8 +30,7 @@ void check_same(const MxuBlockTiming& a, const MxuBlockTiming& b) {
 
 }  // namespace
 
-TEST_CASE("a block's passes tile K within each N strip and cover every MAC once",
-          "[mxu][block]") {
+TEST_CASE("a block's passes tile K within each N strip and cover every MAC once", "[mxu][block]") {
     std::vector<MxuPass> v;
     for (const MxuTile& t : mxu_gemm_tiles(small_mxu(true, true), 5, 40, 20)) v.push_back(t.pass);
     REQUIRE(v.size() == 3u * 3u);  // ceil(20/8) strips x ceil(40/16) K tiles

@@ -21,9 +21,9 @@
 namespace tpusim {
 
 struct HbmCalibration {
-    double read_bytes_per_cycle = 0;   // per core half, core cycles, streaming
+    double read_bytes_per_cycle = 0;  // per core half, core cycles, streaming
     double write_bytes_per_cycle = 0;
-    Cycle read_latency = 0;            // an isolated access on an idle system, core cycles
+    Cycle read_latency = 0;  // an isolated access on an idle system, core cycles
     Cycle write_latency = 0;
     std::uint64_t calibration_bursts = 0;  // bursts the burst-level model simulated
 };

@@ -14,10 +14,9 @@
 #include <memory>
 #include <queue>
 #include <string>
+#include <systemc>
 #include <tuple>
 #include <vector>
-
-#include <systemc>
 
 #include "tpusim/arch/core_stats.h"
 #include "tpusim/arch/mxu_block.h"

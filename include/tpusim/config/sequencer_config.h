@@ -11,11 +11,11 @@
 namespace tpusim {
 
 struct SequencerConfig {
-    std::int64_t unit_queue_depth = 4;        // instructions waiting per unit
-    std::int64_t dma_slots = 1;               // DMA / misc instructions per bundle
-    std::int64_t matrix_slots = 2;            // matrix push/pop slots per bundle
-    std::int64_t vector_slots = 1;            // vector loops started per bundle
-    std::int64_t sync_latency_cycles = 2;     // a satisfied sync-flag wait to issue
+    std::int64_t unit_queue_depth = 4;     // instructions waiting per unit
+    std::int64_t dma_slots = 1;            // DMA / misc instructions per bundle
+    std::int64_t matrix_slots = 2;         // matrix push/pop slots per bundle
+    std::int64_t vector_slots = 1;         // vector loops started per bundle
+    std::int64_t sync_latency_cycles = 2;  // a satisfied sync-flag wait to issue
 
     void visit(ConfigVisitor& v) {
         v.value("unit_queue_depth", unit_queue_depth, Limits::range(1, 1024), "instructions",

@@ -1,10 +1,9 @@
 #pragma once
 // The whole configuration in effect: one typed struct per component. A component receives
 // only its own struct (`const MxuConfig&`), never this object.
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "tpusim/config/board_config.h"
 #include "tpusim/config/core_config.h"

@@ -54,7 +54,7 @@ struct LoweringOptions {
 
 // Throws InputError(trace_name, "op \"id\"", ...) when an op cannot be placed (e.g. its
 // smallest tile does not fit VMEM).
-Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
-                  const LoweringOptions& opts, const std::string& trace_name);
+Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const LoweringOptions& opts,
+                  const std::string& trace_name);
 
 }  // namespace tpusim

@@ -44,11 +44,11 @@ struct VectorInstr {
 struct CollectiveInstr {
     std::string kind;  // all_reduce, all_gather, ...
     Bytes bytes = 0;
-    std::vector<std::int64_t> group;  // global core ids taking part
-    std::int64_t peer = -1;           // send: destination; recv: source
+    std::vector<std::int64_t> group;                           // global core ids taking part
+    std::int64_t peer = -1;                                    // send: destination; recv: source
     std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // collective_permute
-    std::int64_t element_bytes = 4;   // sizes the reduction work
-    std::uint64_t instance = 0;       // same value on every participating core
+    std::int64_t element_bytes = 4;                            // sizes the reduction work
+    std::uint64_t instance = 0;  // same value on every participating core
 };
 
 struct HostInstr {
@@ -77,11 +77,11 @@ struct CoreProgram {
 struct OpInfo {
     std::string id;
     std::string kind;
-    double flops = 0;             // useful FLOPs on one core
-    double padded_flops = 0;      // FLOPs the MXU performs including padding
-    Bytes hbm_bytes = 0;          // bytes the op moves between HBM and VMEM on one core
+    double flops = 0;         // useful FLOPs on one core
+    double padded_flops = 0;  // FLOPs the MXU performs including padding
+    Bytes hbm_bytes = 0;      // bytes the op moves between HBM and VMEM on one core
     std::vector<std::int64_t> cores;
-    std::string fused_into;       // producer whose tiles this op consumed in VMEM, if any
+    std::string fused_into;  // producer whose tiles this op consumed in VMEM, if any
 };
 
 struct Program {

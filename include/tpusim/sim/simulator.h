@@ -6,9 +6,8 @@
 // process (`tpusim run`, `tpusim bench peak` and each system test are one process each).
 #include <cstdint>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/program/program.h"
@@ -25,9 +24,9 @@ struct OpResult {
     std::string id, kind;
     Cycle start_cycle = 0, end_cycle = 0;
     Cycle busy[5] = {0, 0, 0, 0, 0};  // summed over cores, by Unit
-    double flops = 0;                  // useful FLOPs, all cores
-    Bytes hbm_bytes = 0;               // all cores
-    std::string bottleneck;            // compute, hbm, vector, ici, host, latency
+    double flops = 0;                 // useful FLOPs, all cores
+    Bytes hbm_bytes = 0;              // all cores
+    std::string bottleneck;           // compute, hbm, vector, ici, host, latency
 };
 
 struct RunResult {
@@ -35,7 +34,7 @@ struct RunResult {
     double seconds = 0;
     double flops = 0;  // useful FLOPs over all cores
     double achieved_tflops = 0;
-    double peak_tflops = 0;  // derived peak of the cores the program ran on
+    double peak_tflops = 0;      // derived peak of the cores the program ran on
     double mxu_utilization = 0;  // achieved / peak over those cores
     // Fraction of the run each unit was busy, averaged over the cores that ran (MXU: over
     // their MXUs); HBM: achieved / peak bandwidth; padding: array MACs that were padding.
