@@ -18,6 +18,7 @@ int sc_main(int argc, char* argv[]) {
     tpusim::cli::add_config_command(app);
     tpusim::cli::add_run_command(app);
     tpusim::cli::add_trace_command(app);
+    tpusim::cli::add_import_command(app);
     auto* bench = app.add_subcommand("bench", "microbenchmarks run through the simulator");
     bench->require_subcommand(1);
     tpusim::cli::add_bench_commands(*bench);

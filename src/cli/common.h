@@ -24,6 +24,7 @@ void add_info_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
+void add_import_command(CLI::App& app);
 // Sub-commands of `tpusim bench`.
 void add_bench_commands(CLI::App& bench);
 void add_bench_peak_command(CLI::App& bench);

@@ -6,10 +6,12 @@
 #include <iostream>
 
 #include "common.h"
+#include "hlo_options.h"
 #include "tpusim/common/error.h"
 #include "tpusim/program/from_trace.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/report.h"
+#include "tpusim/trace/hlo.h"
 #include "tpusim/trace/trace.h"
 
 namespace tpusim::cli {
@@ -18,7 +20,8 @@ namespace {
 
 struct RunCliOptions {
     CommonOptions common;
-    std::string trace, report, timeline, ops, fidelity;
+    std::string trace, hlo, report, timeline, ops, fidelity;
+    HloCliOptions hlo_opts;
     bool quiet = false;
 };
 
@@ -35,7 +38,10 @@ void add_run_command(CLI::App& app) {
     static RunCliOptions o;
     auto* cmd = app.add_subcommand("run", "replay a trace on the configured board");
     add_common_options(cmd, o.common);
-    cmd->add_option("--trace,-t", o.trace, "trace file (docs/trace-format.md)")->required();
+    auto* tr = cmd->add_option("--trace,-t", o.trace, "trace file (docs/trace-format.md)");
+    auto* hl = cmd->add_option("--hlo", o.hlo, "XLA HLO text module (docs/hlo.md)");
+    tr->excludes(hl);
+    add_hlo_options(cmd, o.hlo_opts);
     cmd->add_option("--report,-r", o.report, "write the JSON report here");
     cmd->add_option("--timeline", o.timeline,
                     "write a Chrome trace-event timeline here (open it in ui.perfetto.dev)");
@@ -50,7 +56,11 @@ void add_run_command(CLI::App& app) {
         std::vector<std::string> sets = o.common.sets;
         if (!o.fidelity.empty()) sets.push_back("sim.mxu_fidelity=" + o.fidelity);
         const TpuConfig cfg = load_config(o.common.config, sets);
-        const Trace trace = read_trace(o.trace, cfg.cores());
+        if (o.trace.empty() == o.hlo.empty())
+            throw InputError("tpusim run", "", "give a program: --trace T.json or --hlo F.hlo");
+        HloImportStats hlo_stats;
+        const Trace trace = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
+                                          : load_hlo(o.hlo, o.hlo_opts, cfg, hlo_stats, false);
         const Program program = lower_trace(trace, cfg);
         RunOptions ro;
         ro.timeline = !o.timeline.empty();
@@ -60,7 +70,16 @@ void add_run_command(CLI::App& app) {
         r.wall_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         nlohmann::json body = run_report_body(r, cfg);
-        body["trace"] = {{"path", o.trace}, {"name", trace.name}, {"ops", trace.ops.size()}};
+        body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
+                         {"name", trace.name},
+                         {"ops", trace.ops.size()}};
+        if (!o.hlo.empty())
+            body["hlo"] = {{"instructions", hlo_stats.instructions},
+                           {"free_instructions", hlo_stats.free_instructions},
+                           {"while_trips", hlo_stats.while_trips},
+                           {"passes", o.hlo_opts.passes},
+                           {"unmodelled_custom_calls", hlo_stats.unmodelled_custom_calls},
+                           {"warnings", hlo_stats.warnings}};
         body["wall_seconds"] = r.wall_seconds;
         const nlohmann::json report = make_report("run", cfg, body);
         if (!o.report.empty()) write_json(o.report, report);
@@ -70,6 +89,11 @@ void add_run_command(CLI::App& app) {
             std::cout << report.dump(2) << "\n";
         } else {
             std::cout << run_summary_text(r, cfg, trace.name);
+            if (!hlo_stats.warnings.empty())
+                std::cout << fmt::format(
+                    "  {} custom-call executions not modelled (warnings "
+                    "above)\n",
+                    hlo_stats.unmodelled_custom_calls);
             std::cout << fmt::format("  simulated in {:.3f} s wall\n", r.wall_seconds);
         }
     });

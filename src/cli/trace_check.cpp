@@ -7,6 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "hlo_options.h"
+#include "tpusim/common/error.h"
+#include "tpusim/trace/hlo.h"
 #include "tpusim/trace/trace.h"
 
 namespace tpusim::cli {
@@ -14,7 +17,8 @@ namespace tpusim::cli {
 namespace {
 
 struct CheckOptions {
-    std::string trace;
+    std::string trace, hlo;
+    HloCliOptions hlo_opts;
     std::string config;
     std::vector<std::string> sets;
     bool json = false;
@@ -35,13 +39,19 @@ std::string to_string(Total v) {
 
 void run_check(const CheckOptions& o) {
     const TpuConfig cfg = o.config.empty() ? TpuConfig{} : load_config(o.config, o.sets);
-    const Trace t = read_trace(o.trace, cfg.cores());
+    if (o.trace.empty() == o.hlo.empty())
+        throw InputError("tpusim trace check", "", "give a program: --trace T.json or --hlo F.hlo");
+    HloImportStats stats;
+    const Trace t = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
+                                  : load_hlo(o.hlo, o.hlo_opts, cfg, stats, o.json);
     std::map<std::string, std::size_t> by_kind;
+    std::map<std::string, Total> flops_by_kind;
     Total flops = 0, bytes_in = 0, bytes_out = 0, ici = 0;
     for (const auto& op : t.ops) {
         const auto cores = static_cast<Total>(op_core_count(t, op));
         ++by_kind[op_kind_name(op.kind)];
         flops += static_cast<Total>(op_flops(op)) * cores;
+        flops_by_kind[op_kind_name(op.kind)] += static_cast<Total>(op_flops(op)) * cores;
         bytes_in += static_cast<Total>(op_bytes_in(op)) * cores;
         bytes_out += static_cast<Total>(op_bytes_out(op)) * cores;
         if (is_collective(op.kind)) ici += static_cast<Total>(op.bytes) * cores;
@@ -52,9 +62,12 @@ void run_check(const CheckOptions& o) {
                             {"cores", t.cores},
                             {"by_kind", by_kind},
                             {"flops", to_string(flops)},
+                            {"flops_by_kind", nlohmann::json::object()},
                             {"bytes_in", to_string(bytes_in)},
                             {"bytes_out", to_string(bytes_out)},
                             {"collective_bytes", to_string(ici)}};
+        for (const auto& [k, f] : flops_by_kind) j["flops_by_kind"][k] = to_string(f);
+        if (!o.hlo.empty()) j["warnings"] = stats.warnings;
         std::cout << j.dump(2) << "\n";
         return;
     }
@@ -75,7 +88,9 @@ void add_trace_command(CLI::App& app) {
     auto* trace = app.add_subcommand("trace", "work with trace files (docs/trace-format.md)");
     trace->require_subcommand(1);
     auto* cmd = trace->add_subcommand("check", "read and validate a trace; print a summary");
-    cmd->add_option("--trace,-t", opts.trace, "trace file (JSON)")->required();
+    auto* tr = cmd->add_option("--trace,-t", opts.trace, "trace file (JSON)");
+    tr->excludes(cmd->add_option("--hlo", opts.hlo, "XLA HLO text module instead (docs/hlo.md)"));
+    add_hlo_options(cmd, opts.hlo_opts);
     cmd->add_option("--config,-c", opts.config,
                     "board configuration; the trace may use at most its cores (default: the "
                     "built-in TPU v3-8 values)");

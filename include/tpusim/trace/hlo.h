@@ -1,0 +1,127 @@
+#pragma once
+// XLA HLO text: the reader (a syntax tree of the module, docs/hlo.md) and the import that turns
+// a module into a trace (format v1), which the program layer lowers like any other trace.
+//
+// Contract: parse_hlo returns a module whose operands and called computations all resolve,
+// whose call graph from ENTRY has no cycle and whose shapes have at most 2^40 elements per
+// dimension and 2^62 per array; anything else is an InputError located
+// "<file>:<line>:<column>" (the `file` of the error; `where` is empty). The grammar follows
+// XLA's parser (xla/hlo/parser/hlo_parser.cc); nothing of it is copied here.
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tpusim/trace/trace.h"
+
+namespace tpusim {
+
+// XLA's primitive types, by their spelling in HLO text.
+struct HloType {
+    std::string_view name;  // "f32", "bf16", "pred", "token", ...
+    int bits = 0;           // storage bits of one element (pred: 8, token: 0)
+    bool is_float = false;
+};
+
+struct HloShape {
+    bool tuple = false;
+    HloType type;
+    std::vector<std::int64_t> dims;       // dynamic dims (<=N) count at their bound
+    std::vector<HloShape> elements;       // tuple elements
+    int memory_space = 0;                 // S(n) in the layout: 1 is VMEM on a TPU, 5 host memory
+    std::int64_t elements_count() const;  // array elements (1 for a scalar, 0 for a tuple)
+    std::int64_t bytes() const;           // array or every tuple leaf, rounded up per array
+};
+
+struct HloAttr {
+    std::string_view name, value;  // raw text of the value, as written
+    std::uint32_t offset = 0;      // of the name, for error messages
+};
+
+struct HloOperand {
+    std::int32_t instr = -1;        // index in the computation
+    std::int32_t tuple_index = -1;  // %name#i: element i of a tuple-shaped operand
+};
+
+struct HloInstr {
+    std::string_view name;  // without the leading %
+    std::string_view opcode;
+    HloShape shape;
+    std::vector<HloOperand> operands;
+    std::vector<HloAttr> attrs;
+    std::string_view literal;           // constant(...), parameter(n), ...: the raw text inside
+    std::vector<std::int32_t> callees;  // computations named by calls=, to_apply=, body= ...
+    std::uint32_t offset = 0;           // of the name
+    bool root = false;
+    const HloAttr* attr(std::string_view name) const;
+};
+
+struct HloComputation {
+    std::string_view name;
+    std::vector<HloInstr> instrs;
+    std::int32_t root = -1;
+    std::uint32_t offset = 0;
+};
+
+struct HloModule {
+    std::string path;                         // for messages
+    std::shared_ptr<const std::string> text;  // owns what every string_view points into
+    std::string_view name;
+    std::vector<HloAttr> attrs;  // of the HloModule line
+    std::vector<HloComputation> computations;
+    std::int32_t entry = -1;
+    std::unordered_map<std::string_view, std::int32_t> by_name;  // computations
+    std::int32_t find_computation(std::string_view name) const;  // -1 if none
+    const HloAttr* attr(std::string_view name) const;
+    // "<path>:<line>:<column>" of a byte offset into the text.
+    std::string location(std::uint32_t offset) const;
+    [[noreturn]] void fail(std::uint32_t offset, const std::string& what) const;
+};
+
+// Throws InputError as described above.
+HloModule parse_hlo(std::string text, const std::string& path);
+HloModule read_hlo(const std::string& path);
+
+// What the import does besides translating opcodes (docs/hlo.md, "Passes").
+struct HloImportOptions {
+    bool fusion = true;            // fuse producers into consumers in modules that have no fusions
+    bool tile_padding = true;      // pad the minor two dimensions to the (8, 128) tile in bytes
+    std::int64_t while_trips = 0;  // trips of a while whose count cannot be found; 0: error
+    // The MXU array (mxu.rows x mxu.cols of the config): grouped convolutions pack as many
+    // groups into one pass as it holds, as XLA's block-diagonal packing does.
+    std::int64_t mxu_rows = 128, mxu_cols = 128;
+};
+
+// Parses "--hlo-passes" values: "all", "none" or a comma list of "fusion", "tile-padding".
+// Throws InputError("--hlo-passes", "", ...) for an unknown name.
+void apply_hlo_passes(const std::string& list, HloImportOptions& opts);
+
+struct HloImportStats {
+    std::int64_t instructions = 0;  // HLO instructions visited (loop bodies once per trip)
+    std::int64_t free_instructions = 0;
+    std::int64_t while_trips = 0;
+    std::int64_t unmodelled_custom_calls = 0;  // executions (loop bodies once per trip)
+    std::vector<std::string> warnings;         // located, one line per instruction (custom-calls)
+};
+
+// The module as a trace: op ids are HLO instruction names (a loop body's op in trip t > 0 is
+// "<name>@t"). board_cores: the board's TensorCores; the program needs num_partitions (or the
+// devices its replica groups name) and fails naming the config when the board has fewer.
+Trace hlo_to_trace(const HloModule& m, const HloImportOptions& opts, std::int64_t board_cores,
+                   HloImportStats* stats = nullptr);
+
+// The trace as format v1 JSON (what `tpusim import hlo` writes, one op per line), and as the
+// JSON object that parse_trace validates (`tpusim run --hlo` goes through it, so that a run
+// of the HLO and a run of its imported trace lower the same ops).
+std::string trace_to_json(const Trace& t);
+nlohmann::json trace_to_json_object(const Trace& t);
+
+// read_hlo + hlo_to_trace + the trace reader's validation: what `run --hlo`, `import hlo` and
+// `trace check --hlo` use.
+Trace read_hlo_trace(const std::string& path, const HloImportOptions& opts,
+                     std::int64_t board_cores, HloImportStats* stats = nullptr);
+
+}  // namespace tpusim

@@ -1,0 +1,72 @@
+// `tpusim import hlo FILE.hlo -o T.json`: an XLA HLO module as a trace (format v1), so that
+// imported programs can be inspected, edited and replayed with `run --trace` (docs/hlo.md).
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "common.h"
+#include "hlo_options.h"
+#include "tpusim/common/error.h"
+#include "tpusim/trace/hlo.h"
+
+namespace tpusim::cli {
+
+void add_hlo_options(CLI::App* cmd, HloCliOptions& o) {
+    cmd->add_option("--hlo-passes", o.passes,
+                    "passes for modules without fusions: all (default), none, or a comma list "
+                    "of fusion, tile-padding (docs/hlo.md)");
+    cmd->add_option("--while-trips", o.while_trips,
+                    "trips of a while loop whose trip count the module does not tell");
+}
+
+Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig& cfg,
+               HloImportStats& stats, bool quiet) {
+    HloImportOptions opts;
+    opts.mxu_rows = cfg.mxu.rows;
+    opts.mxu_cols = cfg.mxu.cols;
+    const std::int64_t board_cores = cfg.cores();
+    apply_hlo_passes(o.passes, opts);
+    if (o.while_trips < 0) throw InputError("--while-trips", "", "must be a positive integer");
+    opts.while_trips = o.while_trips;
+    Trace t = read_hlo_trace(path, opts, board_cores, &stats);
+    if (!quiet)
+        for (const auto& w : stats.warnings) std::cerr << w << "\n";
+    return t;
+}
+
+void add_import_command(CLI::App& app) {
+    static std::string hlo, out, config;
+    static std::vector<std::string> sets;
+    static HloCliOptions ho;
+    auto* imp = app.add_subcommand("import", "convert other program formats into traces");
+    imp->require_subcommand(1);
+    auto* cmd = imp->add_subcommand("hlo", "an XLA HLO text module -> trace format v1 JSON");
+    cmd->add_option("file", hlo, "HLO text file (XLA_FLAGS=--xla_dump_to=DIR writes them)")
+        ->required();
+    cmd->add_option("-o,--output", out, "write the trace here (default: stdout)");
+    cmd->add_option("--config,-c", config,
+                    "board configuration; the module may use at most its cores (default: the "
+                    "built-in TPU v3-8 values)");
+    cmd->add_option("--set", sets, "override a config value (repeatable)")->take_all();
+    add_hlo_options(cmd, ho);
+    cmd->callback([] {
+        const TpuConfig cfg = config.empty() ? TpuConfig{} : load_config(config, sets);
+        HloImportStats stats;
+        const Trace t = load_hlo(hlo, ho, cfg, stats, false);
+        const std::string text = trace_to_json(t);
+        if (out.empty()) {
+            std::cout << text;
+            return;
+        }
+        std::ofstream f(out);
+        if (!f) throw InputError(out, "", "cannot write file");
+        f << text;
+        if (!f) throw InputError(out, "", "error while writing file");
+        std::cerr << fmt::format("{}: {} HLO instructions -> {} trace ops on {} core{} ({})\n", hlo,
+                                 stats.instructions, t.ops.size(), t.cores, t.cores == 1 ? "" : "s",
+                                 out);
+    });
+}
+
+}  // namespace tpusim::cli

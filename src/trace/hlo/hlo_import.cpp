@@ -1,0 +1,460 @@
+// HLO module -> trace: walks ENTRY in program order, inlines call / while / conditional /
+// async bodies, turns each fusion (explicit, or made by the fusion pass) into a small group
+// of trace ops whose intermediate results stay on chip, and tracks which trace ops produce
+// each HLO value so that dependencies follow the data (docs/hlo.md).
+#include "hlo_import.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tpusim/common/error.h"
+
+namespace tpusim {
+
+using namespace hlo_detail;
+
+namespace {
+
+// The trace ops that produce an HLO value; tuple values keep one Value per element so that
+// get-tuple-element follows the element's producers only.
+struct Value {
+    std::vector<std::uint32_t> ops;
+    std::vector<Value> elems;
+    bool tuple = false;
+};
+
+void flatten(const Value& v, std::vector<std::uint32_t>& out) {
+    out.insert(out.end(), v.ops.begin(), v.ops.end());
+    for (const auto& e : v.elems) flatten(e, out);
+}
+
+void unique_keep_order(std::vector<std::uint32_t>& v) {
+    std::unordered_set<std::uint32_t> seen;
+    std::size_t w = 0;
+    for (std::size_t r = 0; r < v.size(); ++r)
+        if (seen.insert(v[r]).second) v[w++] = v[r];
+    v.resize(w);
+}
+
+Value merged(const std::vector<const Value*>& vs) {
+    Value out;
+    for (const Value* v : vs) flatten(*v, out.ops);
+    std::sort(out.ops.begin(), out.ops.end());
+    out.ops.erase(std::unique(out.ops.begin(), out.ops.end()), out.ops.end());
+    return out;
+}
+
+// Where an operand of a fusion member comes from.
+struct Place {
+    std::vector<std::uint32_t> internal;  // ops of the same fusion that produce it
+    bool on_chip = false;                 // no HBM read: internal, generated, or in VMEM
+    std::vector<std::uint32_t> external;  // ops outside the fusion that it waits for
+};
+
+class Importer {
+ public:
+    Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores, HloImportStats& st)
+        : m_(m), opts_(o), stats_(st) {
+        trace_.cores = cores;
+        for (const auto& c : m.computations)
+            for (const auto& in : c.instrs) has_fusions_ = has_fusions_ || in.opcode == "fusion";
+        pass_ = opts_.fusion && !has_fusions_;
+    }
+
+    Trace run() {
+        trace_.name =
+            m_.name.empty() ? std::filesystem::path(m_.path).stem().string() : std::string(m_.name);
+        trace_.path = m_.path;
+        const HloComputation& entry = m_.computations[static_cast<std::size_t>(m_.entry)];
+        walk(m_.entry, {}, "");
+        if (trace_.ops.empty()) {  // nothing but parameters and free ops: the result write
+            const HloInstr& root = entry.instrs[static_cast<std::size_t>(entry.root)];
+            TraceOp t;
+            t.kind = OpKind::Copy;
+            t.bytes = std::max<std::int64_t>(1, root.shape.bytes());
+            t.id = std::string(root.name);
+            t.line = line_of(root.offset);
+            trace_.ops.push_back(std::move(t));
+        }
+        return std::move(trace_);
+    }
+
+ private:
+    int line_of(std::uint32_t offset) const {
+        // Lines are counted once per op; the text is scanned forward from the last position.
+        const std::string& t = *m_.text;
+        if (offset < line_pos_) {
+            line_pos_ = 0;
+            line_no_ = 1;
+        }
+        for (; line_pos_ < offset && line_pos_ < t.size(); ++line_pos_)
+            if (t[line_pos_] == '\n') ++line_no_;
+        return line_no_;
+    }
+
+    std::string unique_id(std::string_view name, const std::string& suffix) {
+        std::string id = std::string(name) + suffix;
+        if (ids_.insert(id).second) return id;
+        for (int k = 2;; ++k) {
+            std::string alt = fmt::format("{}/{}", id, k);
+            if (ids_.insert(alt).second) return alt;
+        }
+    }
+
+    static const Value& element(const Value& v, std::int32_t index) {
+        if (index >= 0 && v.tuple && static_cast<std::size_t>(index) < v.elems.size())
+            return v.elems[static_cast<std::size_t>(index)];
+        return v;
+    }
+
+    Value walk(std::int32_t ci, const std::vector<Value>& args, const std::string& suffix) {
+        const HloComputation& c = m_.computations[static_cast<std::size_t>(ci)];
+        std::vector<Value> vals(c.instrs.size());
+        std::vector<std::int32_t> cluster;
+        std::unordered_map<std::int32_t, std::vector<std::int32_t>> members;
+        if (pass_) {
+            cluster = fusion_clusters(c);
+            for (std::size_t j = 0; j < cluster.size(); ++j)
+                if (cluster[j] >= 0) members[cluster[j]].push_back(static_cast<std::int32_t>(j));
+        }
+        auto val = [&](const HloOperand& o) -> const Value& {
+            return element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index);
+        };
+        auto all_operands = [&](const HloInstr& in) {
+            std::vector<const Value*> vs;
+            for (const auto& o : in.operands) vs.push_back(&val(o));
+            return merged(vs);
+        };
+        for (std::size_t i = 0; i < c.instrs.size(); ++i) {
+            const HloInstr& in = c.instrs[i];
+            ++stats_.instructions;
+            if (!is_known_opcode(in.opcode))
+                m_.fail(in.offset, fmt::format("unknown opcode {}", in.opcode));
+            if (pass_ && cluster[i] >= 0 && cluster[i] != static_cast<std::int32_t>(i)) continue;
+            const OpClass cls = op_class(in.opcode);
+            Value& out = vals[i];
+            switch (cls) {
+                case OpClass::Free:
+                    ++stats_.free_instructions;
+                    if (in.opcode == "parameter") {
+                        const std::size_t n =
+                            std::strtoull(std::string(in.literal).c_str(), nullptr, 10);
+                        if (n < args.size()) out = args[n];
+                    } else if (in.opcode == "tuple") {
+                        out.tuple = true;
+                        for (const auto& o : in.operands) out.elems.push_back(val(o));
+                    } else if (in.opcode == "get-tuple-element") {
+                        const HloAttr* a = in.attr("index");
+                        const auto idx =
+                            a ? int_list(a->value, m_, a->offset) : std::vector<std::int64_t>{};
+                        if (idx.size() != 1 || in.operands.size() != 1)
+                            m_.fail(in.offset, "get-tuple-element needs one operand and index=");
+                        out = element(val(in.operands[0]), static_cast<std::int32_t>(idx[0]));
+                    } else {
+                        out = all_operands(in);
+                    }
+                    break;
+                case OpClass::PassThrough:
+                    out = in.operands.empty() ? Value{} : val(in.operands[0]);
+                    break;
+                case OpClass::Control:
+                    out = control(c, in, vals, suffix);
+                    break;
+                case OpClass::CustomCall:
+                    out = custom_call(c, in, all_operands(in), suffix);
+                    break;
+                case OpClass::Generated:
+                    if (pass_) {  // made in registers by every fusion that uses it
+                        ++stats_.free_instructions;
+                        out = all_operands(in);
+                        break;
+                    }
+                    [[fallthrough]];
+                default: {
+                    std::vector<std::int32_t> one{static_cast<std::int32_t>(i)};
+                    const auto& mem =
+                        pass_ && cluster[i] >= 0 ? members[static_cast<std::int32_t>(i)] : one;
+                    out = emit_cluster(c, mem, static_cast<std::int32_t>(i), suffix,
+                                       [&](const HloOperand& o) { return outside(c, o, vals); });
+                }
+            }
+        }
+        return std::move(vals[static_cast<std::size_t>(c.root)]);
+    }
+
+    // An operand from outside a fusion: on chip when generated (broadcast, iota, constant)
+    // or held in VMEM (memory space 1), else read from HBM after its producers.
+    Place outside(const HloComputation& c, const HloOperand& o, const std::vector<Value>& vals) {
+        Place p;
+        const Value& v = element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index);
+        flatten(v, p.external);
+        const HloInstr* x = &c.instrs[static_cast<std::size_t>(o.instr)];
+        while ((x->opcode == "bitcast" || x->opcode == "reshape") && !x->operands.empty())
+            x = &c.instrs[static_cast<std::size_t>(x->operands[0].instr)];
+        const OpClass cls = op_class(x->opcode);
+        p.on_chip = x->opcode == "constant" || cls == OpClass::Generated ||
+                    (!x->shape.tuple && x->shape.memory_space == 1);
+        return p;
+    }
+
+    Value control(const HloComputation& c, const HloInstr& in, std::vector<Value>& vals,
+                  const std::string& suffix) {
+        std::vector<Value> args;
+        for (const auto& o : in.operands)
+            args.push_back(element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index));
+        auto callee = [&](const char* attr) {
+            const HloAttr* a = in.attr(attr);
+            std::string_view v = a ? a->value : std::string_view{};
+            if (!v.empty() && v.front() == '%') v.remove_prefix(1);
+            const std::int32_t k = m_.find_computation(v);
+            if (k < 0)
+                m_.fail(in.offset, fmt::format("{} needs {}=<computation>", in.opcode, attr));
+            return k;
+        };
+        if (in.opcode == "fusion") {
+            const std::int32_t k = callee("calls");
+            const HloComputation& f = m_.computations[static_cast<std::size_t>(k)];
+            std::vector<std::int32_t> all(f.instrs.size());
+            for (std::size_t j = 0; j < all.size(); ++j) all[j] = static_cast<std::int32_t>(j);
+            return emit_cluster(f, all, f.root, suffix, [&](const HloOperand& o) {
+                return fused_parameter(f, o, c, in, vals);
+            });
+        }
+        if (in.opcode == "while") {
+            const auto trips = while_trip_count(m_, c, in);
+            std::int64_t n = trips ? *trips : opts_.while_trips;
+            if (!trips && n <= 0)
+                m_.fail(in.offset, fmt::format("cannot find the trip count of while {} (no "
+                                               "known_trip_count in its backend_config and its "
+                                               "condition is not a counter compared with a "
+                                               "constant): give --while-trips N",
+                                               in.name));
+            const std::int32_t body = callee("body");
+            Value state = args.empty() ? Value{} : args[0];
+            for (std::int64_t t = 0; t < n; ++t)
+                state = walk(body, {state}, t == 0 ? suffix : fmt::format("{}@{}", suffix, t));
+            stats_.while_trips += n;
+            return state;
+        }
+        if (in.opcode == "conditional") {
+            std::int32_t branch = -1;
+            std::size_t pick = 0;
+            const auto& callees = in.callees;
+            if (callees.empty()) m_.fail(in.offset, "conditional needs branch computations");
+            // A constant predicate or index decides; otherwise the largest branch (an upper
+            // bound on its time).
+            const HloInstr& p = c.instrs[static_cast<std::size_t>(in.operands.at(0).instr)];
+            if (p.opcode == "constant" && p.shape.dims.empty()) {
+                const bool is_pred = p.shape.type.name == "pred";
+                pick = is_pred ? (p.literal == "true" ? 0 : 1)
+                               : static_cast<std::size_t>(constant_int(p).value_or(0));
+                if (pick >= callees.size()) pick = callees.size() - 1;
+            } else {
+                for (std::size_t b = 0; b < callees.size(); ++b)
+                    if (m_.computations[callees[b]].instrs.size() >
+                        m_.computations[callees[pick]].instrs.size())
+                        pick = b;
+            }
+            branch = callees[pick];
+            std::vector<Value> bargs;
+            if (pick + 1 < args.size()) bargs.push_back(args[pick + 1]);
+            return walk(branch, bargs, suffix);
+        }
+        // call, async-start: the callee inline
+        if (in.callees.empty())
+            m_.fail(in.offset, fmt::format("{} calls no computation", in.opcode));
+        Value v = walk(in.callees.front(), args, suffix);
+        if (in.opcode == "async-start") return merged({&v});
+        return v;
+    }
+
+    Place fused_parameter(const HloComputation& f, const HloOperand& o, const HloComputation& c,
+                          const HloInstr& fusion, const std::vector<Value>& vals) {
+        const HloInstr& p = f.instrs[static_cast<std::size_t>(o.instr)];
+        const std::size_t n = std::strtoull(std::string(p.literal).c_str(), nullptr, 10);
+        if (p.opcode != "parameter" || n >= fusion.operands.size()) return Place{};
+        Place pl = outside(c, fusion.operands[n], vals);
+        if (!p.shape.tuple && p.shape.memory_space == 1) pl.on_chip = true;
+        return pl;
+    }
+
+    Value custom_call(const HloComputation& c, const HloInstr& in, Value operands,
+                      const std::string& suffix) {
+        const HloAttr* a = in.attr("custom_call_target");
+        std::string_view target = a ? a->value : std::string_view{};
+        if (target.size() >= 2 && target.front() == '"')
+            target = target.substr(1, target.size() - 2);
+        if (free_custom_call(target)) {
+            ++stats_.free_instructions;
+            return operands;
+        }
+        ++stats_.unmodelled_custom_calls;
+        if (warned_.insert(in.offset).second)  // once per instruction, not per loop trip
+            stats_.warnings.push_back(fmt::format(
+                "{}: warning: custom-call {} with target \"{}\" is not modelled (costed as "
+                "free)",
+                m_.location(in.offset), in.name, target));
+        (void)c;
+        (void)suffix;
+        return operands;
+    }
+
+    Value emit_cluster(const HloComputation& c, const std::vector<std::int32_t>& members,
+                       std::int32_t root, const std::string& suffix,
+                       const std::function<Place(const HloOperand&)>& ext);
+
+    const HloModule& m_;
+    const HloImportOptions& opts_;
+    HloImportStats& stats_;
+    Trace trace_;
+    std::unordered_set<std::string> ids_;
+    std::unordered_set<std::uint32_t> warned_;
+    bool has_fusions_ = false, pass_ = false;
+    mutable std::size_t line_pos_ = 0;
+    mutable int line_no_ = 1;
+};
+
+// A fusion as trace ops: each costed member becomes one op; a member whose operands come
+// from ops of the same fusion is `fused` onto them (its primary operand stays on chip), the
+// others read their operands from HBM and wait for the fusion's inputs.
+Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int32_t>& members,
+                             std::int32_t root, const std::string& suffix,
+                             const std::function<Place(const HloOperand&)>& ext) {
+    std::unordered_map<std::int32_t, Place> st;
+    std::vector<std::uint32_t> unfused, ext_deps;
+    auto costed_class = [](const HloInstr& in) {
+        const OpClass k = op_class(in.opcode);
+        return k == OpClass::Elementwise || k == OpClass::Movement || k == OpClass::Heavy ||
+               k == OpClass::Reduction || k == OpClass::Collective || k == OpClass::Host ||
+               k == OpClass::Generated;
+    };
+    int costed = 0;
+    for (std::int32_t j : members) {
+        const HloInstr& in = c.instrs[static_cast<std::size_t>(j)];
+        costed +=
+            (costed_class(in) && op_class(in.opcode) != OpClass::Generated) || in.opcode == "fusion"
+                ? 1
+                : 0;
+    }
+    const bool chained = costed > 1;
+    auto place_of = [&](const HloOperand& o) -> Place {
+        const auto it = st.find(o.instr);
+        if (it != st.end()) return it->second;
+        Place p = ext(o);
+        ext_deps.insert(ext_deps.end(), p.external.begin(), p.external.end());
+        return p;
+    };
+    for (std::int32_t j : members) {
+        const HloInstr& in = c.instrs[static_cast<std::size_t>(j)];
+        Place self;
+        if (in.opcode == "parameter") {
+            self = place_of(HloOperand{j, -1});
+            self.external.clear();
+            st[j] = self;
+            continue;
+        }
+        std::vector<Place> ps;
+        for (const auto& o : in.operands) ps.push_back(place_of(o));
+        if (in.opcode == "fusion" && !in.callees.empty()) {  // nested fusion: inline
+            const HloComputation& f = m_.computations[static_cast<std::size_t>(in.callees[0])];
+            std::vector<std::int32_t> all(f.instrs.size());
+            for (std::size_t k = 0; k < all.size(); ++k) all[k] = static_cast<std::int32_t>(k);
+            const Value v = emit_cluster(f, all, f.root, suffix, [&](const HloOperand& po) {
+                const HloInstr& p = f.instrs[static_cast<std::size_t>(po.instr)];
+                const std::size_t n = std::strtoull(std::string(p.literal).c_str(), nullptr, 10);
+                Place q = n < ps.size() ? ps[n] : Place{};
+                q.external = q.internal;
+                q.internal.clear();
+                return q;
+            });
+            self.internal = v.ops;
+            self.on_chip = true;
+            st[j] = self;
+            continue;
+        }
+        std::vector<std::uint32_t> internal;
+        for (const auto& p : ps)
+            internal.insert(internal.end(), p.internal.begin(), p.internal.end());
+        unique_keep_order(internal);
+        std::optional<TraceOp> op;
+        if (costed_class(in)) {
+            std::vector<OperandPlace> places;
+            for (const auto& p : ps) places.push_back({p.on_chip || !p.internal.empty()});
+            // Broadcasts and iotas are made in registers by the fusion's other ops.
+            const bool gen = op_class(in.opcode) == OpClass::Generated;
+            const CostContext ctx{m_, opts_, trace_.cores, gen ? costed > 0 : chained,
+                                  !internal.empty()};
+            op = cost_instruction(in, c, places, ctx);
+        }
+        if (!op) {  // free in a fusion, or no work
+            self.internal = internal;
+            self.on_chip =
+                ps.empty() || op_class(in.opcode) == OpClass::Generated || in.opcode == "constant";
+            for (const auto& p : ps) self.on_chip = self.on_chip || p.on_chip;
+            st[j] = self;
+            continue;
+        }
+        op->id = unique_id(in.name, suffix);
+        op->line = line_of(in.offset);
+        op->fused = chained && !internal.empty();
+        const auto idx = static_cast<std::uint32_t>(trace_.ops.size());
+        for (std::uint32_t d : internal) op->deps.push_back(d);
+        if (!op->fused) unfused.push_back(idx);
+        trace_.ops.push_back(std::move(*op));
+        self.internal = {idx};
+        self.on_chip = true;
+        st[j] = self;
+    }
+    std::sort(ext_deps.begin(), ext_deps.end());
+    ext_deps.erase(std::unique(ext_deps.begin(), ext_deps.end()), ext_deps.end());
+    for (std::uint32_t u : unfused) {
+        auto& deps = trace_.ops[u].deps;
+        deps.insert(deps.end(), ext_deps.begin(), ext_deps.end());
+        std::sort(deps.begin(), deps.end());
+        deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    }
+    Value out;
+    const auto it = st.find(root);
+    out.ops = it == st.end() || it->second.internal.empty() ? ext_deps : it->second.internal;
+    return out;
+}
+
+}  // namespace
+
+Trace hlo_to_trace(const HloModule& m, const HloImportOptions& opts, std::int64_t board_cores,
+                   HloImportStats* stats) {
+    HloImportStats local;
+    HloImportStats& st = stats ? *stats : local;
+    // The program's cores: the SPMD partitions, else the replicas, else the devices named by
+    // replica groups (modules written after partitioning without the header attributes).
+    std::int64_t cores = 1;
+    for (const char* key : {"num_partitions", "replica_count"}) {
+        if (const HloAttr* a = m.attr(key)) {
+            const auto v = hlo_detail::int_list(a->value, m, a->offset);
+            if (v.size() == 1) cores = std::max(cores, v[0]);
+        }
+    }
+    if (cores == 1) {
+        for (const auto& c : m.computations)
+            for (const auto& in : c.instrs)
+                for (const char* key : {"replica_groups", "source_target_pairs"})
+                    if (const HloAttr* a = in.attr(key))
+                        for (const auto& g : hlo_detail::replica_groups(a->value, m, a->offset))
+                            for (std::int64_t id : g) cores = std::max(cores, id + 1);
+    }
+    if (cores > board_cores)
+        throw InputError(m.path, "",
+                         fmt::format("the module is a program for {} devices (num_partitions, "
+                                     "replica_count or its replica groups) but the board has {} "
+                                     "cores: use a config with at least {} cores (e.g. "
+                                     "configs/tpu_v3_32.json, configs/tpu_v3_1024.json)",
+                                     cores, board_cores, cores));
+    return Importer(m, opts, cores, st).run();
+}
+
+}  // namespace tpusim

@@ -1,0 +1,131 @@
+// The imported trace as trace format v1 JSON, and the --hlo-passes switch.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tpusim/common/error.h"
+#include "tpusim/trace/hlo.h"
+
+namespace tpusim {
+
+nlohmann::json trace_to_json_object(const Trace& t) {
+    using nlohmann::json;
+    json ops = json::array();
+    for (const TraceOp& op : t.ops) {
+        json o = {{"id", op.id}, {"kind", op_kind_name(op.kind)}};
+        switch (op.kind) {
+            case OpKind::Matmul:
+                if (op.matmul.batch != 1) o["batch"] = op.matmul.batch;
+                o["m"] = op.matmul.m;
+                o["k"] = op.matmul.k;
+                o["n"] = op.matmul.n;
+                if (op.matmul.transpose_lhs) o["transpose_lhs"] = true;
+                if (op.matmul.transpose_rhs) o["transpose_rhs"] = true;
+                break;
+            case OpKind::Conv2d:
+                o.update({{"batch", op.conv.batch},
+                          {"h", op.conv.h},
+                          {"w", op.conv.w},
+                          {"c_in", op.conv.c_in},
+                          {"c_out", op.conv.c_out},
+                          {"kh", op.conv.kh},
+                          {"kw", op.conv.kw},
+                          {"stride_h", op.conv.stride_h},
+                          {"stride_w", op.conv.stride_w},
+                          {"padding", op.conv.padding == Padding::Same ? "same" : "valid"}});
+                break;
+            case OpKind::Vector:
+                o["op"] = vector_op_info(op.vector.op).name;
+                if (op.vector.rows == 1 && !vector_op_info(op.vector.op).row_wise) {
+                    o["elements"] = op.vector.cols;
+                } else {
+                    o["rows"] = op.vector.rows;
+                    o["cols"] = op.vector.cols;
+                }
+                if (op.vector.table_rows > 0) o["table_rows"] = op.vector.table_rows;
+                break;
+            default:
+                o["bytes"] = op.bytes;
+                if (!op.replica_groups.empty()) o["replica_groups"] = op.replica_groups;
+                if (!op.source_target_pairs.empty()) {
+                    json pairs = json::array();
+                    for (const auto& [a, b] : op.source_target_pairs) pairs.push_back({a, b});
+                    o["source_target_pairs"] = pairs;
+                }
+                if (op.peer >= 0) o["peer"] = op.peer;
+                break;
+        }
+        const bool typed = op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d ||
+                           op.kind == OpKind::Vector || is_collective(op.kind);
+        if (typed) o["dtype"] = dtype_name(op.dtype);
+        if (typed && !is_collective(op.kind) && op.out_dtype != op.dtype)
+            o["out_dtype"] = dtype_name(op.out_dtype);
+        if (!op.deps.empty()) {
+            json deps = json::array();
+            for (std::size_t d : op.deps) deps.push_back(t.ops[d].id);
+            o["deps"] = deps;
+        }
+        if (op.fused) o["fused"] = true;
+        if (!op.cores.empty()) o["cores"] = op.cores;
+        if (op.line > 0) o["comment"] = fmt::format("HLO line {}", op.line);
+        ops.push_back(std::move(o));
+    }
+    return json{{"format", kTraceFormat},
+                {"version", kTraceVersion},
+                {"name", t.name},
+                {"cores", t.cores},
+                {"ops", std::move(ops)}};
+}
+
+std::string trace_to_json(const Trace& t) {
+    // One op per line: readable, diffable, and the reader reports errors by line.
+    const nlohmann::json j = trace_to_json_object(t);
+    std::string out = "{\"format\": \"tpusim.trace\", \"version\": 1, \"name\": " +
+                      nlohmann::json(t.name).dump() + ", \"cores\": " + std::to_string(t.cores) +
+                      ",\n \"ops\": [\n";
+    const auto& ops = j.at("ops");
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        out += "  " + ops[i].dump() + (i + 1 < ops.size() ? ",\n" : "\n");
+    out += " ]}\n";
+    return out;
+}
+
+Trace read_hlo_trace(const std::string& path, const HloImportOptions& opts,
+                     std::int64_t board_cores, HloImportStats* stats) {
+    const HloModule m = read_hlo(path);
+    const Trace t = hlo_to_trace(m, opts, board_cores, stats);
+    std::vector<int> lines;
+    lines.reserve(t.ops.size());
+    for (const auto& op : t.ops) lines.push_back(op.line);
+    Trace out = parse_trace(trace_to_json_object(t), path, board_cores, lines);
+    out.path = path;
+    return out;
+}
+
+void apply_hlo_passes(const std::string& list, HloImportOptions& opts) {
+    if (list == "all") {
+        opts.fusion = opts.tile_padding = true;
+        return;
+    }
+    opts.fusion = opts.tile_padding = false;
+    if (list == "none") return;
+    std::size_t i = 0;
+    while (i <= list.size()) {
+        std::size_t j = list.find(',', i);
+        if (j == std::string::npos) j = list.size();
+        const std::string p = list.substr(i, j - i);
+        if (p == "fusion") {
+            opts.fusion = true;
+        } else if (p == "tile-padding") {
+            opts.tile_padding = true;
+        } else {
+            throw InputError("--hlo-passes", "",
+                             fmt::format("unknown pass \"{}\" (expected all, none, or a comma "
+                                         "list of: fusion, tile-padding)",
+                                         p));
+        }
+        i = j + 1;
+    }
+}
+
+}  // namespace tpusim

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Every malformed HLO file in tests/data/hlo_bad/ gets exit status 2 and exactly one line
+# "error: <file>:<line>:<column>: <what>" (or "error: <file>: ..." where no position applies),
+# never a crash, a signal or a hang, through every command that reads HLO (docs/hlo.md,
+# "Errors and warnings"). Usage: hlo_errors.sh path/to/tpusim (run from the source root).
+set -u
+bin=$1
+fails=0
+passes=0
+v3=configs/tpu_v3_8.json
+dir=tests/data/hlo_bad
+
+# expect NAME WANT: the file's error line must contain WANT (after "error: <file>").
+expect() {
+    local f=$dir/$1.hlo want=$2 cmd err rc lines
+    [ -f "$f" ] || { echo "FAIL $1: $f is missing"; fails=$((fails + 1)); return; }
+    for cmd in "run --config $v3 -q --hlo" "trace check --hlo" "import hlo"; do
+        # shellcheck disable=SC2086
+        err=$(timeout 20 "$bin" $cmd "$f" 2>&1 >/dev/null)
+        rc=$?
+        lines=$(printf '%s\n' "$err" | grep -c .)
+        if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != "error: $f"* ]] ||
+            [[ "$err" != *"$want"* ]]; then
+            echo "FAIL $cmd $1: rc=$rc lines=$lines want '$want' got: $err"
+            fails=$((fails + 1))
+        else
+            passes=$((passes + 1))
+        fi
+    done
+}
+
+expect truncated ":6:1: expected an operand name, found the end of the file"
+expect unbalanced_layout ":4:16: expected the layout"
+expect unclosed_computation ":3:7: computation e is not closed"
+expect bad_type ":4:7: expected a shape"
+expect bad_dims ":4:13: expected a dimension"
+expect huge_dim ":4:11: dimension 9999999999999 is absurdly large"
+expect truncated_mid ":6:1: expected ')' to close the operand list"
+expect unbalanced_attr ":5:39: unbalanced '{': the file ends before its '}'"
+expect huge_shape "more than 2^62 elements"
+expect unknown_computation ":6:48: to_apply=%nope: no computation named nope"
+expect call_cycle "a cycle through calls"
+expect unknown_operand ":5:26: unknown operand z"
+expect unknown_opcode ":5:8: unknown opcode frobnicate"
+expect unterminated_string "unterminated string"
+expect unknown_trip_count ":14:8: cannot find the trip count of while w"
+expect two_modules ":8:1: a second HloModule in one file"
+expect duplicate_name ":5:3: duplicate instruction name x"
+expect bad_dot_dims "rhs_contracting_dims: dimension 5 is outside"
+expect replica_out_of_range "names device 9 but the program runs on 4 cores"
+expect empty ":1:1: expected a computation, found the end of the file"
+expect extra_brace ":6:2: expected a computation name"
+expect binary ":1:1: expected a computation name"
+expect too_many_cores "program for 16 devices"
+
+echo "hlo errors: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
