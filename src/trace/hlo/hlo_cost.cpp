@@ -95,16 +95,22 @@ const HloShape& largest_array(const HloShape& s) {
     return *best;
 }
 
-// Elements of `s` with the minor two dimensions padded to the (8, 128) tile when asked.
+// Elements of `s` with the minor two dimensions of its layout (the last two without one)
+// padded to the (8, 128) tile when asked.
 std::int64_t padded_elements(const HloShape& s, bool pad) {
     if (!pad || s.dims.empty()) return s.elements_count();
-    std::int64_t n = 1;
     const std::size_t r = s.dims.size();
+    std::size_t minor = r - 1, second = r >= 2 ? r - 2 : r;
+    if (s.minor_to_major.size() == r) {
+        minor = static_cast<std::size_t>(s.minor_to_major[0]);
+        second = r >= 2 ? static_cast<std::size_t>(s.minor_to_major[1]) : r;
+    }
+    std::int64_t n = 1;
     for (std::size_t i = 0; i < r; ++i) {
         std::int64_t d = s.dims[i];
         if (d == 0) return 0;
-        if (i == r - 1) d = (d + 127) / 128 * 128;
-        if (i + 2 == r) d = (d + 7) / 8 * 8;
+        if (i == minor) d = (d + 127) / 128 * 128;
+        if (i == second) d = (d + 7) / 8 * 8;
         n *= d;
     }
     return n;

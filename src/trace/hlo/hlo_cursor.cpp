@@ -234,10 +234,22 @@ void Cursor::layout(HloShape& s) {
     const std::size_t start = p_;
     const std::string_view g = group();
     const std::size_t colon = g.find(':');
-    for (std::size_t i = 1; i + 1 < g.size() && i < colon; ++i)
-        if (std::isdigit(static_cast<unsigned char>(g[i])) == 0 && g[i] != ',' && g[i] != ' ')
-            fail_at(start + i, "expected the layout: minor-to-major dimensions, then "
-                               "':' and tiling or memory space, in {...}");
+    std::int64_t cur = -1;
+    for (std::size_t i = 1; i + 1 <= g.size() && i <= std::min(colon, g.size() - 1); ++i) {
+        const char c = i < colon && i + 1 < g.size() ? g[i] : ',';
+        if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
+            cur = (cur < 0 ? 0 : cur * 10) + (c - '0');
+            if (cur >= static_cast<std::int64_t>(s.dims.size()))
+                fail_at(start + i, "layout dimension outside the shape");
+        } else if (c == ',' || c == ' ') {
+            if (cur >= 0) s.minor_to_major.push_back(cur);
+            cur = -1;
+        } else {
+            fail_at(start + i,
+                    "expected the layout: minor-to-major dimensions, then "
+                    "':' and tiling or memory space, in {...}");
+        }
+    }
     if (colon == std::string_view::npos) return;
     for (std::size_t i = colon; i + 2 < g.size(); ++i) {
         if (g[i] == 'S' && g[i + 1] == '(' && (g[i - 1] == ')' || g[i - 1] == ':')) {
