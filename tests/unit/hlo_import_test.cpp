@@ -1,0 +1,193 @@
+// XLA HLO import (docs/hlo.md): the reader's grammar and located errors, and the trace ops
+// that dot, convolution, fusions, while loops and collectives become. Expected sizes are
+// derived from the shapes in each module.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "../test_util.h"
+#include "tpusim/common/error.h"
+#include "tpusim/trace/hlo.h"
+
+using namespace tpusim;
+
+namespace {
+
+Trace import(const std::string& text, std::int64_t board_cores = 8,
+             HloImportOptions opts = HloImportOptions{}) {
+    return hlo_to_trace(parse_hlo(text, "t.hlo"), opts, board_cores);
+}
+
+std::string error_of(const std::string& text, std::int64_t board_cores = 8) {
+    try {
+        import(text, board_cores);
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+const TraceOp& op_named(const Trace& t, const std::string& id) {
+    for (const auto& op : t.ops)
+        if (op.id == id) return op;
+    FAIL("no op " << id);
+    return t.ops.front();
+}
+
+}  // namespace
+
+TEST_CASE("HLO dot: batch, contracting and free dimensions become a batched GEMM", "[hlo]") {
+    // [4, 32, 64] x [4, 64, 16] contracting 64, batch 4: batch 4, m 32, k 64, n 16.
+    const Trace t = import(R"(HloModule m
+ENTRY e {
+  a = bf16[4,32,64]{2,1,0} parameter(0)
+  b = bf16[4,64,16]{2,1,0} parameter(1)
+  ROOT d = f32[4,32,16]{2,1,0} dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+})");
+    REQUIRE(t.ops.size() == 1);
+    const TraceOp& d = t.ops[0];
+    CHECK(d.id == "d");
+    CHECK(d.kind == OpKind::Matmul);
+    CHECK(d.matmul.batch == 4);
+    CHECK(d.matmul.m == 32);
+    CHECK(d.matmul.k == 64);
+    CHECK(d.matmul.n == 16);
+    CHECK_FALSE(d.matmul.transpose_lhs);
+    CHECK(d.dtype == DType::BF16);
+    CHECK(d.out_dtype == DType::F32);
+    CHECK(op_flops(d) == 2 * 4 * 32 * 64 * 16);
+}
+
+TEST_CASE("HLO convolution: the implicit GEMM, strided and depthwise", "[hlo]") {
+    // NHWC 8x56x56x64 -> 8x28x28x128 with a 3x3 stride-2 kernel: m = 8*28*28, k = 3*3*64,
+    // n = 128. Depthwise (feature_group_count 64, 3x3x1x64): per group k = 9, n = 1, packed
+    // min(128/9, 128/1) -> the largest divisor of 64 that fits, 8 groups a pass.
+    const Trace t = import(R"(HloModule m
+ENTRY e {
+  x = bf16[8,56,56,64]{3,2,1,0} parameter(0)
+  w = bf16[3,3,64,128]{3,2,1,0} parameter(1)
+  c = bf16[8,28,28,128]{3,2,1,0} convolution(x, w), window={size=3x3 stride=2x2 pad=0_1x0_1}, dim_labels=b01f_01io->b01f
+  dw = bf16[3,3,1,64]{3,2,1,0} parameter(2)
+  ROOT d = bf16[8,56,56,64]{3,2,1,0} convolution(x, dw), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=64
+})");
+    const TraceOp& c = op_named(t, "c");
+    CHECK(c.matmul.m == 8 * 28 * 28);
+    CHECK(c.matmul.k == 3 * 3 * 64);
+    CHECK(c.matmul.n == 128);
+    const TraceOp& d = op_named(t, "d");
+    CHECK(d.matmul.batch * d.matmul.n == 64);  // every group computed once
+    CHECK(d.matmul.batch == 64 / 8);
+    CHECK(d.matmul.k == 9);
+    CHECK(op_flops(d) == 2 * (8 * 56 * 56 * 64) * 9);  // 2 x output elements x taps
+}
+
+TEST_CASE("HLO fusion: one group of ops, intermediates on chip", "[hlo]") {
+    const Trace t = import(R"(HloModule m
+f {
+  p0 = f32[1024,512]{1,0} parameter(0)
+  p1 = f32[1024,512]{1,0} parameter(1)
+  e = f32[1024,512]{1,0} exponential(p0)
+  ROOT a = f32[1024,512]{1,0} add(e, p1)
+}
+ENTRY e {
+  x = f32[1024,512]{1,0} parameter(0)
+  y = f32[1024,512]{1,0} parameter(1)
+  ROOT r = f32[1024,512]{1,0} fusion(x, y), kind=kLoop, calls=f
+})");
+    REQUIRE(t.ops.size() == 2);
+    CHECK(t.ops[0].id == "e");
+    CHECK_FALSE(t.ops[0].fused);  // reads x from HBM
+    CHECK(t.ops[1].id == "a");
+    CHECK(t.ops[1].fused);  // e's result stays on chip; y is the one operand read from HBM
+    CHECK(t.ops[1].vector.op == VectorOp::Add);
+    CHECK(results_kept_on_chip(t)[0]);
+}
+
+TEST_CASE("HLO while: known_trip_count and the induction variable", "[hlo]") {
+    const std::string body = R"(HloModule m
+cond {
+  p = (s32[], f32[128,128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(10)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[128,128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[128,128] get-tuple-element(p), index=1
+  two = s32[] constant(2)
+  j = s32[] add(i, two)
+  y = f32[128,128] tanh(x)
+  ROOT t = (s32[], f32[128,128]) tuple(j, y)
+}
+ENTRY e {
+  z = s32[] constant(4)
+  x = f32[128,128] parameter(0)
+  s = (s32[], f32[128,128]) tuple(z, x)
+  ROOT w = (s32[], f32[128,128]) while(s), condition=cond, body=body)";
+    // From 4 below 10 by 2: trips 4, 6, 8 = 3.
+    Trace t = import(body + "\n}");
+    int tanhs = 0;
+    for (const auto& op : t.ops)
+        tanhs += op.kind == OpKind::Vector && op.vector.op == VectorOp::Tanh;
+    CHECK(tanhs == 3);
+    CHECK(t.ops.back().id == "y@2");
+    t = import(body + R"(, backend_config={"known_trip_count":{"n":"7"}}
+})");
+    tanhs = 0;
+    for (const auto& op : t.ops)
+        tanhs += op.kind == OpKind::Vector && op.vector.op == VectorOp::Tanh;
+    CHECK(tanhs == 7);
+}
+
+TEST_CASE("HLO collectives: iota replica groups and SPMD cores", "[hlo]") {
+    // [2,4]<=[4,2]T(1,0): iota 0..7 as 4x2, transposed to 2x4: {0,2,4,6}, {1,3,5,7}.
+    const Trace t = import(R"(HloModule m, num_partitions=8
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = bf16[1024]{0} parameter(0)
+  ROOT r = bf16[1024]{0} all-reduce(x), replica_groups=[2,4]<=[4,2]T(1,0), to_apply=add
+})");
+    CHECK(t.cores == 8);
+    REQUIRE(t.ops.size() == 1);
+    CHECK(t.ops[0].kind == OpKind::AllReduce);
+    CHECK(t.ops[0].bytes == 1024 * 2);
+    REQUIRE(t.ops[0].replica_groups.size() == 2);
+    CHECK(t.ops[0].replica_groups[0] == std::vector<int>{0, 2, 4, 6});
+    CHECK(t.ops[0].replica_groups[1] == std::vector<int>{1, 3, 5, 7});
+    CHECK(error_of("HloModule m, num_partitions=16\nENTRY e {\n ROOT x = f32[] parameter(0)\n}", 8)
+              .find("program for 16 devices") != std::string::npos);
+}
+
+TEST_CASE("HLO reader: layouts, tuples, comments, no header", "[hlo]") {
+    const HloModule m = parse_hlo(R"(/* no HloModule line */
+c {
+  p = (f32[8,128]{1,0:T(8,128)S(1)}, /*index=1*/ (s32[], bf16[2]{0})) parameter(0) // a tuple
+  ROOT g = f32[8,128]{1,0:T(8,128)S(1)} get-tuple-element(p), index=0
+}
+)",
+                                  "t.hlo");
+    REQUIRE(m.computations.size() == 1);
+    CHECK(m.entry == 0);
+    const HloShape& s = m.computations[0].instrs[0].shape;
+    REQUIRE(s.tuple);
+    REQUIRE(s.elements.size() == 2);
+    CHECK(s.elements[0].memory_space == 1);
+    CHECK(s.elements[0].minor_to_major == std::vector<std::int64_t>{1, 0});
+    CHECK(s.elements[1].elements[1].type.name == "bf16");
+    CHECK(s.bytes() == 8 * 128 * 4 + 4 + 2 * 2);
+}
+
+TEST_CASE("HLO reader: errors are located file:line:column", "[hlo]") {
+    CHECK(
+        error_of(
+            "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] negate(q)\n}") ==
+        "t.hlo:4:26: unknown operand q (not defined earlier in computation e)");
+    CHECK(error_of("ENTRY e {\n  x = f32[4] parameter(0)\n") ==
+          "t.hlo:1:7: computation e is not closed: missing '}' before the end of the file");
+    CHECK(error_of("ENTRY e {\n  x = f99[4] parameter(0)\n}")
+              .rfind("t.hlo:2:7: expected a shape", 0) == 0);
+}
