@@ -9,7 +9,8 @@ them unchanged; a commit that changes a timing mechanism on purpose regenerates 
 What is compared. Runs: cycles, HBM bytes read and written, ICI bytes, the op count and a
 digest of every op's (id, start_cycle, end_cycle, unit_busy_cycles), i.e. the simulated
 mechanism, not the presentation of the report (verdict wording, extra fields). Benches: every
-number in the JSON output except wall-clock figures (wall/cpu seconds and rates per second).
+number in the JSON output except wall-clock figures (wall/cpu seconds and rates per second)
+and the config echo.
 """
 import hashlib
 import json
@@ -45,13 +46,14 @@ CASES["bench ici v3"] = ("bench", ["ici", "--config", V3, "--sizes", "1KiB", "1M
 CASES["bench hbm v3"] = ("bench", ["hbm", "--config", V3])
 
 WALL_CLOCK = ("wall", "cpu", "per_second", "revision", "version")
+NOT_RESULTS = ("config", "description")  # the config echo and names are inputs, not results
 
 
 def flatten(x, prefix=""):
     out = {}
     if isinstance(x, dict):
         for k, v in x.items():
-            if any(w in k for w in WALL_CLOCK):
+            if any(w in k for w in WALL_CLOCK) or k in NOT_RESULTS:
                 continue
             out.update(flatten(v, f"{prefix}.{k}" if prefix else k))
     elif isinstance(x, list):
