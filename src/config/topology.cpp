@@ -1,4 +1,4 @@
-#include "tpusim/arch/topology.h"
+#include "tpusim/config/topology.h"
 
 #include <fmt/format.h>
 

@@ -12,14 +12,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tpusim/arch/dma_engine.h"
-#include "tpusim/arch/hbm_calibrated.h"
-#include "tpusim/arch/hbm_module.h"
-#include "tpusim/arch/host_link.h"
-#include "tpusim/arch/ici_engine.h"
-#include "tpusim/arch/ici_network.h"
-#include "tpusim/arch/tensor_core.h"
-#include "tpusim/arch/topology.h"
+#include "tpusim/arch/core/tensor_core.h"
+#include "tpusim/arch/host/host_link.h"
+#include "tpusim/arch/ici/ici_engine.h"
+#include "tpusim/arch/ici/ici_network.h"
+#include "tpusim/arch/memory/dma_engine.h"
+#include "tpusim/arch/memory/hbm_calibrated.h"
+#include "tpusim/arch/memory/hbm_module.h"
+#include "tpusim/config/topology.h"
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/timeline.h"

@@ -1,4 +1,4 @@
-#include "tpusim/arch/core_stats.h"
+#include "tpusim/arch/core/core_stats.h"
 
 namespace tpusim {
 

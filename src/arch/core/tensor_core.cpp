@@ -1,13 +1,13 @@
 // sc_spawn (one MXU lane thread per configured MXU) needs the dynamic-process API.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include "tpusim/arch/tensor_core.h"
+#include "tpusim/arch/core/tensor_core.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/common/sim_time.h"
-#include "tpusim/program/vector_lowering.h"
 
 namespace tpusim {
 

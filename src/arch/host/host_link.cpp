@@ -1,4 +1,4 @@
-#include "tpusim/arch/host_link.h"
+#include "tpusim/arch/host/host_link.h"
 
 #include <fmt/format.h>
 

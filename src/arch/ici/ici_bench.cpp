@@ -1,13 +1,13 @@
-#include "tpusim/arch/ici_bench.h"
+#include "tpusim/arch/ici/ici_bench.h"
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 
-#include "tpusim/arch/ici_bounds.h"
-#include "tpusim/arch/ici_engine.h"
-#include "tpusim/arch/topology.h"
+#include "arch/ici/ici_bounds.h"
+#include "tpusim/arch/ici/ici_engine.h"
 #include "tpusim/common/error.h"
+#include "tpusim/config/topology.h"
 
 namespace tpusim {
 

@@ -1,11 +1,11 @@
-#include "tpusim/arch/ici_bounds.h"
+#include "arch/ici/ici_bounds.h"
 
 #include <algorithm>
 #include <map>
 #include <stdexcept>
 
-#include "tpusim/arch/ici_engine.h"
-#include "tpusim/arch/ici_fabric.h"
+#include "tpusim/arch/ici/ici_engine.h"
+#include "tpusim/arch/ici/ici_fabric.h"
 #include "tpusim/program/collectives.h"
 
 namespace tpusim {

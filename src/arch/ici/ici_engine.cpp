@@ -1,4 +1,4 @@
-#include "tpusim/arch/ici_engine.h"
+#include "tpusim/arch/ici/ici_engine.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tpusim/arch/ici_fabric.h"
+#include "tpusim/arch/ici/ici_fabric.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tpusim/arch/ici_network.h"
+#include "tpusim/arch/ici/ici_network.h"
 
 #include "tpusim/common/sim_time.h"
 

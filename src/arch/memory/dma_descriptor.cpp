@@ -1,4 +1,4 @@
-#include "tpusim/arch/dma_descriptor.h"
+#include "tpusim/arch/memory/dma_descriptor.h"
 
 #include <algorithm>
 #include <stdexcept>

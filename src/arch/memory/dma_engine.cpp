@@ -1,13 +1,13 @@
 // sc_spawn (one thread per engine and per in-flight chunk) needs SystemC's dynamic processes.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 
-#include "tpusim/arch/dma_engine.h"
+#include "tpusim/arch/memory/dma_engine.h"
 
 #include <fmt/format.h>
 
 #include <stdexcept>
 
-#include "tpusim/arch/hbm_module.h"
+#include "tpusim/arch/memory/hbm_module.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/sim_time.h"
 

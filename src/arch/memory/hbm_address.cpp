@@ -1,4 +1,4 @@
-#include "tpusim/arch/hbm_address.h"
+#include "tpusim/arch/memory/hbm_address.h"
 
 #include <map>
 #include <sstream>

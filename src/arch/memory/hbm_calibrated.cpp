@@ -1,4 +1,4 @@
-#include "tpusim/arch/hbm_calibrated.h"
+#include "tpusim/arch/memory/hbm_calibrated.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
-#include "tpusim/arch/hbm_system.h"
-#include "tpusim/arch/hbm_traffic.h"
+#include "tpusim/arch/memory/hbm_system.h"
+#include "tpusim/arch/memory/hbm_traffic.h"
 #include "tpusim/config/tpu_config.h"
 
 namespace tpusim {

@@ -1,4 +1,4 @@
-#include "tpusim/arch/hbm_channel.h"
+#include "tpusim/arch/memory/hbm_channel.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tpusim/arch/hbm_module.h"
+#include "tpusim/arch/memory/hbm_module.h"
 
 #include "tpusim/common/error.h"
 #include "tpusim/common/sim_time.h"

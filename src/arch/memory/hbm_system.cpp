@@ -1,4 +1,4 @@
-#include "tpusim/arch/hbm_system.h"
+#include "tpusim/arch/memory/hbm_system.h"
 
 #include <fmt/format.h>
 

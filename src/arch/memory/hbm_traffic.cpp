@@ -1,4 +1,4 @@
-#include "tpusim/arch/hbm_traffic.h"
+#include "tpusim/arch/memory/hbm_traffic.h"
 
 #include <chrono>
 #include <random>

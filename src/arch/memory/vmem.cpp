@@ -1,4 +1,4 @@
-#include "tpusim/arch/vmem.h"
+#include "tpusim/arch/memory/vmem.h"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // that steps the PE array: cycle t is simulated at SystemC time t + 1, after every process has
 // had its say at time t, so operands pushed at cycle t are seen by cycle t's controller in both
 // fidelities alike (the controller ignores operands whose availability is later than t).
-#include "tpusim/arch/mxu.h"
+#include "tpusim/arch/mxu/mxu.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "tpusim/arch/mxu_block.h"
+#include "tpusim/arch/mxu/mxu_block.h"
 
 #include <algorithm>
 #include <stdexcept>

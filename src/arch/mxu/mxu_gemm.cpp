@@ -1,9 +1,9 @@
-#include "tpusim/arch/mxu_gemm.h"
+#include "tpusim/arch/mxu/mxu_gemm.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "tpusim/arch/mxu_pe_array.h"
+#include "tpusim/arch/mxu/mxu_pe_array.h"
 
 namespace tpusim {
 

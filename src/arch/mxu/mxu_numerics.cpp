@@ -1,4 +1,4 @@
-#include "tpusim/arch/mxu_numerics.h"
+#include "tpusim/arch/mxu/mxu_numerics.h"
 
 #include <algorithm>
 #include <vector>

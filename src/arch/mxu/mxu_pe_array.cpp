@@ -2,13 +2,13 @@
 // the data layout). The controller below only uses what earlier cycles have observed (a load
 // in progress, the swap reaching the last PE, the last row leaving it, the last result popped);
 // docs/mxu.md shows that these observations give the closed form of MxuTiming.
-#include "tpusim/arch/mxu_pe_array.h"
+#include "tpusim/arch/mxu/mxu_pe_array.h"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
-#include "tpusim/arch/mxu_numerics.h"
+#include "tpusim/arch/mxu/mxu_numerics.h"
 
 namespace tpusim {
 

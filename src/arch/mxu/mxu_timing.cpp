@@ -1,6 +1,6 @@
 // Closed-form timing of the MXU pipeline. The equations are derived in docs/mxu.md; every
 // constraint below has a counterpart that MxuPeArray observes cycle by cycle.
-#include "tpusim/arch/mxu_timing.h"
+#include "tpusim/arch/mxu/mxu_timing.h"
 
 #include <algorithm>
 #include <stdexcept>

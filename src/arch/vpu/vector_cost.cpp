@@ -1,11 +1,11 @@
 // Expansion of a lowered vector loop into instructions, the reference simulation, and the
-// steady-state fast path that the program layer calls for every vector op chunk.
+// steady-state fast path that the tensor core calls for every vector op chunk.
+#include "tpusim/arch/vpu/vector_cost.h"
+
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
-
-#include "tpusim/program/vector_lowering.h"
 
 namespace tpusim {
 
@@ -126,8 +126,8 @@ std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d, co
         std::lock_guard<std::mutex> lock(mu);
         if (auto it = cache.find(key); it != cache.end()) return it->second;
     }
-    auto st = find_steady_state(std::make_shared<const VectorLoop>(lower_vector_loop(d, vpu, vmem)),
-                                vpu, vmem);
+    auto st = find_steady_state(
+        std::make_shared<const VectorLoop>(scheduled_vector_loop(d, vpu, vmem)), vpu, vmem);
     std::lock_guard<std::mutex> lock(mu);
     // Bound memory over long sweeps (an entry holds the snapshots of its probe).
     if (cache.size() >= 256) cache.clear();

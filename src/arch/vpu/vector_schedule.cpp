@@ -4,14 +4,9 @@
 #include <numeric>
 #include <tuple>
 
-#include "tpusim/program/vector_lowering.h"
-#include "vector_body_builder.h"
+#include "tpusim/arch/vpu/vector_cost.h"
 
 namespace tpusim {
-
-int VectorLoop::stages() const {
-    return stage.empty() ? 1 : 1 + *std::max_element(stage.begin(), stage.end());
-}
 
 void schedule_loop(VectorLoop& loop, const VpuConfig& vpu, const VmemConfig& vmem) {
     // One iteration alone on the VPU gives each instruction's earliest issue time t_j under
@@ -61,6 +56,13 @@ void schedule_loop(VectorLoop& loop, const VpuConfig& vpu, const VmemConfig& vme
     });
 }
 
+VectorLoop scheduled_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu,
+                                 const VmemConfig& vmem) {
+    VectorLoop loop = lower_vector_loop(d, vpu);
+    schedule_loop(loop, vpu, vmem);
+    return loop;
+}
+
 std::vector<VInstr> emit_chunk(const VectorLoop& loop, std::int64_t g, std::int64_t iterations) {
     Bytes load_bytes = 0, store_bytes = 0;
     for (const VInstr& in : loop.body) {
@@ -86,7 +88,7 @@ std::vector<VInstr> emit_chunk(const VectorLoop& loop, std::int64_t g, std::int6
 }
 
 VectorProgram lower_vector_op(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
-    const VectorLoop loop = lower_vector_loop(d, vpu, vmem);
+    const VectorLoop loop = scheduled_vector_loop(d, vpu, vmem);
     VectorProgram p;
     p.instrs = loop.prologue;
     for (std::int64_t g = 0; g < loop.chunks(); ++g) {

@@ -1,4 +1,4 @@
-#include "tpusim/arch/vpu_module.h"
+#include "arch/vpu/vpu_module.h"
 
 #include "tpusim/common/sim_time.h"
 

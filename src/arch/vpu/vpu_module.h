@@ -4,7 +4,7 @@
 #include <deque>
 #include <systemc>
 
-#include "tpusim/arch/vpu.h"
+#include "tpusim/arch/vpu/vpu.h"
 
 namespace tpusim {
 

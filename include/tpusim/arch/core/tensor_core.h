@@ -18,8 +18,9 @@
 #include <tuple>
 #include <vector>
 
-#include "tpusim/arch/core_stats.h"
-#include "tpusim/arch/mxu_block.h"
+#include "tpusim/arch/core/core_stats.h"
+#include "tpusim/arch/mxu/mxu_block.h"
+#include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/config/core_config.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/config/mxu_config.h"

@@ -10,7 +10,7 @@
 #include <optional>
 #include <vector>
 
-#include "tpusim/arch/ici_fabric.h"
+#include "tpusim/arch/ici/ici_fabric.h"
 #include "tpusim/program/collectives.h"
 
 namespace tpusim {

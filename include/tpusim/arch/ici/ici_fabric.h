@@ -19,9 +19,9 @@
 #include <queue>
 #include <vector>
 
-#include "tpusim/arch/topology.h"
 #include "tpusim/common/types.h"
 #include "tpusim/config/ici_config.h"
+#include "tpusim/config/topology.h"
 #include "tpusim/stats/stats.h"
 
 namespace tpusim {

@@ -7,8 +7,8 @@
 #include <memory>
 #include <systemc>
 
-#include "tpusim/arch/ici_engine.h"
-#include "tpusim/arch/topology.h"
+#include "tpusim/arch/ici/ici_engine.h"
+#include "tpusim/config/topology.h"
 
 namespace tpusim {
 

@@ -13,8 +13,8 @@
 #include <tlm>
 #include <vector>
 
-#include "tpusim/arch/dma_descriptor.h"
-#include "tpusim/arch/vmem.h"
+#include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/vmem.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/stats/stats.h"
 

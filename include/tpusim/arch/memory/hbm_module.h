@@ -13,7 +13,7 @@
 #include <tlm>
 #include <unordered_map>
 
-#include "tpusim/arch/hbm_system.h"
+#include "tpusim/arch/memory/hbm_system.h"
 #include "tpusim/config/hbm_config.h"
 
 namespace tpusim {

@@ -16,8 +16,8 @@
 #include <queue>
 #include <vector>
 
-#include "tpusim/arch/hbm_address.h"
-#include "tpusim/arch/hbm_channel.h"
+#include "tpusim/arch/memory/hbm_address.h"
+#include "tpusim/arch/memory/hbm_channel.h"
 #include "tpusim/common/types.h"
 #include "tpusim/config/hbm_config.h"
 #include "tpusim/stats/stats.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tpusim/arch/hbm_system.h"
+#include "tpusim/arch/memory/hbm_system.h"
 
 namespace tpusim {
 

@@ -19,8 +19,8 @@
 #include <systemc>
 #include <vector>
 
-#include "tpusim/arch/mxu_pe_array.h"
-#include "tpusim/arch/mxu_timing.h"
+#include "tpusim/arch/mxu/mxu_pe_array.h"
+#include "tpusim/arch/mxu/mxu_timing.h"
 #include "tpusim/config/mxu_config.h"
 
 namespace tpusim {

@@ -13,10 +13,10 @@
 #include <memory>
 #include <vector>
 
-#include "tpusim/arch/mxu.h"
-#include "tpusim/arch/mxu_gemm.h"
-#include "tpusim/arch/mxu_pe_array.h"
-#include "tpusim/arch/mxu_timing.h"
+#include "tpusim/arch/mxu/mxu.h"
+#include "tpusim/arch/mxu/mxu_gemm.h"
+#include "tpusim/arch/mxu/mxu_pe_array.h"
+#include "tpusim/arch/mxu/mxu_timing.h"
 #include "tpusim/config/mxu_config.h"
 
 namespace tpusim {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tpusim/arch/mxu_timing.h"
+#include "tpusim/arch/mxu/mxu_timing.h"
 #include "tpusim/config/mxu_config.h"
 
 namespace tpusim {

@@ -23,7 +23,7 @@
 #include <deque>
 #include <vector>
 
-#include "tpusim/arch/mxu_timing.h"
+#include "tpusim/arch/mxu/mxu_timing.h"
 #include "tpusim/common/types.h"
 #include "tpusim/config/mxu_config.h"
 
