@@ -77,8 +77,7 @@ TEST_CASE("lowered ops read and write the streams of the trace table", "[vpu][lo
     for (VectorOp op : all_trace_vector_ops()) {
         const VectorOpInfo& info = vector_op_info(op);
         INFO(info.name);
-        const Streams s =
-            count_streams(lower_vector_loop({info.name, 64, 256, 4, 4}, vpu), vpu);
+        const Streams s = count_streams(lower_vector_loop({info.name, 64, 256, 4, 4}, vpu), vpu);
         const int in = info.inputs, out = info.outputs;
         switch (op) {
             case VectorOp::BiasAdd:  // plus the bias's 128-lane row

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "arch/vpu/vpu_module.h"
 #include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/common/sim_time.h"
 
@@ -20,17 +21,18 @@ std::size_t slot_class(Unit u) { return static_cast<std::size_t>(u); }
 }  // namespace
 
 TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const TensorCoreConfigs& cfg,
-                       CorePorts ports, Timeline* timeline)
+                       Timeline* timeline)
     : sc_module(name),
       id_(id),
       cfg_(cfg),
-      ports_(std::move(ports)),
       timeline_(timeline),
+      mxus_("mxu"),
       stats_(fmt::format("core{}", id)) {
-    for (std::int64_t x = 0; x < cfg_.core.mxus; ++x) {
-        mxus_.push_back(make_mxu_block_timer(cfg_.mxu, cfg_.mxu_fidelity));
-        mxu_lanes_.push_back(std::make_unique<Lane>());
-    }
+    mxus_.init(static_cast<std::size_t>(cfg_.core.mxus), [this](const char* nm, std::size_t) {
+        return new Mxu(nm, cfg_.mxu, cfg_.mxu_fidelity);
+    });
+    for (std::size_t x = 0; x < mxus_.size(); ++x) mxu_lanes_.push_back(std::make_unique<Lane>());
+    vpu_ = std::make_unique<Vpu>("vpu", cfg_.vpu, cfg_.vmem);
     SC_THREAD(sequencer);
     for (std::size_t x = 0; x < mxus_.size(); ++x) {
         sc_core::sc_spawn([this, x] { mxu_lane(x); }, fmt::format("mxu_lane{}", x).c_str());
@@ -53,6 +55,8 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const Tens
     }
 }
 
+TensorCore::~TensorCore() = default;
+
 void TensorCore::load(const CoreProgram& program, const std::vector<OpInfo>& ops) {
     program_ = &program;
     ops_ = &ops;
@@ -71,7 +75,7 @@ bool TensorCore::lane_full(Unit u, const Instr& in) const {
         case Unit::Vpu:
             return vpu_lane_.queue.size() >= depth;
         case Unit::Dma:
-            return dma_in_flight_ >= ports_.dma_in_flight;
+            return dma_in_flight_ >= cfg_.dma_in_flight;
         default:
             return false;
     }
@@ -143,7 +147,7 @@ void TensorCore::issue(std::uint32_t idx) {
             if (dma_in_flight_++ == 0) dma_busy_since_ = now;
             ++stats_.dma_descriptors;
             (in.dma.to_vmem ? stats_.dma_bytes_read : stats_.dma_bytes_written) += in.dma.bytes();
-            ports_.dma(in.dma, [this, idx, now](Cycle t) {
+            dma_out->transfer(in.dma, [this, idx, now](Cycle t) {
                 if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;
                 dma_slot_free_.notify(sc_core::SC_ZERO_TIME);
                 complete_at(idx, t, Unit::Dma, t - now);
@@ -152,7 +156,7 @@ void TensorCore::issue(std::uint32_t idx) {
             break;
         }
         case Unit::Ici:
-            ports_.collective(in.coll, id_, [this, idx, now](Cycle t) {
+            ici_out->arrive(in.coll, id_, [this, idx, now](Cycle t) {
                 stats_.ici_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Ici, t - now);
                 span(static_cast<std::uint32_t>(tracks_.size() >= 2 ? tracks_.size() - 2 : 0),
@@ -160,7 +164,7 @@ void TensorCore::issue(std::uint32_t idx) {
             });
             break;
         case Unit::Host:
-            ports_.host(in.host, id_, [this, idx, now](Cycle t) {
+            host_out->transfer(in.host, [this, idx, now](Cycle t) {
                 stats_.host_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Host, t - now);
                 span(static_cast<std::uint32_t>(tracks_.empty() ? 0 : tracks_.size() - 1),
@@ -172,14 +176,14 @@ void TensorCore::issue(std::uint32_t idx) {
 
 void TensorCore::mxu_lane(std::size_t x) {
     Lane& lane = *mxu_lanes_[x];
-    MxuBlockTimer& mxu = *mxus_[x];
+    Mxu& mxu = mxus_[x];
     while (true) {
         while (lane.queue.empty()) wait(lane.pushed);
         const std::uint32_t idx = lane.queue.front();
         const MatmulInstr& mm = program_->instrs[idx].mm;
         const Cycle now = now_cycles();
         // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
-        const MxuBlockTiming t = mxu.run(mxu_gemm_tiles(cfg_.mxu, mm.m, mm.k, mm.n), now);
+        const MxuBlockTiming t = mxu.run_block(mxu_gemm_tiles(cfg_.mxu, mm.m, mm.k, mm.n), now);
         stats_.mxu_busy_cycles += t.busy_cycles;
         stats_.mxu_useful_macs += t.useful_macs;
         stats_.mxu_array_macs += t.array_macs;
@@ -200,16 +204,8 @@ void TensorCore::vpu_lane() {
         while (vpu_lane_.queue.empty()) wait(vpu_lane_.pushed);
         const std::uint32_t idx = vpu_lane_.queue.front();
         const VectorInstr& v = program_->instrs[idx].vec;
-        auto key = std::make_tuple(v.op, v.rows, v.cols, v.in_bytes, v.out_bytes);
-        auto it = vector_costs_.find(key);
-        if (it == vector_costs_.end()) {
-            it = vector_costs_
-                     .emplace(std::move(key), vector_op_cost(VectorOpDesc{v.op, v.rows, v.cols,
-                                                                          v.in_bytes, v.out_bytes},
-                                                             cfg_.vpu, cfg_.vmem))
-                     .first;
-        }
-        const VectorOpCost& cost = it->second;
+        const VectorOpCost& cost =
+            vpu_->op_cost(VectorOpDesc{v.op, v.rows, v.cols, v.in_bytes, v.out_bytes});
         const Cycle now = now_cycles();
         stats_.vpu_busy_cycles += cost.cycles;
         stats_.vpu_instructions += cost.instructions;

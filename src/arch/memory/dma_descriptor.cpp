@@ -5,6 +5,18 @@
 
 namespace tpusim {
 
+DmaDescriptor dma_descriptor(const DmaInstr& d) {
+    DmaDescriptor desc;
+    desc.dir = d.to_vmem ? DmaDescriptor::Dir::HbmToVmem : DmaDescriptor::Dir::VmemToHbm;
+    desc.hbm_addr = d.hbm_addr;
+    desc.vmem_addr = d.vmem_addr;
+    desc.rows = d.rows;
+    desc.row_bytes = d.row_bytes;
+    desc.hbm_stride = d.hbm_stride;
+    desc.vmem_stride = d.vmem_stride;
+    return desc;
+}
+
 Bytes DmaDescriptor::hbm_extent() const {
     return rows <= 0 ? hbm_addr : hbm_addr + static_cast<Bytes>(rows - 1) * hbm_stride + row_bytes;
 }

@@ -23,6 +23,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, const V
       vmem_capacity_(static_cast<Bytes>(vmem.capacity_mib) * kMiB),
       vmem_port_(dma.vmem_bytes_per_cycle),
       stats_(std::string(basename()), "DMA engines of one TensorCore") {
+    core_in.bind(*this);
     for (std::int64_t e = 0; e < dma.engines; ++e) {
         engines_.push_back(std::make_unique<Engine>());
         const auto idx = static_cast<std::size_t>(e);
@@ -106,12 +107,16 @@ void DmaEngine::worker_thread(std::size_t idx) {
         while (e.chunks.empty()) sc_core::wait(e.chunk_ready);
         const DmaChunk c = e.chunks.front();
         e.chunks.pop_front();
-        transfer(c, e.dir);
+        move_chunk(c, e.dir);
         if (--e.chunks_left == 0) e.chunk_done.notify(sc_core::SC_ZERO_TIME);
     }
 }
 
-void DmaEngine::transfer(const DmaChunk& c, DmaDescriptor::Dir dir) {
+void DmaEngine::transfer(const DmaInstr& d, DoneFn done) {
+    enqueue(dma_descriptor(d), nullptr, std::move(done));
+}
+
+void DmaEngine::move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir) {
     const bool to_vmem = dir == DmaDescriptor::Dir::HbmToVmem;
     ++chunks_;
     if (!to_vmem) {

@@ -29,7 +29,8 @@ Mxu::Mxu(sc_core::sc_module_name name, const MxuConfig& cfg, MxuFidelity fidelit
       tile_(cfg),
       weights_q_("weights_q"),
       lhs_q_("lhs_q"),
-      results_q_("results_q") {
+      results_q_("results_q"),
+      block_(make_mxu_block_timer(cfg, fidelity)) {
     if (fidelity_ == MxuFidelity::pe) {
         pe_ = std::make_unique<MxuPeArray>(cfg);
         SC_THREAD(pe_thread);

@@ -1,9 +1,17 @@
 #pragma once
-// SystemC wrapper of VpuTiming: the sequencer hands it vector programs; it notifies the
-// caller's event when the last instruction of each has completed (1 SystemC ns = 1 cycle).
+// The vector unit of a TensorCore. Two entries, the same timing (VpuTiming):
+//  - execute(program): instruction by instruction, notifying the caller's event when the
+//    last instruction of each program has completed (1 SystemC ns = 1 cycle);
+//  - op_cost(op): a whole lowered vector op, by the steady-state fast path (vector_cost.h),
+//    exactly the cycles of executing its program; the TensorCore's vector lane uses this.
+#include <cstdint>
 #include <deque>
+#include <map>
+#include <string>
 #include <systemc>
+#include <tuple>
 
+#include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/arch/vpu/vpu.h"
 
 namespace tpusim {
@@ -18,6 +26,11 @@ class Vpu : public sc_core::sc_module {
     // at the cycle the program's last instruction completes. `prog` is copied.
     void execute(const VectorProgram& prog, sc_core::sc_event* done);
 
+    // The cost of one vector op on this VPU. A pure function of the op's shape and the fixed
+    // config; a program repeats a few chunk shapes thousands of times, so each is computed
+    // once.
+    const VectorOpCost& op_cost(const VectorOpDesc& op);
+
     bool busy() const { return running_ || !queue_.empty(); }
     const VpuCounters& counters() const { return timing_.counters(); }
 
@@ -29,7 +42,12 @@ class Vpu : public sc_core::sc_module {
     };
     void run();
 
+    VpuConfig vpu_;
+    VmemConfig vmem_;
     VpuTiming timing_;
+    std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+             VectorOpCost>
+        costs_;
     std::deque<Job> queue_;
     sc_core::sc_event wake_;
     bool running_ = false;

@@ -1,12 +1,13 @@
 #pragma once
 // TensorCore: the sequencer (scalar unit) issuing the core's instruction stream in order, and
-// the units it drives: MXUs, the vector unit, DMA engines (to HBM through the chip), the ICI
-// port (collectives) and the host link.
+// the units it drives: MXUs, the vector unit, and through its ports the DMA path to the chip's
+// HBM, the ICI (collectives) and the host link.
 //
 // Timing: the sequencer issues at most one instruction per slot class per cycle (a VLIW
 // bundle), after the instructions it waits on have completed (sync flags) and when the target
 // unit's queue has room. Units run their queue in order; their timing comes from the plain
-// C++ models (MxuTiming, vector_op_cost, the HBM controller, the ICI network).
+// C++ models inside the unit modules: each Mxu (its fidelity's block timer), the Vpu
+// (vector_op_cost), the HBM behind dma_out, the ICI network behind ici_out.
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -18,8 +19,9 @@
 #include <tuple>
 #include <vector>
 
+#include "tpusim/arch/core/core_ports.h"
 #include "tpusim/arch/core/core_stats.h"
-#include "tpusim/arch/mxu/mxu_block.h"
+#include "tpusim/arch/mxu/mxu.h"
 #include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/config/core_config.h"
 #include "tpusim/config/memory_config.h"
@@ -32,16 +34,7 @@
 
 namespace tpusim {
 
-// Services outside the core: DMA to the chip's HBM, collectives on the ICI, the host link.
-// Contract: each call starts the transfer no earlier than the current simulation time and
-// calls `done(cycle)` exactly once, from the simulation, when it has completed.
-struct CorePorts {
-    std::function<void(const DmaInstr&, std::function<void(Cycle)>)> dma;
-    std::function<void(const CollectiveInstr&, std::int64_t core, std::function<void(Cycle)>)>
-        collective;
-    std::function<void(const HostInstr&, std::int64_t core, std::function<void(Cycle)>)> host;
-    std::int64_t dma_in_flight = 16;  // descriptors the core's DMA engines hold at once
-};
+class Vpu;
 
 struct TensorCoreConfigs {
     const CoreConfig& core;
@@ -50,19 +43,26 @@ struct TensorCoreConfigs {
     const VpuConfig& vpu;
     const VmemConfig& vmem;
     MxuFidelity mxu_fidelity = MxuFidelity::tile;
+    std::int64_t dma_in_flight = 16;  // descriptors the core's DMA engines hold at once
 };
 
 class TensorCore : public sc_core::sc_module {
  public:
+    // Bound by the chip before the simulation starts (core_ports.h has the contracts).
+    sc_core::sc_port<DmaIf> dma_out{"dma_out"};
+    sc_core::sc_port<CollectiveIf> ici_out{"ici_out"};
+    sc_core::sc_port<HostIf> host_out{"host_out"};
+
     SC_HAS_PROCESS(TensorCore);
     TensorCore(sc_core::sc_module_name name, std::int64_t id, const TensorCoreConfigs& cfg,
-               CorePorts ports, Timeline* timeline);
+               Timeline* timeline);
 
     // Contract: called before sc_start; `program` and `ops` outlive the simulation.
     void load(const CoreProgram& program, const std::vector<OpInfo>& ops);
     // Writes the timeline spans still open; call once after the simulation.
     void flush_timeline();
 
+    ~TensorCore() override;
     bool finished() const { return finished_; }
     Cycle end_cycle() const { return end_cycle_; }
     const CoreStats& stats() const { return stats_; }
@@ -83,17 +83,12 @@ class TensorCore : public sc_core::sc_module {
 
     std::int64_t id_;
     TensorCoreConfigs cfg_;
-    CorePorts ports_;
     Timeline* timeline_;
     const CoreProgram* program_ = nullptr;
-    std::vector<std::unique_ptr<MxuBlockTimer>> mxus_;
+    sc_core::sc_vector<Mxu> mxus_;  // core.mxus of them: mxu_0, mxu_1, ...
+    std::unique_ptr<Vpu> vpu_;
     std::vector<std::unique_ptr<Lane>> mxu_lanes_;
     Lane vpu_lane_;
-    // vector_op_cost is a pure function of the chunk's shape and the (fixed) VPU/VMEM config,
-    // and a program repeats a few chunk shapes thousands of times: computed once per shape.
-    std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
-             VectorOpCost>
-        vector_costs_;
     std::vector<std::uint8_t> done_;
     sc_core::sc_event progress_;
     sc_core::sc_event_queue completion_q_;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tpusim/common/types.h"
+#include "tpusim/program/program.h"
 
 namespace tpusim {
 
@@ -23,6 +24,10 @@ struct DmaDescriptor {
     Bytes hbm_extent() const;
     Bytes vmem_extent() const;
 };
+
+// The descriptor of a core's DMA instruction (the one place that builds one from the
+// program's instruction).
+DmaDescriptor dma_descriptor(const DmaInstr& d);
 
 // A piece of a descriptor: `rows` rows, same strides; at most chunk_bytes of data.
 struct DmaChunk {

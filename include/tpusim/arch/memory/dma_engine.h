@@ -13,6 +13,7 @@
 #include <tlm>
 #include <vector>
 
+#include "tpusim/arch/core/core_ports.h"
 #include "tpusim/arch/memory/dma_descriptor.h"
 #include "tpusim/arch/memory/vmem.h"
 #include "tpusim/config/memory_config.h"
@@ -20,9 +21,10 @@
 
 namespace tpusim {
 
-class DmaEngine : public sc_core::sc_module {
+class DmaEngine : public sc_core::sc_module, public DmaIf {
  public:
     tlm_utils::simple_initiator_socket<DmaEngine> hbm_out;
+    sc_core::sc_export<DmaIf> core_in{"core_in"};  // the core's dma_out binds here
 
     // `core`: this core's index on its chip (locality of HBM addresses); `hbm_capacity_bytes`:
     // the chip's HBM, for the range check at enqueue.
@@ -38,6 +40,9 @@ class DmaEngine : public sc_core::sc_module {
     // Same, on a given engine (FIFO order with that engine's other descriptors).
     void enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
                     DoneCallback on_done = {});
+
+    // DmaIf: the core's DMA instruction as a descriptor (dma_descriptor), enqueued.
+    void transfer(const DmaInstr& d, DoneFn done) override;
 
     std::size_t engines() const { return engines_.size(); }
     StatGroup& stats() { return stats_; }
@@ -61,7 +66,7 @@ class DmaEngine : public sc_core::sc_module {
     };
     void engine_thread(std::size_t e);
     void worker_thread(std::size_t e);
-    void transfer(const DmaChunk& c, DmaDescriptor::Dir dir);
+    void move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir);
 
     DmaConfig cfg_;
     int core_;

@@ -19,16 +19,13 @@
 #include <systemc>
 #include <vector>
 
+#include "tpusim/arch/mxu/mxu_block.h"
+#include "tpusim/arch/mxu/mxu_fidelity.h"
 #include "tpusim/arch/mxu/mxu_pe_array.h"
 #include "tpusim/arch/mxu/mxu_timing.h"
 #include "tpusim/config/mxu_config.h"
 
 namespace tpusim {
-
-enum class MxuFidelity { tile, pe };
-// "tile" or "pe"; throws std::invalid_argument otherwise.
-MxuFidelity parse_mxu_fidelity(const std::string& name);
-const char* to_string(MxuFidelity f);
 
 class Mxu : public sc_core::sc_module {
  public:
@@ -44,6 +41,13 @@ class Mxu : public sc_core::sc_module {
     PassId push_weights(const MxuPass& pass, const float* weights = nullptr, std::int64_t ldw = 0);
     void stream_lhs(PassId id, const float* lhs = nullptr, std::int64_t ldl = 0,
                     float* out = nullptr, std::int64_t ldo = 0, bool accumulate = false);
+
+    // The TensorCore's entry: one matmul instruction (the passes of its block, mxu_block.h)
+    // issued at `now` and timed at once by the fidelity's block timer. Contract: a module is
+    // driven either block by block (run) or pass by pass (push_weights / stream_lhs), not both.
+    MxuBlockTiming run_block(const std::vector<MxuTile>& tiles, Cycle now) {
+        return block_->run(tiles, now);
+    }
 
     // Each is notified once per pass, in pass order: when its weights are in place, when its
     // last LHS row has been pushed, and when its last result row has been popped.
@@ -85,6 +89,7 @@ class Mxu : public sc_core::sc_module {
                 done_seen_ = 0;
     sc_core::sc_event work_;
     sc_core::sc_event_queue weights_q_, lhs_q_, results_q_;
+    std::unique_ptr<MxuBlockTimer> block_;  // run_block
     // Waveform mirror (fixed size once traced).
     std::int64_t trace_dim_ = 0;
     sc_dt::uint64 trace_cycle_ = 0;

@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "tpusim/arch/mxu/mxu.h"
+#include "tpusim/arch/mxu/mxu_fidelity.h"
 #include "tpusim/arch/mxu/mxu_gemm.h"
 #include "tpusim/arch/mxu/mxu_pe_array.h"
 #include "tpusim/arch/mxu/mxu_timing.h"
