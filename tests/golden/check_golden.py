@@ -4,7 +4,11 @@ outputs, against the figures recorded in cycles.json. A restructuring must leave
 them unchanged; a commit that changes a timing mechanism on purpose regenerates the file with
 --update and names the mechanism in its message.
 
-  check_golden.py path/to/tpusim [--update] [--only SUBSTRING]   (run from the source root)
+  check_golden.py path/to/tpusim [--update] [--only SUBSTRING] [--light | --heavy]
+                                                                  (run from the source root)
+--light leaves out the few cases that take seconds each (the 8-core BERT step, the burst-level
+HBM runs, bench hbm), --heavy runs only those: ctest runs both, and the sanitizer build only
+the light part.
 
 What is compared. Runs: cycles, HBM bytes read and written, ICI bytes, the op count and a
 digest of every op's (id, start_cycle, end_cycle, unit_busy_cycles), i.e. the simulated
@@ -45,6 +49,7 @@ CASES["bench mxu pe"] = ("bench", ["mxu", "--config", V3, "--m", "300", "--k", "
 CASES["bench ici v3"] = ("bench", ["ici", "--config", V3, "--sizes", "1KiB", "1MiB", "64MiB"])
 CASES["bench hbm v3"] = ("bench", ["hbm", "--config", V3])
 
+HEAVY = ("bert_base_train_step", "burst", "bench hbm")
 WALL_CLOCK = ("wall", "cpu", "per_second", "revision", "version")
 NOT_RESULTS = ("config", "description")  # the config echo and names are inputs, not results
 
@@ -102,6 +107,10 @@ def main():
     update = "--update" in sys.argv
     only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else ""
     names = [n for n in CASES if only in n]
+    if "--light" in sys.argv:
+        names = [n for n in names if not any(h in n for h in HEAVY)]
+    if "--heavy" in sys.argv:
+        names = [n for n in names if any(h in n for h in HEAVY)]
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(2) as pool:
         got = dict(zip(names, pool.map(lambda n: measure(binary, n, *CASES[n], tmp), names)))
     errors = [f"{n}: {err}" for n, (_, err) in got.items() if err]
@@ -110,7 +119,8 @@ def main():
         return 1
     figures = {n: f for n, (f, _) in got.items()}
     if update:
-        old = json.load(open(GOLDEN)) if os.path.exists(GOLDEN) and only else {}
+        partial = only or "--light" in sys.argv or "--heavy" in sys.argv
+        old = json.load(open(GOLDEN)) if os.path.exists(GOLDEN) and partial else {}
         old.update(figures)
         with open(GOLDEN, "w") as f:
             json.dump({n: old[n] for n in CASES if n in old}, f, indent=1, sort_keys=False)
