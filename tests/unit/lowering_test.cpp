@@ -101,6 +101,27 @@ TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
     CHECK(per_mxu[0] + per_mxu[1] == 1024ull * 1024 * 1024);
 }
 
+TEST_CASE("a thin LHS is the stationary operand and B streams through both MXUs", "[lowering]") {
+    const TpuConfig cfg = v3();
+    const std::int64_t R = cfg.mxu.rows, C = cfg.mxu.cols;
+    // M = 64 <= C: each MXU instruction keeps the M x K tile stationary (n = M) and streams
+    // its share of B's columns (m = tn / 2), so every block has ceil(k / R) passes.
+    const Program p = lower_ops({matmul("mm", 64, 4096, 4096)}, cfg, {}, "t");
+    std::uint64_t per_mxu[2] = {0, 0};
+    for (const auto& in : p.cores[0].instrs) {
+        if (in.unit != Unit::Mxu) continue;
+        CHECK(in.mm.n == 64);
+        CHECK(in.mm.k % R == 0);
+        per_mxu[in.mm.mxu] += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
+    }
+    CHECK(per_mxu[0] == per_mxu[1]);
+    CHECK(per_mxu[0] + per_mxu[1] == 64ull * 4096 * 4096);
+    // One array width more and B is stationary again (n = a multiple of C per MXU).
+    const Program q = lower_ops({matmul("mm", C + 1, 4096, 4096)}, cfg, {}, "t");
+    for (const auto& in : q.cores[0].instrs)
+        if (in.unit == Unit::Mxu) CHECK(in.mm.m == C + 1);
+}
+
 TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[lowering]") {
     const TpuConfig cfg = v3();
     const Program p =
