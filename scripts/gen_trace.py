@@ -356,16 +356,29 @@ def gen_resnet50(a):
     x = t.op("input", "infeed", bytes=b * a.image * a.image * 3 * SIZE[BF16])
     net.no_grad.add(x)
     net.size[x] = b * a.image * a.image * 3
-    y, hw = net.conv("stem", x, (a.image, a.image), 3, 64, 7, stride=2, group="stem")
+    if a.space_to_depth:
+        # MLPerf's TPU ResNet-50 feeds the stem a space-to-depth image: 2 x 2 pixel blocks
+        # folded into channels (224x224x3 -> 112x112x12), so the 7x7 stride-2 conv becomes a
+        # 4x4 stride-1 conv with K = 4*4*12 = 192 instead of 7*7*3 = 147 (both two MXU row
+        # tiles) and its input DMAs move 12-channel rows instead of 3-channel ones.
+        y, hw = net.conv("stem", x, (a.image // 2, a.image // 2), 12, 64, 4, stride=1,
+                         group="stem")
+    else:
+        y, hw = net.conv("stem", x, (a.image, a.image), 3, 64, 7, stride=2, group="stem")
     net.size[y] = b * hw[0] * hw[1] * 64
     pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
-    pool = t.vector("stem.maxpool", "reduce_max", [y], rows=b * pool_hw[0] * pool_hw[1] * 64,
-                    cols=9, fused=True)
+    # XLA lowers the 3x3 stride-2 max pool as a reduce-window: lane-dense elementwise maxes
+    # over shifted windows of the input, which it reads once (channels on lanes). Written as a
+    # two-input max over the two halves of the input (reads the input once, VPU maxes).
+    in_elems = net.size[y]
+    pool = t.vector("stem.maxpool", "max", [y], elements=in_elems // 2)
     net.size[pool] = b * pool_hw[0] * pool_hw[1] * 64
 
-    def pool_bwd(g, src=y, hw_in=hw):
-        return [(src, t.vector("stem.maxpool_grad", "scatter_add", [g], rows=net.size[pool],
-                               cols=1, table_rows=b * hw_in[0] * hw_in[1] * 64))]
+    def pool_bwd(g, src=y, n_in=in_elems):
+        # XLA's select-and-scatter: per window, select the input's maximum and add the
+        # output gradient there; elementwise over the input (reads it and the upsampled
+        # gradient, writes the input gradient), like a relu_grad's select.
+        return [(src, t.vector("stem.maxpool_grad", "relu_grad", [g, src], elements=n_in))]
 
     net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
     x, hw, c = pool, pool_hw, 64
@@ -669,6 +682,9 @@ def main(argv=None):
     p = sub.add_parser("resnet50", help="ResNet-50 training step")
     common(p, 32)
     p.add_argument("--image", type=int, default=224)
+    p.add_argument("--no-space-to-depth", dest="space_to_depth", action="store_false",
+                   help="stem as a 7x7 stride-2 conv on the 3-channel image (default: MLPerf's "
+                   "space-to-depth input, a 4x4 conv on 12 channels)")
     p.set_defaults(func=gen_resnet50)
     p = sub.add_parser("lstm", help="Keras IMDB LSTM training step")
     common(p, 128)
