@@ -165,6 +165,16 @@ TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]")
     CHECK(per_op(fused, 1, false) == 2048ull * 3072 * 4);
     CHECK(totals(fused.cores[0]).vec_elems == 2048ull * 3072);
     CHECK(totals(fused.cores[0]).macs == 2048ull * 768 * 3072);
+
+    // Multi-output fusion: with a second, unfused consumer the matmul hands its tiles to the
+    // fused GELU and also writes its result once for the other consumer, which reads it.
+    OpSpec other = vector("relu", "relu", 2048, 3072);
+    other.deps = {0};
+    const Program multi = lower_ops({mm, g, other}, cfg, {}, "t");
+    CHECK(per_op(multi, 0, false) == 2048ull * 3072 * 2);
+    CHECK(per_op(multi, 1, true) == 0);
+    CHECK(per_op(multi, 2, true) == 2048ull * 3072 * 4);
+    CHECK(multi.ops[1].fused_into == "mm");
 }
 
 TEST_CASE("vector ops are chunked in whole rows and every element is processed once",
