@@ -68,7 +68,7 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
             const double min_footprint =
                 2 * (8 * r * e) + 2 * (r * np * e) + 2 * (8 * np * 4) + 8 * np * 8;
             const double cap = static_cast<double>(cfg.vmem.capacity_mib) * kMiB;
-            if (min_footprint > cap * opts.matmul_vmem_fraction * 2.0) continue;
+            if (min_footprint > cap * cfg.lowering.matmul_vmem_fraction * 2.0) continue;
         }
         consumer_[p] = static_cast<std::int64_t>(i);
     }

@@ -46,6 +46,11 @@ std::string verdict(const OpResult& op, std::int64_t cores, const TpuConfig& cfg
 
 }  // namespace
 
+std::string Simulator::module_tree() {
+    board_ = std::make_unique<Board>("board", cfg_, &timeline_);
+    return tpusim::module_tree(*board_);
+}
+
 RunResult Simulator::run(const Program& program) {
     board_ = std::make_unique<Board>("board", cfg_, &timeline_);
     const auto ncores = static_cast<std::int64_t>(program.cores.size());
