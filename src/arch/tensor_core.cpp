@@ -39,18 +39,22 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const Tens
     SC_METHOD(on_completion);
     sensitive << completion_q_;
     dont_initialize();
-    // Timeline tracks: one per unit lane.
-    const std::string proc = fmt::format("core {}", id);
+    // Timeline tracks, one per unit, by name.
     if (timeline_) {
-        tracks_.push_back(timeline_->track(proc, "DMA"));
+        const std::string proc = fmt::format("core {}", id);
+        dma_track_ = add_track(proc, "DMA");
         for (std::size_t x = 0; x < mxus_.size(); ++x) {
-            tracks_.push_back(timeline_->track(proc, fmt::format("MXU {}", x)));
+            mxu_tracks_.push_back(add_track(proc, fmt::format("MXU {}", x)));
         }
-        tracks_.push_back(timeline_->track(proc, "VPU"));
-        tracks_.push_back(timeline_->track(proc, "ICI"));
-        tracks_.push_back(timeline_->track(proc, "host"));
-        open_spans_.resize(tracks_.size());
+        vpu_track_ = add_track(proc, "VPU");
+        ici_track_ = add_track(proc, "ICI");
+        host_track_ = add_track(proc, "host");
     }
+}
+
+std::size_t TensorCore::add_track(const std::string& process, const std::string& thread) {
+    open_spans_.push_back(OpenSpan{timeline_->track(process, thread)});
+    return open_spans_.size() - 1;
 }
 
 void TensorCore::load(const CoreProgram& program, const std::vector<OpInfo>& ops) {
@@ -147,7 +151,7 @@ void TensorCore::issue(std::uint32_t idx) {
                 if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;
                 dma_slot_free_.notify(sc_core::SC_ZERO_TIME);
                 complete_at(idx, t, Unit::Dma, t - now);
-                span(0, program_->instrs[idx].op, now, t);
+                span(dma_track_, program_->instrs[idx].op, now, t);
             });
             break;
         }
@@ -155,16 +159,14 @@ void TensorCore::issue(std::uint32_t idx) {
             ports_.collective(in.coll, id_, [this, idx, now](Cycle t) {
                 stats_.ici_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Ici, t - now);
-                span(static_cast<std::uint32_t>(tracks_.size() >= 2 ? tracks_.size() - 2 : 0),
-                     program_->instrs[idx].op, now, t);
+                span(ici_track_, program_->instrs[idx].op, now, t);
             });
             break;
         case Unit::Host:
             ports_.host(in.host, id_, [this, idx, now](Cycle t) {
                 stats_.host_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Host, t - now);
-                span(static_cast<std::uint32_t>(tracks_.empty() ? 0 : tracks_.size() - 1),
-                     program_->instrs[idx].op, now, t);
+                span(host_track_, program_->instrs[idx].op, now, t);
             });
             break;
     }
@@ -185,8 +187,9 @@ void TensorCore::mxu_lane(std::size_t x) {
         stats_.mxu_array_macs += t.array_macs;
         stats_.mxu_passes += t.passes;
         complete_at(idx, t.results_end, Unit::Mxu, t.busy_cycles);
-        span(static_cast<std::uint32_t>(1 + x), program_->instrs[idx].op, t.first_weights_start,
-             t.results_end);
+        if (timeline_) {
+            span(mxu_tracks_[x], program_->instrs[idx].op, t.first_weights_start, t.results_end);
+        }
         // The queue slot frees when the block's LHS has streamed: the array then takes the
         // next block, whose weights the model preloads behind this one.
         if (t.lhs_end > now) wait(cycles(t.lhs_end - now));
@@ -213,8 +216,7 @@ void TensorCore::vpu_lane() {
         const Cycle now = now_cycles();
         stats_.vpu_busy_cycles += cost.cycles;
         stats_.vpu_instructions += cost.instructions;
-        span(static_cast<std::uint32_t>(1 + mxus_.size()), program_->instrs[idx].op, now,
-             now + cost.cycles);
+        span(vpu_track_, program_->instrs[idx].op, now, now + cost.cycles);
         wait(cycles(cost.cycles));
         complete_at(idx, now + cost.cycles, Unit::Vpu, cost.cycles);
         vpu_lane_.queue.pop_front();
@@ -252,24 +254,26 @@ void TensorCore::on_completion() {
     if (any) progress_.notify(sc_core::SC_ZERO_TIME);
 }
 
-void TensorCore::span(std::uint32_t track, std::uint32_t op, Cycle start, Cycle end) {
-    if (!timeline_ || !timeline_->enabled() || track >= open_spans_.size()) return;
+void TensorCore::span(std::size_t lane, std::uint32_t op, Cycle start, Cycle end) {
+    if (!timeline_ || !timeline_->enabled()) return;
     // Consecutive instructions of one op on one unit merge into one span.
-    OpenSpan& s = open_spans_[track];
+    OpenSpan& s = open_spans_[lane];
     if (s.op == op && start <= s.end) {
+        s.start = std::min(s.start, start);  // DMA spans arrive at completion, out of order
         s.end = std::max(s.end, end);
         return;
     }
-    if (s.op != ~0u) timeline_->span(tracks_[track], (*ops_)[s.op].id, s.start, s.end);
-    s = {op, start, end};
+    if (s.op != ~0u) timeline_->span(s.track, (*ops_)[s.op].id, s.start, s.end);
+    s.op = op;
+    s.start = start;
+    s.end = end;
 }
 
 void TensorCore::flush_timeline() {
     if (!timeline_) return;
-    for (std::size_t t = 0; t < open_spans_.size(); ++t) {
-        OpenSpan& s = open_spans_[t];
-        if (s.op != ~0u) timeline_->span(tracks_[t], (*ops_)[s.op].id, s.start, s.end);
-        s = OpenSpan{};
+    for (OpenSpan& s : open_spans_) {
+        if (s.op != ~0u) timeline_->span(s.track, (*ops_)[s.op].id, s.start, s.end);
+        s.op = ~0u;
     }
 }
 

@@ -63,6 +63,7 @@ class TensorCore : public sc_core::sc_module {
     void flush_timeline();
 
     bool finished() const { return finished_; }
+    std::size_t completed() const { return done_.size() - remaining_; }  // instructions
     Cycle end_cycle() const { return end_cycle_; }
     const CoreStats& stats() const { return stats_; }
 
@@ -77,7 +78,9 @@ class TensorCore : public sc_core::sc_module {
     void on_completion();
     void issue(std::uint32_t idx);
     void complete_at(std::uint32_t idx, Cycle t, Unit unit, Cycle busy);
-    void span(std::uint32_t track, std::uint32_t op, Cycle start, Cycle end);
+    // Records [start, end) of `op` on one unit's timeline track (an index into open_spans_).
+    void span(std::size_t lane, std::uint32_t op, Cycle start, Cycle end);
+    std::size_t add_track(const std::string& process, const std::string& thread);
     bool lane_full(Unit u, const Instr& in) const;
 
     std::int64_t id_;
@@ -112,11 +115,14 @@ class TensorCore : public sc_core::sc_module {
     Cycle end_cycle_ = 0;
     std::size_t remaining_ = 0;
     CoreStats stats_;
-    std::vector<std::uint32_t> tracks_;  // timeline track per unit lane
+    // Timeline: one open (mergeable) span per unit track, found by name below.
     struct OpenSpan {
+        std::uint32_t track = 0;  // Timeline handle
         std::uint32_t op = ~0u;
         Cycle start = 0, end = 0;
     };
+    std::size_t dma_track_ = 0, vpu_track_ = 0, ici_track_ = 0, host_track_ = 0;
+    std::vector<std::size_t> mxu_tracks_;
     std::vector<OpenSpan> open_spans_;
 };
 
