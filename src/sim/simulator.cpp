@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <unordered_map>
 
 #include "board.h"
@@ -114,7 +115,9 @@ RunResult Simulator::run(const Program& program) {
     // time, the share of instructions completed (not issued: a core waiting on a collective
     // has issued everything) and an estimate of the time left.
     ProgressLine progress(opts_.progress);
-    const Cycle slice = Cycle{1} << 22;
+    // Slices adapt to the wall time they take (a PE-fidelity run may spend minutes on a few
+    // million cycles), so progress and stall checks come every fraction of a second.
+    Cycle slice = Cycle{1} << 16;
     auto all_done = [&] {
         for (std::int64_t c = 0; c < ncores; ++c) {
             if (!board_->core(c).finished()) return false;
@@ -122,7 +125,15 @@ RunResult Simulator::run(const Program& program) {
         return true;
     };
     while (!all_done()) {
+        const auto w0 = std::chrono::steady_clock::now();
         sc_core::sc_start(cycles(slice));
+        const double w =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        if (w < 0.05 && slice < (Cycle{1} << 26)) {
+            slice *= 2;
+        } else if (w > 0.5 && slice > (Cycle{1} << 10)) {
+            slice /= 2;
+        }
         if (!all_done() && !sc_core::sc_pending_activity()) {
             throw std::logic_error(fmt::format(
                 "simulation stalled at cycle {} with instructions outstanding", now_cycles()));
