@@ -11,6 +11,7 @@
 #include <set>
 
 #include "config_checks.h"
+#include "quoted_figures.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
 #include "tpusim/config/tpu_config.h"
@@ -226,25 +227,6 @@ void merge(json& base, const json& over, const std::string& pointer, const std::
     }
 }
 
-// The merged JSON as it stood right after the layer that set each quoted figure: the
-// hardware that figure was quoted for (drop_stale_quotes).
-struct QuoteBases {
-    json peak, memory;
-    std::string peak_source, memory_source;
-    void note(const json& layer, const json& merged, const std::string& source) {
-        const auto b = layer.find("board");
-        if (b == layer.end() || !b->is_object()) return;
-        if (b->contains("quoted_peak_tflops")) {
-            peak = merged;
-            peak_source = source;
-        }
-        if (b->contains("quoted_memory_gb")) {
-            memory = merged;
-            memory_source = source;
-        }
-    }
-};
-
 json load_chain(const std::string& path, std::vector<std::string>& stack,
                 std::map<std::string, std::string>& origin, QuoteBases& quotes) {
     std::error_code ec;
@@ -317,60 +299,6 @@ json parse_override(const std::string& text, std::string& source) {
     return root;
 }
 
-// Leaves of `a` and `b` (config_to_json objects) that differ, as dotted keys.
-void changed_keys(const json& a, const json& b, const std::string& prefix,
-                  std::vector<std::string>& out) {
-    for (auto it = a.begin(); it != a.end(); ++it) {
-        const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
-        const auto bt = b.find(it.key());
-        if (bt == b.end()) {
-            out.push_back(key);
-        } else if (it->is_object() && bt->is_object()) {
-            changed_keys(*it, *bt, key, out);
-        } else if (*it != *bt) {
-            out.push_back(key);
-        }
-    }
-}
-
-// A quoted figure belongs to the hardware it was quoted for: when a later layer (a file that
-// extends the quoting one, or --set) changes what the figure depends on, the quote is dropped
-// (0: "quoted none") and the note says why. Peak: chip, core, mxu sections and the board's
-// size; memory: the hbm section and the board's size.
-void drop_stale_quotes(TpuConfig& cfg, const QuoteBases& q) {
-    const json now = config_to_json(cfg);
-    auto basis = [](const json& full, std::initializer_list<const char*> sections) {
-        json b = json::object();
-        for (const char* s : sections) b[s] = full.at(s);
-        b["chips_x"] = full.at("board").at("chips_x");
-        b["chips_y"] = full.at("board").at("chips_y");
-        return b;
-    };
-    auto then = [](const json& merged) {
-        TpuConfig c;
-        Applier a(merged);
-        c.visit(a);
-        return config_to_json(c);
-    };
-    std::vector<std::string> changed;
-    changed_keys(basis(then(q.peak), {"chip", "core", "mxu"}), basis(now, {"chip", "core", "mxu"}),
-                 "", changed);
-    if (!changed.empty() && cfg.board.quoted_peak_tflops > 0) {
-        std::string keys;
-        for (std::size_t i = 0; i < changed.size() && i < 4; ++i) {
-            keys += (i ? ", " : "") + changed[i];
-        }
-        if (changed.size() > 4) keys += fmt::format(" and {} more", changed.size() - 4);
-        cfg.board.quoted_note = fmt::format(
-            "the {} TFLOPS quoted in {} is for other hardware: this configuration changes {}",
-            cfg.board.quoted_peak_tflops, q.peak_source, keys);
-        cfg.board.quoted_peak_tflops = 0;
-    }
-    changed.clear();
-    changed_keys(basis(then(q.memory), {"hbm"}), basis(now, {"hbm"}), "", changed);
-    if (!changed.empty()) cfg.board.quoted_memory_gb = 0;
-}
-
 }  // namespace
 
 std::string config_origin(const std::map<std::string, std::string>& origin,
@@ -405,7 +333,12 @@ TpuConfig load_config(const std::string& path, const std::vector<std::string>& o
     TpuConfig cfg;
     Applier applier(merged);
     cfg.visit(applier);
-    drop_stale_quotes(cfg, quotes);
+    drop_stale_quotes(cfg, quotes, [](const json& merged) {
+        TpuConfig c;
+        Applier a(merged);
+        c.visit(a);
+        return c;
+    });
     RangeValidator validator(origin);
     cfg.visit(validator);
     check_relations(cfg, origin);
