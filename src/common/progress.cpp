@@ -9,8 +9,7 @@ namespace tpusim {
 
 namespace {
 
-// Quiet for the first seconds; then every second on a terminal, every 10 s in a log.
-constexpr double kQuietSeconds = 3.0;
+// After the quiet start: every second on a terminal, every 10 s in a log.
 constexpr double kTtyInterval = 1.0;
 constexpr double kLogInterval = 10.0;
 
@@ -22,9 +21,11 @@ std::string duration_text(double s) {
 
 }  // namespace
 
-ProgressLine::ProgressLine(bool enabled)
+ProgressLine::ProgressLine(bool enabled, std::FILE* out, double quiet_seconds)
     : enabled_(enabled),
-      tty_(isatty(fileno(stderr)) != 0),
+      out_(out),
+      quiet_seconds_(quiet_seconds),
+      tty_(isatty(fileno(out)) != 0),
       t0_(std::chrono::steady_clock::now()),
       last_(t0_) {}
 
@@ -39,7 +40,7 @@ void ProgressLine::update(const std::string& what, double fraction) {
     const auto now = std::chrono::steady_clock::now();
     const double elapsed = std::chrono::duration<double>(now - t0_).count();
     const double since = std::chrono::duration<double>(now - last_).count();
-    if (elapsed < kQuietSeconds || (printed_ && since < (tty_ ? kTtyInterval : kLogInterval))) {
+    if (elapsed < quiet_seconds_ || (printed_ && since < (tty_ ? kTtyInterval : kLogInterval))) {
         return;
     }
     std::string line = fmt::format("[tpusim] {}", what);
@@ -51,17 +52,17 @@ void ProgressLine::update(const std::string& what, double fraction) {
         line += fmt::format(", about {} left", duration_text(elapsed * (1 - fraction) / fraction));
     }
     if (tty_) {
-        std::fputs(("\r" + line + "\033[K").c_str(), stderr);
+        std::fputs(("\r" + line + "\033[K").c_str(), out_);
     } else {
-        std::fputs((line + "\n").c_str(), stderr);
+        std::fputs((line + "\n").c_str(), out_);
     }
-    std::fflush(stderr);
+    std::fflush(out_);
     printed_ = true;
     last_ = now;
 }
 
 void ProgressLine::finish() {
-    if (printed_ && tty_) std::fputs("\n", stderr);
+    if (printed_ && tty_) std::fputs("\n", out_);
     printed_ = false;
 }
 
