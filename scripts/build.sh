@@ -16,7 +16,14 @@ if command -v ninja >/dev/null 2>&1; then
     fi
 fi
 
+# ccache, when installed, makes a rebuild of unchanged sources (a second clone at the same path,
+# a branch switched back) nearly free; the build is the same without it.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+
 cmake -S . -B "$BUILD_DIR" "${generator[@]}" -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DTPUSIM_WERROR=ON "$@" >/dev/null
+    -DTPUSIM_WERROR=ON "${launcher[@]}" "$@" >/dev/null
 # shellcheck disable=SC2086
 cmake --build "$BUILD_DIR" -j "$JOBS" ${TARGETS:+--target $TARGETS}

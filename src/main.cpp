@@ -7,9 +7,12 @@
 
 #include "cli/common.h"
 #include "tpusim/common/error.h"
+#include "tpusim/common/sanitizer.h"
 #include "tpusim/stats/report.h"
 
-int sc_main(int argc, char* argv[]) {
+namespace {
+
+int run_cli(int argc, char* argv[]) {
     CLI::App app{"tpusim: cycle-accurate simulator of Cloud TPU v2-8 and v3-8 boards"};
     app.set_version_flag("--version", std::string("tpusim ") + tpusim::ToolInfo::version() + " (" +
                                           tpusim::ToolInfo::git_revision() + ")");
@@ -43,6 +46,15 @@ int sc_main(int argc, char* argv[]) {
         return 1;
     }
     return 0;
+}
+
+}  // namespace
+
+int sc_main(int argc, char* argv[]) {
+    const int status = run_cli(argc, argv);
+    // Back on the main stack after the last sc_start: see sanitizer.h for why ASan must be told.
+    tpusim::announce_main_stack_to_sanitizers();
+    return status;
 }
 
 int main(int argc, char* argv[]) {

@@ -5,4 +5,11 @@
 #include <catch2/catch.hpp>
 #include <systemc>
 
-int sc_main(int argc, char* argv[]) { return Catch::Session().run(argc, argv); }
+#include "tpusim/common/sanitizer.h"
+
+int sc_main(int argc, char* argv[]) {
+    const int failed = Catch::Session().run(argc, argv);
+    // Back on the main stack after the last sc_start: see sanitizer.h for why ASan must be told.
+    tpusim::announce_main_stack_to_sanitizers();
+    return failed;
+}
