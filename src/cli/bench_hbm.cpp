@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common.h"
-#include "tpusim/arch/hbm_traffic.h"
+#include "tpusim/arch/memory/hbm_traffic.h"
 #include "tpusim/stats/report.h"
 
 namespace tpusim::cli {

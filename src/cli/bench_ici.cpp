@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
-#include "tpusim/arch/ici_bench.h"
+#include "tpusim/arch/ici/ici_bench.h"
 #include "tpusim/stats/report.h"
 
 namespace tpusim::cli {

@@ -11,9 +11,9 @@
 #include <random>
 
 #include "common.h"
-#include "tpusim/arch/mxu.h"
-#include "tpusim/arch/mxu_gemm.h"
-#include "tpusim/arch/mxu_numerics.h"
+#include "tpusim/arch/mxu/mxu.h"
+#include "tpusim/arch/mxu/mxu_gemm.h"
+#include "tpusim/arch/mxu/mxu_numerics.h"
 #include "tpusim/common/error.h"
 
 namespace tpusim::cli {

@@ -1,4 +1,4 @@
-// `tpusim info`: figures derived from the config (no simulation).
+// `tpusim info`: figures derived from the config (no simulation); `--modules`: the module tree.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "tpusim/sim/derived.h"
+#include "tpusim/sim/simulator.h"
 
 namespace tpusim::cli {
 
@@ -54,11 +55,17 @@ void print_info_text(const TpuConfig& cfg) {
 
 void add_info_command(CLI::App& app) {
     static CommonOptions opts;
+    static bool modules = false;
     auto* cmd = app.add_subcommand("info", "print the figures derived from a configuration");
     add_common_options(cmd, opts);
+    cmd->add_flag("--modules", modules,
+                  "print the SystemC module hierarchy that `tpusim run` builds for this config "
+                  "(modules, ports, exports, sockets)");
     cmd->callback([] {
         const TpuConfig cfg = opts.load();
-        if (opts.json) {
+        if (modules) {
+            std::cout << Simulator(cfg, RunOptions{}).module_tree();
+        } else if (opts.json) {
             std::cout << info_json(cfg).dump(2) << "\n";
         } else {
             print_info_text(cfg);

@@ -6,9 +6,9 @@
 #include <set>
 #include <sstream>
 
-#include "tpusim/arch/topology.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/types.h"
+#include "tpusim/config/topology.h"
 
 namespace tpusim {
 

@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
-#include "tpusim/arch/topology.h"
 #include "tpusim/common/error.h"
 #include "tpusim/config/ici_config.h"
+#include "tpusim/config/topology.h"
 
 namespace tpusim {
 

@@ -50,7 +50,7 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
     // producer's result tiles while they are in VMEM.
     const auto first_fused = first_fused_consumers(ops);
     for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (ops[i].fused && fusion_blocker(ops, i, first_fused, cfg, opts).empty()) {
+        if (ops[i].fused && fusion_blocker(ops, i, first_fused, cfg).empty()) {
             consumer_[ops[i].deps[0]] = static_cast<std::int64_t>(i);
         }
     }

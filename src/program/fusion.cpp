@@ -20,8 +20,7 @@ std::vector<std::size_t> first_fused_consumers(const std::vector<OpSpec>& ops) {
 }
 
 std::string fusion_blocker(const std::vector<OpSpec>& ops, std::size_t i,
-                           const std::vector<std::size_t>& first_fused, const TpuConfig& cfg,
-                           const LoweringOptions& opts) {
+                           const std::vector<std::size_t>& first_fused, const TpuConfig& cfg) {
     const OpSpec& op = ops[i];
     if (op.kind != "vector") {
         return fmt::format(
@@ -56,7 +55,7 @@ std::string fusion_blocker(const std::vector<OpSpec>& ops, std::size_t i,
         const double min_footprint =
             2 * (8 * r * e) + 2 * (r * np * e) + 2 * (8 * np * 4) + 8 * np * 8;
         const double cap = static_cast<double>(cfg.vmem.capacity_mib) * kMiB;
-        if (min_footprint > cap * opts.matmul_vmem_fraction * 2.0) {
+        if (min_footprint > cap * cfg.lowering.matmul_vmem_fraction * 2.0) {
             return fmt::format(
                 "a row-wise op needs whole rows of \"{}\" ({} columns) in one VMEM "
                 "tile, and they do not fit",

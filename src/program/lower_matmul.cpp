@@ -19,17 +19,22 @@ void CoreLowering::lower_matmul(std::size_t i) {
 
     // Tile sizes: as large as two pipeline stages of A, B and the f32 accumulator (plus the
     // fused consumer's buffers) allow; K and N tiles are multiples of the array.
-    std::int64_t tm = std::min<std::int64_t>(op.m, 1024);
-    std::int64_t tk = std::min<std::int64_t>(static_cast<std::int64_t>(round_up(op.k, R)), 2048);
+    std::int64_t tm = std::min<std::int64_t>(op.m, cfg_.lowering.matmul_max_tile_m);
+    std::int64_t tk = std::min<std::int64_t>(
+        static_cast<std::int64_t>(round_up(op.k, R)),
+        static_cast<std::int64_t>(round_up(cfg_.lowering.matmul_max_tile_k, R)));
     std::int64_t tn = static_cast<std::int64_t>(round_up(op.n, C));
-    if (!whole_rows) tn = std::min<std::int64_t>(tn, 1024);
+    if (!whole_rows) {
+        tn = std::min<std::int64_t>(
+            tn, static_cast<std::int64_t>(round_up(cfg_.lowering.matmul_max_tile_n, C)));
+    }
     auto footprint = [&] {
         const double acc = static_cast<double>(tm * tn) * 4.0;
         const double cons = consumer ? static_cast<double>(tm * tn) * (4.0 + 4.0) : 0.0;
         return 2.0 * static_cast<double>(tm * tk * e) + 2.0 * static_cast<double>(tk * tn * e) +
                2.0 * acc + cons;
     };
-    while (footprint() > cap * opts_.matmul_vmem_fraction * 2.0) {
+    while (footprint() > cap * cfg_.lowering.matmul_vmem_fraction * 2.0) {
         if (tk > 4 * R) {
             tk = static_cast<std::int64_t>(round_up(static_cast<Bytes>(tk / 2), R));
         } else if (tm > 256) {

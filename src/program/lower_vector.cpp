@@ -22,8 +22,8 @@ void CoreLowering::lower_vector(std::size_t i) {
                                      op.cols, 2.0 * static_cast<double>(row_all) / kMiB,
                                      cfg_.vmem.capacity_mib));
     }
-    std::int64_t chunk_rows =
-        static_cast<std::int64_t>(std::max<Bytes>(1, opts_.vector_chunk_bytes / row_all));
+    std::int64_t chunk_rows = static_cast<std::int64_t>(
+        std::max<Bytes>(1, static_cast<Bytes>(cfg_.lowering.vector_chunk_bytes) / row_all));
     const std::int64_t sub = cfg_.vpu.sublanes;
     if (chunk_rows > sub) chunk_rows -= chunk_rows % sub;
     chunk_rows = std::min(chunk_rows, op.rows);
@@ -130,7 +130,13 @@ void CoreLowering::lower_single(std::size_t i) {
         in.host = {op.kind == "infeed", op.bytes};
     } else {
         in.unit = Unit::Ici;
-        in.coll.kind = op.kind;
+        if (op.kind == "send" || op.kind == "recv") {
+            in.coll.role =
+                op.kind == "send" ? CollectiveInstr::Role::kSend : CollectiveInstr::Role::kRecv;
+            in.coll.kind = CollectiveKind::kSendRecv;
+        } else {
+            in.coll.kind = parse_collective_kind(op.kind);
+        }
         in.coll.bytes = op.bytes;
         // op.group lists the replica groups, each closed by -1; this core takes its own.
         std::vector<std::int64_t> cur;

@@ -65,7 +65,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
     const auto first_fused = first_fused_consumers(ops);
     for (std::size_t i = 0; i < ops.size(); ++i) {
         if (!ops[i].fused) continue;
-        const std::string why = fusion_blocker(ops, i, first_fused, cfg, opts);
+        const std::string why = fusion_blocker(ops, i, first_fused, cfg);
         if (why.empty()) continue;
         prog.warnings.push_back(
             fmt::format("{}: op \"{}\": \"fused\" has no effect: {}; its operand goes through HBM",

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tpusim/arch/vpu.h"
+#include "tpusim/program/vector_isa.h"
 #include "tpusim/program/vector_lowering.h"
 
 namespace tpusim {
@@ -44,8 +44,5 @@ class BodyBuilder {
     Addr load_off_ = 0;
     Addr store_off_ = 0;
 };
-
-// Fills loop.ii, stage and kernel_order (the modulo schedule; see VectorLoop).
-void schedule_loop(VectorLoop& loop, const VpuConfig& vpu, const VmemConfig& vmem);
 
 }  // namespace tpusim

@@ -49,6 +49,10 @@ bool is_row_vector_op(const std::string& op) {
            op == "rmsnorm" || op == "reduce_sum" || op == "reduce_max";
 }
 
+int VectorLoop::stages() const {
+    return stage.empty() ? 1 : 1 + *std::max_element(stage.begin(), stage.end());
+}
+
 std::int64_t vector_loop_iterations(const VectorOpDesc& d, const VpuConfig& vpu) {
     auto bad = [&](const std::string& what) { throw InputError("vector op", d.op, what); };
     if (std::find(vector_op_names().begin(), vector_op_names().end(), d.op) ==
@@ -69,7 +73,7 @@ std::int64_t vector_loop_iterations(const VectorOpDesc& d, const VpuConfig& vpu)
     return is_row_vector_op(d.op) ? row_groups : row_groups * tiles;
 }
 
-VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
+VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
     const std::int64_t iterations = vector_loop_iterations(d, vpu);
     Ctx c(vpu, d);
     const std::int64_t tiles = static_cast<std::int64_t>(ceil_div(d.cols, vpu.lanes));
@@ -86,9 +90,7 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const 
         lower_reduce(c, tiles, op == "reduce_max");
     }
     if (is_row_vector_op(op)) {
-        VectorLoop loop = c.b.finish(iterations, vpu.vregs, true);
-        schedule_loop(loop, vpu, vmem);
-        return loop;
+        return c.b.finish(iterations, vpu.vregs, true);
     }
 
     static const std::map<std::string, VOp> binary = {{"add", VOp::Add},
@@ -145,9 +147,7 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu, const 
     } else {
         throw std::logic_error("vector lowering: no lowering for listed op " + op);
     }
-    VectorLoop loop = c.b.finish(iterations, vpu.vregs, false);
-    schedule_loop(loop, vpu, vmem);
-    return loop;
+    return c.b.finish(iterations, vpu.vregs, false);
 }
 
 }  // namespace tpusim

@@ -99,6 +99,11 @@ void assign_verdicts(const Program& program, RunResult& r, const TpuConfig& cfg)
 
 }  // namespace
 
+std::string Simulator::module_tree() {
+    board_ = std::make_unique<Board>("board", cfg_, &timeline_);
+    return tpusim::module_tree(*board_);
+}
+
 RunResult Simulator::run(const Program& program) {
     board_ = std::make_unique<Board>("board", cfg_, &timeline_);
     const auto ncores = static_cast<std::int64_t>(program.cores.size());

@@ -3,8 +3,8 @@
 #include <systemc>
 
 #include "../test_util.h"
-#include "tpusim/arch/dma_engine.h"
-#include "tpusim/arch/hbm_module.h"
+#include "tpusim/arch/memory/dma_engine.h"
+#include "tpusim/arch/memory/hbm_module.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/sim_time.h"
 #include "tpusim/config/tpu_config.h"

@@ -3,7 +3,7 @@
 // as soon as the last core has it and overlaps the second half; the optimizer runs after the
 // last all-reduce. The all-reduce must take exactly what the plain engine says, and overlap
 // must shorten the step.
-#include "tpusim/arch/ici_network.h"
+#include "tpusim/arch/ici/ici_network.h"
 
 #include <catch2/catch.hpp>
 #include <systemc>

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "../test_util.h"
-#include "tpusim/arch/mxu.h"
-#include "tpusim/arch/mxu_numerics.h"
+#include "tpusim/arch/mxu/mxu.h"
+#include "tpusim/arch/mxu/mxu_numerics.h"
 #include "tpusim/common/sim_time.h"
 
 namespace tpusim {

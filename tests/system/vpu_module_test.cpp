@@ -1,10 +1,11 @@
 // The Vpu sc_module: programs handed over by a sequencer-like thread finish at the cycle the
 // plain VpuTiming model gives (1 SystemC ns = 1 core cycle).
-#include "tpusim/arch/vpu_module.h"
+#include "arch/vpu/vpu_module.h"
 
 #include <catch2/catch.hpp>
 #include <systemc>
 
+#include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/common/sim_time.h"
 #include "tpusim/program/vector_lowering.h"
 

@@ -1,13 +1,13 @@
 // The calibrated HBM queue model (used by `tpusim run`) against the burst-level reference
 // (HbmSystem) it is calibrated on: streaming traffic of a different size than the
 // calibration must take the same time, and the queue rules (halves, remote latency) hold.
-#include "tpusim/arch/hbm_calibrated.h"
+#include "tpusim/arch/memory/hbm_calibrated.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 
 #include "../test_util.h"
-#include "tpusim/arch/hbm_traffic.h"
+#include "tpusim/arch/memory/hbm_traffic.h"
 #include "tpusim/config/tpu_config.h"
 
 using namespace tpusim;

@@ -3,7 +3,7 @@
 #include <random>
 
 #include "../test_util.h"
-#include "tpusim/arch/hbm_address.h"
+#include "tpusim/arch/memory/hbm_address.h"
 #include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
 

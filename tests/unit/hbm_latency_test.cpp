@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "../test_util.h"
-#include "tpusim/arch/hbm_channel.h"
+#include "tpusim/arch/memory/hbm_channel.h"
 #include "tpusim/config/tpu_config.h"
 
 using namespace tpusim;

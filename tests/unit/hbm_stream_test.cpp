@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "../test_util.h"
-#include "tpusim/arch/hbm_traffic.h"
+#include "tpusim/arch/memory/hbm_traffic.h"
 #include "tpusim/config/tpu_config.h"
 
 using namespace tpusim;

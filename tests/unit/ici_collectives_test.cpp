@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "../test_util.h"
-#include "tpusim/arch/ici_bench.h"
-#include "tpusim/arch/ici_bounds.h"
-#include "tpusim/arch/ici_engine.h"
+#include "arch/ici/ici_bounds.h"
+#include "tpusim/arch/ici/ici_bench.h"
+#include "tpusim/arch/ici/ici_engine.h"
 #include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
 

@@ -1,6 +1,6 @@
 // ICI fabric: packet latency from the link parameters, serialisation, credits and contention.
 // Expected times are derived here from the config, in ticks of 1/1024 core cycle.
-#include "tpusim/arch/ici_fabric.h"
+#include "tpusim/arch/ici/ici_fabric.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "../test_util.h"
-#include "tpusim/arch/topology.h"
 #include "tpusim/common/error.h"
+#include "tpusim/config/topology.h"
 #include "tpusim/config/tpu_config.h"
 
 using namespace tpusim;

@@ -1,6 +1,6 @@
 // MXU block timing as the TensorCore drives it: the PE-by-PE array must give exactly the
 // cycles of the closed-form tile schedule for any sequence of blocks the lane can issue.
-#include "tpusim/arch/mxu_block.h"
+#include "tpusim/arch/mxu/mxu_block.h"
 
 #include <catch2/catch.hpp>
 #include <random>

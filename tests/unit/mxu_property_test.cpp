@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "../test_util.h"
-#include "tpusim/arch/mxu_gemm.h"
-#include "tpusim/arch/mxu_numerics.h"
-#include "tpusim/arch/mxu_pe_array.h"
-#include "tpusim/arch/mxu_timing.h"
+#include "tpusim/arch/mxu/mxu_gemm.h"
+#include "tpusim/arch/mxu/mxu_numerics.h"
+#include "tpusim/arch/mxu/mxu_pe_array.h"
+#include "tpusim/arch/mxu/mxu_timing.h"
 #include "tpusim/config/tpu_config.h"
 
 namespace tpusim {

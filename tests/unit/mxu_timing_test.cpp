@@ -1,14 +1,14 @@
 // Unit tests of the MXU timing whose expected cycles are derived here from the config, following
 // docs/mxu.md. Each case runs the tile model and the PE model and expects both to match.
-#include "tpusim/arch/mxu_timing.h"
+#include "tpusim/arch/mxu/mxu_timing.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
 #include "../test_util.h"
-#include "tpusim/arch/mxu_numerics.h"
-#include "tpusim/arch/mxu_pe_array.h"
+#include "tpusim/arch/mxu/mxu_numerics.h"
+#include "tpusim/arch/mxu/mxu_pe_array.h"
 #include "tpusim/config/tpu_config.h"
 
 namespace tpusim {

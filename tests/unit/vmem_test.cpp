@@ -1,5 +1,5 @@
 // VMEM capacity accounting and port bandwidth.
-#include "tpusim/arch/vmem.h"
+#include "tpusim/arch/memory/vmem.h"
 
 #include <catch2/catch.hpp>
 

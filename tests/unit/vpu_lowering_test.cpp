@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 
+#include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/common/error.h"
 #include "tpusim/program/vector_lowering.h"
 
@@ -77,7 +78,7 @@ TEST_CASE("a 100M-element op is costed without materialising it", "[vpu][lowerin
     const VectorOpDesc half{"gelu", 51200, 1024, 4, 4};
     const VectorOpCost cb = vector_op_cost(big, vpu, vmem);
     const VectorOpCost ch = vector_op_cost(half, vpu, vmem);
-    const VectorLoop loop = lower_vector_loop(big, vpu, vmem);
+    const VectorLoop loop = lower_vector_loop(big, vpu);
     CHECK(cb.instructions == loop.prologue.size() + loop.body.size() * loop.iterations);
     // Doubling the tiles adds the same steady-state time again (up to the fill/drain, which
     // is bounded by one group of iterations).
@@ -158,10 +159,9 @@ TEST_CASE("slower transcendentals slow down GELU", "[vpu][lowering]") {
 
 TEST_CASE("bad vector op descriptions are input errors", "[vpu][lowering]") {
     const VpuConfig vpu;
-    const VmemConfig vmem;
-    CHECK_THROWS_AS(lower_vector_loop({"frobnicate", 8, 128, 4, 4}, vpu, vmem), InputError);
-    CHECK_THROWS_AS(lower_vector_loop({"gelu", 0, 128, 4, 4}, vpu, vmem), InputError);
-    CHECK_THROWS_AS(lower_vector_loop({"gelu", 8, 128, 3, 4}, vpu, vmem), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({"frobnicate", 8, 128, 4, 4}, vpu), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({"gelu", 0, 128, 4, 4}, vpu), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({"gelu", 8, 128, 3, 4}, vpu), InputError);
 }
 
 // Hidden (run with "[vpu-table]"): prints the per-op table of docs/vpu.md for the default
@@ -176,7 +176,7 @@ TEST_CASE("per-op instruction mix and steady-state table", "[.][vpu-table]") {
             bytes == 4 ? "f32" : "bf16");
         for (const std::string& op : vector_op_names()) {
             const VectorOpDesc d{op, 4096, 1024, bytes, bytes};
-            const VectorLoop l = lower_vector_loop(d, vpu, vmem);
+            const VectorLoop l = scheduled_vector_loop(d, vpu, vmem);
             VpuTiming one(vpu, vmem);
             for (const VInstr& in : l.body) one.issue(in);
             const auto& b = one.counters().busy_cycles;

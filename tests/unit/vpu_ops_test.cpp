@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 
+#include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/program/vector_lowering.h"
 #include "tpusim/trace/trace.h"
 
@@ -70,15 +71,13 @@ TEST_CASE("every vector op of the trace format is lowered", "[vpu][lowering]") {
 
 TEST_CASE("lowered ops read and write the streams of the trace table", "[vpu][lowering]") {
     const VpuConfig vpu;
-    const VmemConfig vmem;
     // 64 x 256 f32: row ops see T = 2 tile columns per row group.
     const int T = 2;
     const int rows_per_tile = static_cast<int>(vpu.sublanes);
     for (VectorOp op : all_trace_vector_ops()) {
         const VectorOpInfo& info = vector_op_info(op);
         INFO(info.name);
-        const Streams s =
-            count_streams(lower_vector_loop({info.name, 64, 256, 4, 4}, vpu, vmem), vpu);
+        const Streams s = count_streams(lower_vector_loop({info.name, 64, 256, 4, 4}, vpu), vpu);
         const int in = info.inputs, out = info.outputs;
         switch (op) {
             case VectorOp::BiasAdd:  // plus the bias's 128-lane row

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "../test_util.h"
-#include "tpusim/arch/vpu.h"
+#include "tpusim/arch/vpu/vpu.h"
 #include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
 

@@ -49,16 +49,13 @@ struct ChipConfig {
 
 // The host feeds the board over PCIe and dispatches each program.
 struct HostConfig {
+    // Only what a model reads is a key: host vCPUs and dispatch overhead come back with the
+    // host model that uses them (a key nothing reads would be a silent no-op).
     double pcie_bandwidth_gbps = 16.0;  // per chip [NORn]
-    std::int64_t vcpus = 96;
-    double dispatch_overhead_us = 0.0;  // added to device time only when asked for wall time
 
     void visit(ConfigVisitor& v) {
         v.value("pcie_bandwidth_gbps", pcie_bandwidth_gbps, Limits::range(0.01, 1000), "GB/s",
                 "host link bandwidth per chip");
-        v.value("vcpus", vcpus, Limits::range(1, 4096), "vCPUs", "host vCPUs");
-        v.value("dispatch_overhead_us", dispatch_overhead_us, Limits::range(0, 1e6), "us",
-                "host dispatch floor per program launch");
     }
 };
 

@@ -26,6 +26,9 @@ struct VmemConfig {
 // DMA engines move 2-D strided blocks between HBM, VMEM and (later) ICI.
 struct DmaConfig {
     std::int64_t engines = 4;
+    // Descriptors one engine accepts (queued or running) before the sequencer stalls the
+    // next DMA instruction: the core holds engines x descriptors_per_engine in flight.
+    std::int64_t descriptors_per_engine = 4;
     // A descriptor is cut into chunks of at most chunk_bytes; each chunk is one transaction
     // to the HBM (one SystemC event at its completion), and an engine keeps
     // max_outstanding_chunks of them in flight.
@@ -36,6 +39,9 @@ struct DmaConfig {
 
     void visit(ConfigVisitor& v) {
         v.value("engines", engines, Limits::range(1, 64), "engines", "DMA engines per core");
+        v.value("descriptors_per_engine", descriptors_per_engine, Limits::range(1, 1024),
+                "descriptors",
+                "descriptors one engine accepts before the sequencer stalls a DMA issue");
         v.value("chunk_bytes", chunk_bytes, Limits::range(32, 64 << 20), "B",
                 "largest piece of a descriptor sent to the HBM as one transaction");
         v.value("max_outstanding_chunks", max_outstanding_chunks, Limits::range(1, 256), "chunks",

@@ -9,6 +9,7 @@
 #include "tpusim/config/core_config.h"
 #include "tpusim/config/hbm_config.h"
 #include "tpusim/config/ici_config.h"
+#include "tpusim/config/lowering_config.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/config/mxu_config.h"
 #include "tpusim/config/sequencer_config.h"
@@ -31,6 +32,7 @@ struct TpuConfig {
     DmaConfig dma;
     HbmConfig hbm;
     IciConfig ici;
+    LoweringConfig lowering;
     SimConfig sim;
 
     std::int64_t chips() const { return board.chips(); }
@@ -50,6 +52,7 @@ struct TpuConfig {
         v.section("dma", dma, "DMA engines (per core)");
         v.section("hbm", hbm, "high-bandwidth memory (per chip)");
         v.section("ici", ici, "inter-chip interconnect");
+        v.section("lowering", lowering, "how ops are tiled onto a core (compiler choices)");
         v.section("sim", sim, "simulation detail / speed choices");
     }
 };

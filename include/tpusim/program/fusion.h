@@ -19,7 +19,6 @@ std::vector<std::size_t> first_fused_consumers(const std::vector<OpSpec>& ops);
 // not (then its primary operand goes through HBM). Not meaningful for ops without `fused`.
 // A producer whose result other ops also read still writes it to HBM (multi-output fusion).
 std::string fusion_blocker(const std::vector<OpSpec>& ops, std::size_t i,
-                           const std::vector<std::size_t>& first_fused, const TpuConfig& cfg,
-                           const LoweringOptions& opts);
+                           const std::vector<std::size_t>& first_fused, const TpuConfig& cfg);
 
 }  // namespace tpusim

@@ -47,10 +47,7 @@ struct OpSpec {
 };
 
 struct LoweringOptions {
-    std::int64_t cores = 1;  // program cores (SPMD)
-    // Fraction of VMEM a matmul's tiles may use per pipeline stage (two stages in flight).
-    double matmul_vmem_fraction = 0.45;
-    Bytes vector_chunk_bytes = 1 * kMiB;  // target bytes per vector chunk (inputs + output)
+    std::int64_t cores = 1;  // program cores (SPMD); tiling choices: cfg.lowering
 };
 
 // Throws InputError(trace_name, "op \"id\"", ...) when an op cannot be placed (e.g. its

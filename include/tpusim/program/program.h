@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tpusim/common/types.h"
+#include "tpusim/program/collectives.h"
 
 namespace tpusim {
 
@@ -42,7 +43,10 @@ struct VectorInstr {
 };
 
 struct CollectiveInstr {
-    std::string kind;  // all_reduce, all_gather, ...
+    // A group collective (kind), or one side of a send / recv pair (kind kSendRecv).
+    enum class Role : std::uint8_t { kGroup, kSend, kRecv };
+    Role role = Role::kGroup;
+    CollectiveKind kind = CollectiveKind::kAllReduce;
     Bytes bytes = 0;
     std::vector<std::int64_t> group;                           // global core ids taking part
     std::int64_t peer = -1;                                    // send: destination; recv: source

@@ -2,16 +2,17 @@
 // Lowering of vector trace ops (add, gelu, softmax, layernorm, ...) onto the vector unit: each
 // op becomes a software-pipelined loop over 8 x 128 tiles (16 x 128 when bf16 is involved:
 // bf16 is stored packed two rows per 32-bit sublane word, see docs/vpu.md), and its cost comes
-// from running that loop on VpuTiming, never from a fixed per-op number.
+// from running that loop on VpuTiming (arch/vpu/vector_cost.h), never from a fixed per-op
+// number.
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "tpusim/arch/vpu.h"
 #include "tpusim/common/types.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/config/vpu_config.h"
+#include "tpusim/program/vector_isa.h"
 
 namespace tpusim {
 
@@ -23,14 +24,6 @@ struct VectorOpDesc {
     std::int64_t cols = 1;
     std::int64_t in_bytes = 4;
     std::int64_t out_bytes = 4;
-};
-
-struct VectorOpCost {
-    Cycle cycles = 0;  // first issue to last completion on one core's VPU
-    Bytes vmem_bytes_loaded = 0;
-    Bytes vmem_bytes_stored = 0;
-    std::array<std::uint64_t, kVUnits> busy_cycles{};  // slot-cycles per VUnit (valu, vld, ..)
-    std::uint64_t instructions = 0;
 };
 
 // The lowered op: a prologue (constants splatted into vregs) and a loop whose body is one
@@ -70,26 +63,9 @@ bool is_row_vector_op(const std::string& op);
 // <op>, ...) for an unknown op, non-positive sizes or element sizes other than 2 and 4.
 std::int64_t vector_loop_iterations(const VectorOpDesc& op, const VpuConfig& vpu);
 
-// Throws as vector_loop_iterations. The schedule uses the op table and the VMEM port widths.
-VectorLoop lower_vector_loop(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
-
-// Chunk g (0 <= g < loop.chunks()) of the software-pipelined program, for a loop of
-// `iterations` iterations (instructions of iterations outside [0, iterations) are left out).
-std::vector<VInstr> emit_chunk(const VectorLoop& loop, std::int64_t g, std::int64_t iterations);
-
-// The whole program, materialised: prologue + every chunk. For tests and small ops; use
-// vector_op_cost for real sizes.
-VectorProgram lower_vector_op(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
-
-// Cost by simulating the whole program on VpuTiming (the reference).
-VectorOpCost simulate_vector_op(const VectorOpDesc& op, const VpuConfig& vpu,
-                                const VmemConfig& vmem);
-
-// Fast path, exactly equal to simulate_vector_op: simulates groups until the VPU state
-// relative to the issue cycle repeats (the steady state: every later period adds the same
-// cycles and counts), then extrapolates and simulates only the drain. The lowered loop and its
-// steady state are cached per (op, cols for row ops, element sizes, config), so repeated calls
-// for chunks of one op cost a drain simulation. Thread-safe.
-VectorOpCost vector_op_cost(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
+// The loop body, not yet scheduled (ii 1, no stages): the VPU layer fills in the modulo
+// schedule from its own timing (schedule_loop in arch/vpu/vector_cost.h). Throws as
+// vector_loop_iterations.
+VectorLoop lower_vector_loop(const VectorOpDesc& op, const VpuConfig& vpu);
 
 }  // namespace tpusim

@@ -61,6 +61,10 @@ class Simulator {
     Simulator(const TpuConfig& cfg, RunOptions opts);
     ~Simulator();
     RunResult run(const Program& program);
+    // Elaborates the board (without running it) and lists its module hierarchy, one module,
+    // port, export or socket a line: "board.chip0.core1.dma_out  (sc_port)". Contract: instead of
+    // run(), not before it.
+    std::string module_tree();
     Timeline& timeline() { return timeline_; }
 
  private:

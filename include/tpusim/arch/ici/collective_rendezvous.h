@@ -1,0 +1,35 @@
+#pragma once
+// The cores' side of the ICI: a collective starts when every core of its replica group has
+// reached it; send / recv pair up first-in first-out per (source, destination). Every core's
+// ici_out port is bound to core_in.
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <systemc>
+#include <utility>
+#include <vector>
+
+#include "tpusim/arch/core/core_ports.h"
+#include "tpusim/arch/ici/ici_network.h"
+
+namespace tpusim {
+
+class CollectiveRendezvous : public sc_core::sc_module, public CollectiveIf {
+ public:
+    sc_core::sc_export<CollectiveIf> core_in{"core_in"};
+
+    CollectiveRendezvous(sc_core::sc_module_name name, IciNetwork& ici);
+    void arrive(const CollectiveInstr& c, std::int64_t core, DoneFn done) override;
+
+ private:
+    struct Pending {
+        std::size_t arrived = 0;
+        std::vector<DoneFn> done;
+    };
+    IciNetwork& ici_;
+    std::map<std::pair<std::uint64_t, std::int64_t>, Pending> pending_;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::deque<Cycle>> sends_done_;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::deque<DoneFn>> recvs_waiting_;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,107 @@
+#pragma once
+// Runs lowered collectives (program/collectives.h) on the ICI fabric: each participant core
+// walks its steps, sends its blocks, reduces what it receives on its VPU (cost behind
+// ReductionCostModel) and moves on when a step has all its data. Several collectives may be
+// in flight at once; they share links, routers and each core's reduction unit. Plain C++,
+// steppable without SystemC; IciNetwork (ici_network.h) wraps it for TensorCores.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "tpusim/arch/ici/ici_fabric.h"
+#include "tpusim/program/collectives.h"
+
+namespace tpusim {
+
+struct VpuConfig;
+struct HbmConfig;
+struct ChipConfig;
+
+// Contract: the time, in core cycles (fractional: a throughput, so that reducing a buffer
+// train by train costs what reducing it at once does), for one core to reduce `bytes` it has
+// received into its buffer. Reductions of one core run one after another.
+class ReductionCostModel {
+ public:
+    virtual ~ReductionCostModel() = default;
+    virtual double cycles(Bytes bytes, Bytes element_bytes) const = 0;
+};
+
+// Analytical term (named so in docs/ici.md): the VPU adds sublanes x lanes x alus_per_lane
+// elements per cycle while the core's share of HBM bandwidth reads both operands and writes
+// the sum (3 x bytes); the two overlap, so the slower one decides.
+class AnalyticalReductionCost final : public ReductionCostModel {
+ public:
+    AnalyticalReductionCost(const VpuConfig& vpu, const HbmConfig& hbm, const ChipConfig& chip);
+    double cycles(Bytes bytes, Bytes element_bytes) const override;
+    double elements_per_cycle() const { return elements_per_cycle_; }
+    double hbm_bytes_per_cycle() const { return hbm_bytes_per_cycle_; }
+
+ private:
+    double elements_per_cycle_;
+    double hbm_bytes_per_cycle_;
+};
+
+class IciEngine {
+ public:
+    using Done = std::function<void(Cycle finished)>;
+
+    // Contract: topo and cost outlive the engine.
+    IciEngine(const Topology& topo, const IciConfig& cfg, double clock_mhz,
+              const ReductionCostModel& cost);
+    ~IciEngine();
+
+    // Starts a lowered collective at cycle `at` (>= now()); `done` runs, from inside run*(),
+    // when its last participant has finished, with that cycle. `done` may start more work.
+    void start(Schedule schedule, Cycle at, Done done);
+    // Starts every stream of a lowered collective at `at`; `done` runs when the last ends.
+    void start(LoweredCollective collective, Cycle at, Done done);
+    // Processes every event due at or before cycle `c`.
+    void run_until(Cycle c);
+    // Runs until nothing is left to do; returns the cycle of the last event.
+    Cycle run();
+    std::optional<Cycle> next_event_cycle() const;
+    Cycle now() const { return ticks_to_cycles(now_); }
+    bool idle() const { return queue_.empty(); }
+    std::size_t in_flight() const { return active_count_; }
+    // Throws std::logic_error if collectives are in flight but no event is left.
+    void check_progress() const;
+
+    IciFabric& fabric() { return *fabric_; }
+    const IciFabric& fabric() const { return *fabric_; }
+    // Sum of the bytes every core reduced, and the cycles its reductions took.
+    Bytes reduced_bytes() const { return reduced_bytes_; }
+
+ private:
+    struct Part {
+        std::vector<Bytes> arrived;
+        std::vector<std::uint32_t> pending;  // reductions queued or running, per step
+        std::size_t step = 0;
+        std::size_t issued = 0;  // steps whose sends have gone out
+    };
+    struct Active {
+        Schedule schedule;
+        std::vector<Part> parts;
+        std::size_t parts_left = 0;
+        Done done;
+    };
+    enum Kind : std::uint8_t { kStart = IciFabric::kFabricEventKinds, kReduced };
+
+    void dispatch(const IciEvent& e);
+    void deliver(std::uint64_t tag, Bytes bytes, Tick when);
+    void advance(std::uint32_t coll, std::uint32_t part);
+
+    const Topology& topo_;
+    const ReductionCostModel& cost_;
+    IciEventQueue queue_;
+    std::unique_ptr<IciFabric> fabric_;
+    std::vector<std::unique_ptr<Active>> active_;
+    std::vector<std::uint32_t> free_slots_;
+    std::vector<Tick> vpu_free_;  // per core: when its reduction unit is next free
+    std::size_t active_count_ = 0;
+    Tick now_ = 0;
+    Bytes reduced_bytes_ = 0;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,83 @@
+#pragma once
+// The DMA engines of one TensorCore (DmaConfig::engines of them in one module). Each engine
+// runs its descriptors in FIFO order; engines run concurrently. A descriptor is cut into
+// chunks (split_descriptor); an engine keeps up to max_outstanding_chunks chunks in flight,
+// each one HBM transaction over TLM plus a transfer through the core's VMEM DMA port.
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <systemc>
+#include <tlm>
+#include <vector>
+
+#include "tpusim/arch/core/core_ports.h"
+#include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/vmem.h"
+#include "tpusim/config/memory_config.h"
+#include "tpusim/stats/stats.h"
+
+namespace tpusim {
+
+class DmaEngine : public sc_core::sc_module, public DmaIf {
+ public:
+    tlm_utils::simple_initiator_socket<DmaEngine> hbm_out;
+    sc_core::sc_export<DmaIf> core_in{"core_in"};  // the core's dma_out binds here
+
+    // `core`: this core's index on its chip (locality of HBM addresses); `hbm_capacity_bytes`:
+    // the chip's HBM, for the range check at enqueue.
+    DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, const VmemConfig& vmem, int core,
+              Bytes hbm_capacity_bytes);
+
+    using DoneCallback = std::function<void(Cycle)>;
+    // Non-blocking, callable from any SC_THREAD: queues `d` on the engine with the least
+    // queued work; `done` (if not null) is notified and `on_done` (if set) called with the
+    // core cycle at which its last byte has landed. Throws InputError when the descriptor
+    // reaches outside the VMEM or the HBM, or is malformed.
+    void enqueue(const DmaDescriptor& d, sc_core::sc_event* done, DoneCallback on_done = {});
+    // Same, on a given engine (FIFO order with that engine's other descriptors).
+    void enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
+                    DoneCallback on_done = {});
+
+    // DmaIf: the core's DMA instruction as a descriptor (dma_descriptor), enqueued.
+    void transfer(const DmaInstr& d, DoneFn done) override;
+
+    std::size_t engines() const { return engines_.size(); }
+    StatGroup& stats() { return stats_; }
+    VmemPort& vmem_port() { return vmem_port_; }
+
+ private:
+    struct Job {
+        DmaDescriptor d;
+        sc_core::sc_event* done;
+        DoneCallback on_done;
+    };
+    struct Engine {
+        std::deque<Job> jobs;
+        Bytes queued_bytes = 0;
+        sc_core::sc_event job_ready;
+        // Chunks of the running descriptor, handed to the engine's workers.
+        std::deque<DmaChunk> chunks;
+        DmaDescriptor::Dir dir = DmaDescriptor::Dir::HbmToVmem;
+        sc_core::sc_event chunk_ready, chunk_done;
+        std::size_t chunks_left = 0;
+    };
+    void engine_thread(std::size_t e);
+    void worker_thread(std::size_t e);
+    void move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir);
+
+    DmaConfig cfg_;
+    int core_;
+    Bytes hbm_capacity_;
+    Bytes vmem_capacity_;
+    std::vector<std::unique_ptr<Engine>> engines_;
+    VmemPort vmem_port_;
+    std::uint64_t descriptors_ = 0, chunks_ = 0, bytes_to_vmem_ = 0, bytes_to_hbm_ = 0;
+    std::uint64_t busy_cycles_ = 0;  // summed over engines: cycles with a descriptor running
+    std::uint64_t hbm_errors_ = 0;
+    StatGroup stats_;
+};
+
+}  // namespace tpusim

@@ -1,0 +1,37 @@
+#pragma once
+// Synthetic traffic through an HbmSystem: the streams `tpusim bench hbm` and the bandwidth
+// tests run. Each requesting core keeps a fixed number of chunk-sized transactions in flight
+// (as its DMA engines would) and submits the next one when one completes.
+#include <cstdint>
+#include <vector>
+
+#include "tpusim/arch/memory/hbm_system.h"
+
+namespace tpusim {
+
+struct HbmTraffic {
+    enum class Kind { Read, Write, Copy, Random };
+    Kind kind = Kind::Read;
+    std::vector<int> cores = {0, 1};   // requesting TensorCores of the chip
+    bool remote = false;               // each core targets the other core's half
+    Bytes bytes_per_core = 64 * kMiB;  // per direction (copy reads and writes this much)
+    Bytes chunk_bytes = 64 * kKiB;     // one transaction (random: the access size)
+    int outstanding_per_core = 8;
+    std::uint64_t seed = 1;
+};
+
+struct HbmTrafficResult {
+    Cycle cycles = 0;  // core cycles from the first submit to the last completion
+    double seconds = 0;
+    Bytes bytes_read = 0, bytes_written = 0;
+    std::uint64_t bursts = 0;
+    double gbps = 0;  // (bytes read + bytes written) / seconds, 10^9 B/s
+    HbmCounters counters;
+    Cycle hbm_cycles = 0;
+    double wall_seconds = 0;
+};
+
+// Runs `traffic` on `hbm` (fresh, idle) with the core clock `core_clock_mhz`.
+HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& traffic, double core_clock_mhz);
+
+}  // namespace tpusim

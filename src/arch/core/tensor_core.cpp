@@ -1,0 +1,276 @@
+// sc_spawn (one MXU lane thread per configured MXU) needs the dynamic-process API.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "tpusim/arch/core/tensor_core.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "arch/vpu/vpu_module.h"
+#include "tpusim/arch/vpu/vector_cost.h"
+#include "tpusim/common/sim_time.h"
+
+namespace tpusim {
+
+using sc_core::sc_event;
+
+namespace {
+
+std::size_t slot_class(Unit u) { return static_cast<std::size_t>(u); }
+
+}  // namespace
+
+TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const TensorCoreConfigs& cfg,
+                       Timeline* timeline)
+    : sc_module(name),
+      id_(id),
+      cfg_(cfg),
+      timeline_(timeline),
+      mxus_("mxu"),
+      stats_(fmt::format("core{}", id)) {
+    mxus_.init(static_cast<std::size_t>(cfg_.core.mxus), [this](const char* nm, std::size_t) {
+        return new Mxu(nm, cfg_.mxu, cfg_.mxu_fidelity);
+    });
+    for (std::size_t x = 0; x < mxus_.size(); ++x) mxu_lanes_.push_back(std::make_unique<Lane>());
+    vpu_ = std::make_unique<Vpu>("vpu", cfg_.vpu, cfg_.vmem);
+    SC_THREAD(sequencer);
+    for (std::size_t x = 0; x < mxus_.size(); ++x) {
+        sc_core::sc_spawn([this, x] { mxu_lane(x); }, fmt::format("mxu_lane{}", x).c_str());
+    }
+    SC_THREAD(vpu_lane);
+    SC_METHOD(on_completion);
+    sensitive << completion_q_;
+    dont_initialize();
+    // Timeline tracks, one per unit, by name.
+    if (timeline_) {
+        const std::string proc = fmt::format("core {}", id);
+        dma_track_ = add_track(proc, "DMA");
+        for (std::size_t x = 0; x < mxus_.size(); ++x) {
+            mxu_tracks_.push_back(add_track(proc, fmt::format("MXU {}", x)));
+        }
+        vpu_track_ = add_track(proc, "VPU");
+        ici_track_ = add_track(proc, "ICI");
+        host_track_ = add_track(proc, "host");
+    }
+}
+
+TensorCore::~TensorCore() = default;
+
+std::size_t TensorCore::add_track(const std::string& process, const std::string& thread) {
+    open_spans_.push_back(OpenSpan{timeline_->track(process, thread)});
+    return open_spans_.size() - 1;
+}
+
+void TensorCore::load(const CoreProgram& program, const std::vector<OpInfo>& ops) {
+    program_ = &program;
+    ops_ = &ops;
+    const std::size_t op_count = ops.size();
+    done_.assign(program.instrs.size(), 0);
+    remaining_ = program.instrs.size();
+    stats_.ops.assign(op_count, OpTiming{});
+    finished_ = remaining_ == 0;
+}
+
+bool TensorCore::lane_full(Unit u, const Instr& in) const {
+    const auto depth = static_cast<std::size_t>(cfg_.sequencer.unit_queue_depth);
+    switch (u) {
+        case Unit::Mxu:
+            return mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->queue.size() >= depth;
+        case Unit::Vpu:
+            return vpu_lane_.queue.size() >= depth;
+        case Unit::Dma:
+            return dma_in_flight_ >= cfg_.dma_in_flight;
+        default:
+            return false;
+    }
+}
+
+void TensorCore::sequencer() {
+    if (!program_) return;
+    const auto& instrs = program_->instrs;
+    const std::int64_t slots[kUnitCount] = {cfg_.sequencer.dma_slots, cfg_.sequencer.matrix_slots,
+                                            cfg_.sequencer.vector_slots, 1, 1};
+    for (std::uint32_t i = 0; i < instrs.size(); ++i) {
+        const Instr& in = instrs[i];
+        const Cycle before = now_cycles();
+        bool waited = false;
+        for (std::uint32_t w : in.waits) {
+            while (!done_[w]) {
+                wait(progress_);
+                waited = true;
+            }
+        }
+        if (waited && cfg_.sequencer.sync_latency_cycles > 0) {
+            wait(cycles(static_cast<Cycle>(cfg_.sequencer.sync_latency_cycles)));
+        }
+        while (lane_full(in.unit, in)) {
+            if (in.unit == Unit::Mxu) {
+                wait(mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->popped);
+            } else if (in.unit == Unit::Vpu) {
+                wait(vpu_lane_.popped);
+            } else {
+                wait(dma_slot_free_);
+            }
+        }
+        // One bundle per cycle: a slot class holds `slots` instructions per bundle.
+        Cycle now = now_cycles();
+        const std::size_t sc = slot_class(in.unit);
+        if (now == bundle_cycle_ && bundle_used_[sc] >= slots[sc]) {
+            wait(cycles(1));
+            now = now_cycles();
+        }
+        if (now != bundle_cycle_) {
+            bundle_cycle_ = now;
+            std::fill(std::begin(bundle_used_), std::end(bundle_used_), 0);
+        }
+        ++bundle_used_[sc];
+        stats_.issue_stall_cycles += now - before;
+        issue(i);
+    }
+}
+
+void TensorCore::issue(std::uint32_t idx) {
+    const Instr& in = program_->instrs[idx];
+    const Cycle now = now_cycles();
+    OpTiming& op = stats_.ops[in.op];
+    op.start = std::min(op.start, now);
+    ++op.instructions;
+    ++stats_.instructions;
+    switch (in.unit) {
+        case Unit::Mxu: {
+            Lane& lane = *mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)];
+            lane.queue.push_back(idx);
+            lane.pushed.notify(sc_core::SC_ZERO_TIME);
+            break;
+        }
+        case Unit::Vpu:
+            vpu_lane_.queue.push_back(idx);
+            vpu_lane_.pushed.notify(sc_core::SC_ZERO_TIME);
+            break;
+        case Unit::Dma: {
+            if (dma_in_flight_++ == 0) dma_busy_since_ = now;
+            ++stats_.dma_descriptors;
+            (in.dma.to_vmem ? stats_.dma_bytes_read : stats_.dma_bytes_written) += in.dma.bytes();
+            dma_out->transfer(in.dma, [this, idx, now](Cycle t) {
+                if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;
+                dma_slot_free_.notify(sc_core::SC_ZERO_TIME);
+                complete_at(idx, t, Unit::Dma, t - now);
+                span(dma_track_, program_->instrs[idx].op, now, t);
+            });
+            break;
+        }
+        case Unit::Ici:
+            ici_out->arrive(in.coll, id_, [this, idx, now](Cycle t) {
+                stats_.ici_busy_cycles += t - now;
+                complete_at(idx, t, Unit::Ici, t - now);
+                span(ici_track_, program_->instrs[idx].op, now, t);
+            });
+            break;
+        case Unit::Host:
+            host_out->transfer(in.host, [this, idx, now](Cycle t) {
+                stats_.host_busy_cycles += t - now;
+                complete_at(idx, t, Unit::Host, t - now);
+                span(host_track_, program_->instrs[idx].op, now, t);
+            });
+            break;
+    }
+}
+
+void TensorCore::mxu_lane(std::size_t x) {
+    Lane& lane = *mxu_lanes_[x];
+    Mxu& mxu = mxus_[x];
+    while (true) {
+        while (lane.queue.empty()) wait(lane.pushed);
+        const std::uint32_t idx = lane.queue.front();
+        const MatmulInstr& mm = program_->instrs[idx].mm;
+        const Cycle now = now_cycles();
+        // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
+        const MxuBlockTiming t = mxu.run_block(mxu_gemm_tiles(cfg_.mxu, mm.m, mm.k, mm.n), now);
+        stats_.mxu_busy_cycles += t.busy_cycles;
+        stats_.mxu_useful_macs += t.useful_macs;
+        stats_.mxu_array_macs += t.array_macs;
+        stats_.mxu_passes += t.passes;
+        complete_at(idx, t.results_end, Unit::Mxu, t.busy_cycles);
+        if (timeline_) {
+            span(mxu_tracks_[x], program_->instrs[idx].op, t.first_weights_start, t.results_end);
+        }
+        // The queue slot frees when the block's LHS has streamed: the array then takes the
+        // next block, whose weights the model preloads behind this one.
+        if (t.lhs_end > now) wait(cycles(t.lhs_end - now));
+        lane.queue.pop_front();
+        lane.popped.notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+void TensorCore::vpu_lane() {
+    while (true) {
+        while (vpu_lane_.queue.empty()) wait(vpu_lane_.pushed);
+        const std::uint32_t idx = vpu_lane_.queue.front();
+        const VectorInstr& v = program_->instrs[idx].vec;
+        const VectorOpCost& cost =
+            vpu_->op_cost(VectorOpDesc{v.op, v.rows, v.cols, v.in_bytes, v.out_bytes});
+        const Cycle now = now_cycles();
+        stats_.vpu_busy_cycles += cost.cycles;
+        stats_.vpu_instructions += cost.instructions;
+        span(vpu_track_, program_->instrs[idx].op, now, now + cost.cycles);
+        wait(cycles(cost.cycles));
+        complete_at(idx, now + cost.cycles, Unit::Vpu, cost.cycles);
+        vpu_lane_.queue.pop_front();
+        vpu_lane_.popped.notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+void TensorCore::complete_at(std::uint32_t idx, Cycle t, Unit unit, Cycle busy) {
+    OpTiming& op = stats_.ops[program_->instrs[idx].op];
+    op.busy[static_cast<std::size_t>(unit)] += busy;
+    const Cycle now = now_cycles();
+    if (t <= now) {
+        pending_.push({now, idx});
+        completion_q_.notify(sc_core::SC_ZERO_TIME);
+    } else {
+        pending_.push({t, idx});
+        completion_q_.notify(cycles(t - now));
+    }
+}
+
+void TensorCore::on_completion() {
+    const Cycle now = now_cycles();
+    bool any = false;
+    while (!pending_.empty() && pending_.top().t <= now) {
+        const std::uint32_t idx = pending_.top().idx;
+        pending_.pop();
+        if (done_[idx]) continue;
+        done_[idx] = 1;
+        any = true;
+        OpTiming& op = stats_.ops[program_->instrs[idx].op];
+        op.end = std::max(op.end, now);
+        end_cycle_ = std::max(end_cycle_, now);
+        if (--remaining_ == 0) finished_ = true;
+    }
+    if (any) progress_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void TensorCore::span(std::size_t lane, std::uint32_t op, Cycle start, Cycle end) {
+    if (!timeline_ || !timeline_->enabled()) return;
+    // Consecutive instructions of one op on one unit merge into one span.
+    OpenSpan& s = open_spans_[lane];
+    if (s.op == op && start <= s.end) {
+        s.start = std::min(s.start, start);  // DMA spans arrive at completion, out of order
+        s.end = std::max(s.end, end);
+        return;
+    }
+    if (s.op != ~0u) timeline_->span(s.track, (*ops_)[s.op].id, s.start, s.end);
+    s.op = op;
+    s.start = start;
+    s.end = end;
+}
+
+void TensorCore::flush_timeline() {
+    if (!timeline_) return;
+    for (OpenSpan& s : open_spans_) {
+        if (s.op != ~0u) timeline_->span(s.track, (*ops_)[s.op].id, s.start, s.end);
+        s.op = ~0u;
+    }
+}
+
+}  // namespace tpusim

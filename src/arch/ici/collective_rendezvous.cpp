@@ -1,0 +1,66 @@
+#include "tpusim/arch/ici/collective_rendezvous.h"
+
+#include "tpusim/common/sim_time.h"
+#include "tpusim/program/collectives.h"
+
+namespace tpusim {
+
+CollectiveRendezvous::CollectiveRendezvous(sc_core::sc_module_name name, IciNetwork& ici)
+    : sc_module(name), ici_(ici) {
+    core_in.bind(*this);
+}
+
+void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, DoneFn done) {
+    if (c.role == CollectiveInstr::Role::kSend) {
+        CollectiveSpec s;
+        s.kind = CollectiveKind::kSendRecv;
+        s.bytes = c.bytes;
+        s.element_bytes = static_cast<Bytes>(c.element_bytes);
+        s.group = {static_cast<int>(core), static_cast<int>(c.peer)};
+        s.pairs = {{static_cast<int>(core), static_cast<int>(c.peer)}};
+        const auto key = std::make_pair(core, c.peer);
+        ici_.start(s, [this, key, done](Cycle t) {
+            done(t);
+            auto& waiting = recvs_waiting_[key];
+            if (waiting.empty()) {
+                sends_done_[key].push_back(t);
+            } else {
+                auto cb = std::move(waiting.front());
+                waiting.pop_front();
+                cb(t);
+            }
+        });
+        return;
+    }
+    if (c.role == CollectiveInstr::Role::kRecv) {
+        const auto key = std::make_pair(c.peer, core);
+        auto& sent = sends_done_[key];
+        if (!sent.empty()) {
+            sent.pop_front();
+            done(now_cycles());
+        } else {
+            recvs_waiting_[key].push_back(std::move(done));
+        }
+        return;
+    }
+    // Group collectives: one start per replica group, when its last core arrives.
+    const std::int64_t leader = c.group.empty() ? 0 : c.group.front();
+    Pending& p = pending_[{c.instance, leader}];
+    ++p.arrived;
+    p.done.push_back(std::move(done));
+    if (p.arrived < c.group.size()) return;
+    CollectiveSpec s;
+    s.kind = c.kind;
+    s.bytes = c.bytes;
+    s.element_bytes = static_cast<Bytes>(c.element_bytes);
+    for (std::int64_t g : c.group) s.group.push_back(static_cast<int>(g));
+    for (const auto& [a, b] : c.pairs)
+        s.pairs.emplace_back(static_cast<int>(a), static_cast<int>(b));
+    auto callbacks = std::move(p.done);
+    pending_.erase({c.instance, leader});
+    ici_.start(s, [callbacks](Cycle t) {
+        for (const auto& cb : callbacks) cb(t);
+    });
+}
+
+}  // namespace tpusim

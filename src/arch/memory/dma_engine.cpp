@@ -1,0 +1,150 @@
+// sc_spawn (one thread per engine and per in-flight chunk) needs SystemC's dynamic processes.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+
+#include "tpusim/arch/memory/dma_engine.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "tpusim/arch/memory/hbm_module.h"
+#include "tpusim/common/error.h"
+#include "tpusim/common/sim_time.h"
+
+namespace tpusim {
+
+DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, const VmemConfig& vmem,
+                     int core, Bytes hbm_capacity_bytes)
+    : sc_module(name),
+      hbm_out("hbm_out"),
+      cfg_(dma),
+      core_(core),
+      hbm_capacity_(hbm_capacity_bytes),
+      vmem_capacity_(static_cast<Bytes>(vmem.capacity_mib) * kMiB),
+      vmem_port_(dma.vmem_bytes_per_cycle),
+      stats_(std::string(basename()), "DMA engines of one TensorCore") {
+    core_in.bind(*this);
+    for (std::int64_t e = 0; e < dma.engines; ++e) {
+        engines_.push_back(std::make_unique<Engine>());
+        const auto idx = static_cast<std::size_t>(e);
+        sc_core::sc_spawn([this, idx] { engine_thread(idx); },
+                          sc_core::sc_gen_unique_name("engine"));
+        for (std::int64_t w = 0; w < dma.max_outstanding_chunks; ++w) {
+            sc_core::sc_spawn([this, idx] { worker_thread(idx); },
+                              sc_core::sc_gen_unique_name("worker"));
+        }
+    }
+    stats_.counter("descriptors", descriptors_, "descriptors", "descriptors completed");
+    stats_.counter("chunks", chunks_, "chunks", "HBM transactions issued");
+    stats_.counter("bytes_to_vmem", bytes_to_vmem_, "B", "bytes moved HBM -> VMEM");
+    stats_.counter("bytes_to_hbm", bytes_to_hbm_, "B", "bytes moved VMEM -> HBM");
+    stats_.counter("busy_cycles", busy_cycles_, "cycles",
+                   "cycles an engine had a descriptor running, summed over engines");
+    stats_.counter("vmem_port_busy_cycles", vmem_port_.busy_cycles(), "cycles",
+                   "cycles the VMEM DMA port was transferring");
+    stats_.counter("hbm_errors", hbm_errors_, "chunks", "chunks the HBM refused");
+}
+
+void DmaEngine::enqueue(const DmaDescriptor& d, sc_core::sc_event* done, DoneCallback on_done) {
+    std::size_t best = 0;
+    for (std::size_t e = 1; e < engines_.size(); ++e) {
+        if (engines_[e]->queued_bytes < engines_[best]->queued_bytes) best = e;
+    }
+    enqueue_on(best, d, done, std::move(on_done));
+}
+
+void DmaEngine::enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
+                           DoneCallback on_done) {
+    const std::string what = fmt::format("DMA descriptor ({} rows of {} B)", d.rows, d.row_bytes);
+    if (d.rows < 1 || d.row_bytes == 0 ||
+        (d.rows > 1 && (d.hbm_stride < d.row_bytes || d.vmem_stride < d.row_bytes))) {
+        throw InputError("", "dma",
+                         what + ": expected rows >= 1, row_bytes >= 1 and strides >= row_bytes");
+    }
+    if (d.vmem_extent() > vmem_capacity_) {
+        throw InputError("", "dma",
+                         fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what,
+                                     d.vmem_extent(), vmem_capacity_ / kMiB));
+    }
+    if (d.hbm_extent() > hbm_capacity_) {
+        throw InputError("", "dma",
+                         fmt::format("{} reaches HBM byte {:#x}, chip has {} GiB", what,
+                                     d.hbm_extent(), hbm_capacity_ / kGiB));
+    }
+    Engine& e = *engines_.at(engine);
+    e.jobs.push_back(Job{d, done, std::move(on_done)});
+    e.queued_bytes += d.bytes();
+    e.job_ready.notify(sc_core::SC_ZERO_TIME);
+}
+
+void DmaEngine::engine_thread(std::size_t idx) {
+    Engine& e = *engines_[idx];
+    for (;;) {
+        while (e.jobs.empty()) sc_core::wait(e.job_ready);
+        Job job = std::move(e.jobs.front());
+        e.jobs.pop_front();
+        const Cycle start = now_cycles();
+        // Descriptor decode before the first chunk leaves.
+        sc_core::wait(cycles(static_cast<Cycle>(cfg_.setup_latency_cycles)));
+        const auto chunks = split_descriptor(job.d, static_cast<Bytes>(cfg_.chunk_bytes));
+        e.dir = job.d.dir;
+        e.chunks_left = chunks.size();
+        e.chunks.assign(chunks.begin(), chunks.end());
+        e.chunk_ready.notify(sc_core::SC_ZERO_TIME);
+        while (e.chunks_left > 0) sc_core::wait(e.chunk_done);
+        const Cycle end = now_cycles();
+        busy_cycles_ += end - start;
+        e.queued_bytes -= job.d.bytes();
+        ++descriptors_;
+        if (job.done) job.done->notify(sc_core::SC_ZERO_TIME);
+        if (job.on_done) job.on_done(end);
+    }
+}
+
+void DmaEngine::worker_thread(std::size_t idx) {
+    Engine& e = *engines_[idx];
+    for (;;) {
+        while (e.chunks.empty()) sc_core::wait(e.chunk_ready);
+        const DmaChunk c = e.chunks.front();
+        e.chunks.pop_front();
+        move_chunk(c, e.dir);
+        if (--e.chunks_left == 0) e.chunk_done.notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+void DmaEngine::transfer(const DmaInstr& d, DoneFn done) {
+    enqueue(dma_descriptor(d), nullptr, std::move(done));
+}
+
+void DmaEngine::move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir) {
+    const bool to_vmem = dir == DmaDescriptor::Dir::HbmToVmem;
+    ++chunks_;
+    if (!to_vmem) {
+        // Read the chunk out of VMEM before it leaves for the HBM.
+        const Cycle end = vmem_port_.reserve(now_cycles(), c.bytes());
+        sc_core::wait(cycles(end - now_cycles()));
+    }
+    tlm::tlm_generic_payload p;
+    HbmAccessExtension ext;
+    ext.rows = c.rows;
+    ext.row_bytes = c.row_bytes;
+    ext.stride = c.hbm_stride;
+    ext.requester = core_;
+    p.set_command(to_vmem ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+    p.set_address(c.hbm_addr);
+    p.set_data_ptr(nullptr);  // timing only
+    p.set_data_length(static_cast<unsigned>(std::min<Bytes>(c.bytes(), 0xffffffffu)));
+    p.set_streaming_width(p.get_data_length());
+    p.set_extension(&ext);
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    hbm_out->b_transport(p, delay);
+    p.clear_extension(&ext);
+    if (p.get_response_status() != tlm::TLM_OK_RESPONSE) ++hbm_errors_;
+    if (to_vmem) {
+        const Cycle end = vmem_port_.reserve(now_cycles(), c.bytes());
+        sc_core::wait(cycles(end - now_cycles()));
+    }
+    (to_vmem ? bytes_to_vmem_ : bytes_to_hbm_) += c.bytes();
+}
+
+}  // namespace tpusim

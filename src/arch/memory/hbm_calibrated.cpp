@@ -1,0 +1,120 @@
+#include "tpusim/arch/memory/hbm_calibrated.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "tpusim/arch/memory/hbm_system.h"
+#include "tpusim/arch/memory/hbm_traffic.h"
+#include "tpusim/config/tpu_config.h"
+
+namespace tpusim {
+
+namespace {
+
+// Core cycles from submit to completion of one isolated access on an idle system.
+Cycle isolated_latency(const HbmConfig& cfg, double clock_mhz, std::int64_t cores, bool write) {
+    HbmSystem hbm(cfg, clock_mhz, static_cast<std::uint32_t>(cores));
+    HbmRequest r;
+    r.addr = 0;
+    r.bytes = static_cast<Bytes>(cfg.channel_width_bits / cfg.pseudo_channels / 8 *
+                                 cfg.timing.burst_length);
+    r.is_write = write;
+    r.requester = 0;
+    r.tag = 1;
+    hbm.submit(r, 0);
+    while (true) {
+        const Cycle next = hbm.next_event_cycle();
+        if (next == kNever) return 0;
+        hbm.advance_to(next);
+        for (const auto& c : hbm.take_completions()) return c.cycle;
+    }
+}
+
+double streaming_rate(const HbmConfig& cfg, double clock_mhz, std::int64_t cores, bool write,
+                      std::uint64_t& bursts) {
+    HbmSystem hbm(cfg, clock_mhz, static_cast<std::uint32_t>(cores));
+    HbmTraffic t;
+    t.kind = write ? HbmTraffic::Kind::Write : HbmTraffic::Kind::Read;
+    t.cores.clear();
+    for (std::int64_t c = 0; c < cores; ++c) t.cores.push_back(static_cast<int>(c));
+    // Long enough to cover a refresh interval on every channel (tREFI ~ 4 us at 900 GB/s is
+    // ~3.5 MB per chip).
+    t.bytes_per_core = 4 * kMiB;
+    const HbmTrafficResult r = run_hbm_traffic(hbm, t, clock_mhz);
+    bursts += r.bursts;
+    const double bytes = static_cast<double>(write ? r.bytes_written : r.bytes_read);
+    return bytes / static_cast<double>(std::max<Cycle>(r.cycles, 1)) / static_cast<double>(cores);
+}
+
+}  // namespace
+
+const HbmCalibration& calibrate_hbm(const HbmConfig& cfg, double core_clock_mhz,
+                                    std::int64_t cores_per_chip) {
+    static std::mutex mu;
+    static std::map<std::string, HbmCalibration> cache;
+    HbmConfig copy = cfg;
+    TpuConfig holder;
+    holder.hbm = copy;
+    holder.chip.clock_mhz = core_clock_mhz;
+    holder.chip.cores_per_chip = cores_per_chip;
+    const nlohmann::json j = config_to_json(holder);
+    const std::string key = j["hbm"].dump() + j["chip"].dump();
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    HbmCalibration c;
+    c.read_bytes_per_cycle =
+        streaming_rate(cfg, core_clock_mhz, cores_per_chip, false, c.calibration_bursts);
+    c.write_bytes_per_cycle =
+        streaming_rate(cfg, core_clock_mhz, cores_per_chip, true, c.calibration_bursts);
+    c.read_latency = isolated_latency(cfg, core_clock_mhz, cores_per_chip, false);
+    c.write_latency = isolated_latency(cfg, core_clock_mhz, cores_per_chip, true);
+    return cache.emplace(key, c).first->second;
+}
+
+HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_mhz,
+                                       std::int64_t cores_per_chip)
+    : cfg_(cfg),
+      cal_(calibrate_hbm(cfg, core_clock_mhz, cores_per_chip)),
+      halves_(cores_per_chip),
+      half_bytes_(cfg.capacity_bytes() / static_cast<Bytes>(cores_per_chip)),
+      free_at_(static_cast<std::size_t>(cores_per_chip), 0) {
+    stats_.counter("bytes_read", bytes_read_, "B", "bytes read");
+    stats_.counter("bytes_written", bytes_written_, "B", "bytes written");
+    stats_.counter("requests", requests_, "requests", "transfers served");
+    stats_.counter("remote_requests", remote_requests_, "requests",
+                   "transfers to the other core's half");
+    stats_.counter("busy_cycles", busy_cycles_, "cycles",
+                   "core cycles the halves spent transferring, summed over halves");
+    stats_.formula(
+        "calibrated_read_bytes_per_cycle", [this] { return cal_.read_bytes_per_cycle; }, "B/cycle",
+        "sustained streaming read rate of one half, from the burst-level model");
+    stats_.formula(
+        "calibrated_write_bytes_per_cycle", [this] { return cal_.write_bytes_per_cycle; },
+        "B/cycle", "sustained streaming write rate of one half, from the burst-level model");
+}
+
+Cycle HbmCalibratedModel::transfer(Addr addr, Bytes bytes, bool is_write, int requester,
+                                   Cycle now) {
+    const auto half = static_cast<std::size_t>(
+        std::min<Addr>(addr / std::max<Bytes>(half_bytes_, 1), static_cast<Addr>(halves_ - 1)));
+    const bool remote = requester >= 0 && static_cast<std::size_t>(requester) != half;
+    const double rate = is_write ? cal_.write_bytes_per_cycle : cal_.read_bytes_per_cycle;
+    const auto service = static_cast<Cycle>(std::ceil(static_cast<double>(bytes) / rate));
+    const Cycle start = std::max(now, free_at_[half]);
+    free_at_[half] = start + service;
+    busy_cycles_ += service;
+    ++requests_;
+    if (remote) ++remote_requests_;
+    (is_write ? bytes_written_ : bytes_read_) += bytes;
+    const Cycle latency = (is_write ? cal_.write_latency : cal_.read_latency) +
+                          (remote ? static_cast<Cycle>(cfg_.remote_latency_cycles) : 0);
+    return free_at_[half] + latency;
+}
+
+}  // namespace tpusim

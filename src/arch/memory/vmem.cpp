@@ -1,0 +1,72 @@
+#include "tpusim/arch/memory/vmem.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tpusim/common/error.h"
+
+namespace tpusim {
+
+namespace {
+
+std::string mib(Bytes b) {
+    const double m = static_cast<double>(b) / static_cast<double>(kMiB);
+    return m == static_cast<double>(static_cast<std::uint64_t>(m)) ? fmt::format("{:.0f}", m)
+                                                                   : fmt::format("{:.2f}", m);
+}
+
+}  // namespace
+
+VmemAllocator::VmemAllocator(const VmemConfig& cfg)
+    : capacity_(static_cast<Bytes>(cfg.capacity_mib) * kMiB) {}
+
+Addr VmemAllocator::allocate(Bytes bytes, const std::string& what, Bytes align) {
+    if (align == 0 || !is_power_of_two(align)) align = 1;
+    Addr candidate = 0;
+    for (const auto& [off, size] : live_) {
+        if (candidate + bytes <= off) break;
+        candidate = round_up(std::max(candidate, off + size), align);
+    }
+    if (candidate + bytes > capacity_) {
+        throw InputError(
+            "", "vmem",
+            fmt::format("program needs {} MiB of VMEM{}, core has {} MiB", mib(used_ + bytes),
+                        what.empty() ? "" : fmt::format(" (buffer \"{}\")", what), mib(capacity_)));
+    }
+    live_[candidate] = bytes;
+    used_ += bytes;
+    peak_ = std::max(peak_, used_);
+    return candidate;
+}
+
+void VmemAllocator::release(Addr offset) {
+    const auto it = live_.find(offset);
+    if (it == live_.end()) return;
+    used_ -= it->second;
+    live_.erase(it);
+}
+
+void VmemAllocator::reset() {
+    live_.clear();
+    used_ = 0;
+}
+
+void VmemAllocator::check_range(Addr addr, Bytes bytes, const std::string& what) const {
+    if (addr + bytes > capacity_) {
+        throw InputError("", "vmem",
+                         fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what,
+                                     addr + bytes, mib(capacity_)));
+    }
+}
+
+Cycle VmemPort::reserve(Cycle now, Bytes bytes) {
+    const Cycle start = std::max(now, free_at_);
+    const Cycle busy = ceil_div(bytes, bytes_per_cycle_);
+    free_at_ = start + busy;
+    busy_cycles_ += busy;
+    bytes_ += bytes;
+    return free_at_;
+}
+
+}  // namespace tpusim

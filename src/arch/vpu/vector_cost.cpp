@@ -1,0 +1,175 @@
+// Expansion of a lowered vector loop into instructions, the reference simulation, and the
+// steady-state fast path that the tensor core calls for every vector op chunk.
+#include "tpusim/arch/vpu/vector_cost.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+namespace tpusim {
+
+namespace {
+
+VectorOpCost to_cost(Cycle cycles, const VpuCounters& c) {
+    VectorOpCost r;
+    r.cycles = cycles;
+    r.vmem_bytes_loaded = c.vmem_bytes_loaded;
+    r.vmem_bytes_stored = c.vmem_bytes_stored;
+    r.busy_cycles = c.busy_cycles;
+    r.instructions = c.instructions;
+    return r;
+}
+
+// Chunks are listed as for a loop that never ends: chunk g then holds the same instructions
+// whatever the real iteration count N >= g + 1, so one probe serves every N.
+constexpr std::int64_t kEndless = std::int64_t{1} << 40;
+
+void run_chunk(VpuTiming& m, const VectorLoop& loop, std::int64_t g, std::int64_t iterations) {
+    for (const VInstr& in : emit_chunk(loop, g, iterations)) m.issue(in);
+}
+
+// Every config value that can change the lowering or the timing, in visit() order: the cache
+// key, so that two configs share an entry only when they would simulate identically.
+class KeyCollector : public ConfigVisitor {
+ public:
+    std::vector<double> values;
+    void value(const char*, std::int64_t& v, Limits, const char*, const char*) override {
+        values.push_back(static_cast<double>(v));
+    }
+    void value(const char*, double& v, Limits, const char*, const char*) override {
+        values.push_back(v);
+    }
+    void value(const char*, bool& v, const char*) override { values.push_back(v ? 1 : 0); }
+    void value(const char*, std::string&, const std::vector<std::string>&, const char*) override {}
+
+ protected:
+    bool begin_section(const char*, const char*) override { return true; }
+    void end_section() override {}
+};
+
+// The steady state of one loop under one config. snapshots[k]: the VPU after the prologue
+// and chunks 0 .. k-1 of the endless listing. Once found, the state relative to the front
+// cycle after `start + period` chunks equals the one after `start`, `delta` cycles and
+// `delta_counts` later; the period is a multiple of the register rotation and both points lie
+// past the pipeline fill, so the listing ahead repeats too and the VPU evolves identically
+// from both.
+struct SteadyState {
+    std::shared_ptr<const VectorLoop> loop;
+    std::vector<VpuTiming> snapshots;
+    bool found = false;
+    std::size_t start = 0, period = 0;
+    Cycle delta = 0;
+    VpuCounters delta_counts;
+};
+
+// Instructions the probe may simulate while looking for a repeating state before giving up
+// on extrapolation (then the rest of the loop is simulated: exact, only slower).
+constexpr std::uint64_t kProbeInstructionBudget = std::uint64_t{1} << 18;
+
+std::shared_ptr<const SteadyState> find_steady_state(std::shared_ptr<const VectorLoop> lp,
+                                                     const VpuConfig& vpu, const VmemConfig& vmem) {
+    const VectorLoop& loop = *lp;
+    auto st = std::make_shared<SteadyState>();
+    st->loop = std::move(lp);
+    VpuTiming m(vpu, vmem);
+    for (const VInstr& in : loop.prologue) m.issue(in);
+    st->snapshots.push_back(m);
+    // Only from snapshot `stages - 1` on does every chunk ahead hold all stages. The chunk
+    // index modulo the register rotation is part of the key: equal keys mean equal listings
+    // ahead as well as equal machine states.
+    const auto fill = static_cast<std::size_t>(loop.stages() - 1);
+    std::map<std::vector<std::int64_t>, std::size_t> seen;
+    for (std::size_t k = 1;; ++k) {
+        run_chunk(m, loop, static_cast<std::int64_t>(k) - 1, kEndless);
+        st->snapshots.push_back(m);
+        if (k >= fill) {
+            std::vector<std::int64_t> key = m.relative_state();
+            key.push_back(static_cast<std::int64_t>(k % static_cast<std::size_t>(loop.reg_sets)));
+            auto [it, fresh] = seen.emplace(std::move(key), k);
+            if (!fresh) {
+                const std::size_t k0 = it->second;
+                st->found = true;
+                st->start = k0;
+                st->period = k - k0;
+                st->delta = m.front_cycle() - st->snapshots[k0].front_cycle();
+                st->delta_counts = m.counters();
+                st->delta_counts -= st->snapshots[k0].counters();
+                return st;
+            }
+        }
+        if (m.counters().instructions > kProbeInstructionBudget && k > fill) return st;
+    }
+}
+
+struct CacheKey {
+    std::string body;  // op (and cols for row ops), element sizes
+    std::vector<double> config;
+    bool operator<(const CacheKey& o) const {
+        return std::tie(body, config) < std::tie(o.body, o.config);
+    }
+};
+
+std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d, const VpuConfig& vpu,
+                                                       const VmemConfig& vmem) {
+    static std::mutex mu;
+    static std::map<CacheKey, std::shared_ptr<const SteadyState>> cache;
+    KeyCollector kc;
+    VpuConfig v = vpu;
+    VmemConfig w = vmem;
+    v.visit(kc);
+    w.visit(kc);
+    CacheKey key{d.op + "/" + std::to_string(is_row_vector_op(d.op) ? d.cols : 0) + "/" +
+                     std::to_string(d.in_bytes) + "/" + std::to_string(d.out_bytes),
+                 std::move(kc.values)};
+    {
+        std::lock_guard<std::mutex> lock(mu);
+        if (auto it = cache.find(key); it != cache.end()) return it->second;
+    }
+    auto st = find_steady_state(
+        std::make_shared<const VectorLoop>(scheduled_vector_loop(d, vpu, vmem)), vpu, vmem);
+    std::lock_guard<std::mutex> lock(mu);
+    // Bound memory over long sweeps (an entry holds the snapshots of its probe).
+    if (cache.size() >= 256) cache.clear();
+    cache.emplace(std::move(key), st);
+    return st;
+}
+
+}  // namespace
+
+VectorOpCost simulate_vector_op(const VectorOpDesc& d, const VpuConfig& vpu,
+                                const VmemConfig& vmem) {
+    VpuTiming m(vpu, vmem);
+    m.run(lower_vector_op(d, vpu, vmem));
+    return to_cost(m.finish_cycle(), m.counters());
+}
+
+VectorOpCost vector_op_cost(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
+    const auto n = static_cast<std::size_t>(vector_loop_iterations(d, vpu));  // validates d
+    const auto st = cached_steady_state(d, vpu, vmem);
+    const VectorLoop& loop = *st->loop;
+
+    // The VPU after chunks 0 .. n-1 (the listing of an endless loop up to there), as a
+    // snapshot `periods` steady-state periods earlier; then the drain chunks of the real loop.
+    std::size_t from = n;
+    std::uint64_t periods = 0;
+    VpuTiming m = st->snapshots[std::min(n, st->snapshots.size() - 1)];
+    if (n >= st->snapshots.size()) {
+        if (st->found) {
+            periods = (n - st->start) / st->period;
+            from = st->start + (n - st->start) % st->period;
+            m = st->snapshots[from];
+        } else {
+            for (std::size_t g = st->snapshots.size() - 1; g < n; ++g) {
+                run_chunk(m, loop, static_cast<std::int64_t>(g), kEndless);
+            }
+        }
+    }
+    const auto k = static_cast<std::int64_t>(from);
+    for (std::int64_t g = k; g < k + loop.stages() - 1; ++g) run_chunk(m, loop, g, k);
+    VpuCounters c = m.counters();
+    c += st->delta_counts.scaled(periods);
+    return to_cost(m.finish_cycle() + periods * st->delta, c);
+}
+
+}  // namespace tpusim
