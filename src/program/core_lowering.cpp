@@ -156,12 +156,18 @@ CoreProgram CoreLowering::run(std::vector<OpInfo>& infos) {
 }
 
 void CoreLowering::sink(std::size_t i, TileRef tile) {
-    // A fused consumer takes the tile in VMEM. When other ops read the result too, it is also
-    // written back (XLA's multi-output fusion): the write-back and the consumer both read the
-    // tile, and the ring keeps it until both have.
-    const auto c = inline_consumer(i);
-    if (!c || consumers_count_[i] > 1) write_back(i, tile);
-    if (c) consume_tile(*c, std::move(tile));
+    if (auto c = inline_consumer(i)) {
+        if (consumers_count_[i] > 1) {
+            // For the unfused consumers, in the op's own dtype (a matmul hands its fused
+            // consumer f32 accumulators; the VPU converts what goes to HBM).
+            TileRef stored = tile;
+            stored.elem = ops_[i].out_bytes;
+            write_back(i, stored);
+        }
+        consume_tile(*c, std::move(tile));
+        return;
+    }
+    write_back(i, tile);
 }
 
 void CoreLowering::write_back(std::size_t i, const TileRef& tile) {

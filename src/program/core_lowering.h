@@ -62,8 +62,8 @@ class CoreLowering {
     void lower_single(std::size_t i);
     // Delivers a result tile of op `i`: to its fused consumer, or back to HBM.
     void sink(std::size_t i, TileRef tile);
+    void write_back(std::size_t i, const TileRef& tile);  // a result tile of op i to HBM
     void consume_tile(std::size_t i, TileRef in);         // op i is the fused consumer
-    void write_back(std::size_t i, const TileRef& tile);  // op i's result tile to HBM
 
     const TpuConfig& cfg_;
     LoweringOptions opts_;
