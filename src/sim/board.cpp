@@ -10,7 +10,7 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
            CollectiveIf& ici, Timeline* timeline)
     : sc_module(name), stats_(fmt::format("chip{}", index), "one TPU chip") {
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
-    const bool burst = cfg.sim.hbm_model == "burst";
+    const bool burst = cfg.sim.hbm_model == HbmModel::burst;
     if (burst) {
         hbm_ = std::make_unique<HbmModule>("hbm", cfg.hbm, cfg.chip.clock_mhz,
                                            static_cast<std::uint32_t>(per_chip));
@@ -22,7 +22,7 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
     stats_.add_child(hbm_stats());
     stats_.add_child(host_->link().stats());
     TensorCoreConfigs tc{cfg.core, cfg.sequencer, cfg.mxu, cfg.vpu, cfg.vmem, cfg.dma};
-    tc.mxu_fidelity = parse_mxu_fidelity(cfg.sim.mxu_fidelity);
+    tc.mxu_fidelity = cfg.sim.mxu_fidelity;
     tc.cores_per_chip = per_chip;
     tc.hbm_capacity_bytes = cfg.hbm.capacity_bytes();
     tc.dma_engines = burst;
