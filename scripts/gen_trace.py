@@ -296,12 +296,17 @@ class ConvNet:
     def conv_bwd(self, name, s, dy, need_dx=True):
         t, b = self.t, self.b
         pix = b * s["oh"] * s["ow"]
+        # XLA fuses the ReLU mask and the batch-norm gradient's elementwise work into the
+        # output fusion of the convolution that produced dy, as it fuses the forward BN and
+        # ReLU into the forward convolution. dy is the primary (first) dep; the forward
+        # tensors they also read come from HBM.
+        fuse = fusable(t, dy)
         if s["relu"]:
             dy = t.vector(f"{name}.relu_grad", "relu_grad", [dy, s["out"]],
-                          elements=pix * s["c_out"])
+                          elements=pix * s["c_out"], fused=fuse)
         if s["bn"]:
             dy = t.vector(f"{name}.bn_grad", "batchnorm_grad", [dy, s["pre"]], rows=pix,
-                          cols=s["c_out"], fused=bool(s["relu"]))
+                          cols=s["c_out"], fused=fuse or bool(s["relu"]))
         k, c_in, c_out = s["k"], s["c_in"], s["c_out"]
         dx = None
         if not need_dx:
@@ -317,6 +322,13 @@ class ConvNet:
         dw = t.matmul(f"{name}.dw", k * k * c_in, pix, c_out, deps=[s["x"], dy],
                       transpose_lhs=True, out_dtype=F32)
         return dx, dw
+
+
+def fusable(t, op_id):
+    """True if op_id is a matmul / convolution or an op fused into one: XLA fuses elementwise
+    consumers into the convolution's output fusion."""
+    return any(o["id"] == op_id and (o["kind"] in ("matmul", "conv2d") or o.get("fused"))
+               for o in t.ops)
 
 
 def backward_convnet(net, dy, extra_grad_of=None):
@@ -338,8 +350,10 @@ def backward_convnet(net, dy, extra_grad_of=None):
             targets = s["bwd"](g)
         for x, dx in targets:
             if x in dys:
-                dys[x] = t.vector(f"{name}.gsum_{len(t.ops)}", "add", [dys[x], dx],
-                                  elements=net.size[x])
+                # Summed in the output fusion of the convolution that produced dx (XLA fuses
+                # the add; the other gradient is read from HBM).
+                dys[x] = t.vector(f"{name}.gsum_{len(t.ops)}", "add", [dx, dys[x]],
+                                  elements=net.size[x], fused=fusable(t, dx))
             else:
                 dys[x] = dx
     return grads
@@ -356,16 +370,29 @@ def gen_resnet50(a):
     x = t.op("input", "infeed", bytes=b * a.image * a.image * 3 * SIZE[BF16])
     net.no_grad.add(x)
     net.size[x] = b * a.image * a.image * 3
-    y, hw = net.conv("stem", x, (a.image, a.image), 3, 64, 7, stride=2, group="stem")
+    if a.space_to_depth:
+        # MLPerf's TPU ResNet-50 feeds the stem a space-to-depth image: 2 x 2 pixel blocks
+        # folded into channels (224x224x3 -> 112x112x12), so the 7x7 stride-2 conv becomes a
+        # 4x4 stride-1 conv with K = 4*4*12 = 192 instead of 7*7*3 = 147 (both two MXU row
+        # tiles) and its input DMAs move 12-channel rows instead of 3-channel ones.
+        y, hw = net.conv("stem", x, (a.image // 2, a.image // 2), 12, 64, 4, stride=1,
+                         group="stem")
+    else:
+        y, hw = net.conv("stem", x, (a.image, a.image), 3, 64, 7, stride=2, group="stem")
     net.size[y] = b * hw[0] * hw[1] * 64
     pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
-    pool = t.vector("stem.maxpool", "reduce_max", [y], rows=b * pool_hw[0] * pool_hw[1] * 64,
-                    cols=9, fused=True)
+    # XLA lowers the 3x3 stride-2 max pool as a reduce-window: lane-dense elementwise maxes
+    # over shifted windows of the input, which it reads once (channels on lanes). Written as a
+    # two-input max over the two halves of the input (reads the input once, VPU maxes).
+    in_elems = net.size[y]
+    pool = t.vector("stem.maxpool", "max", [y], elements=in_elems // 2)
     net.size[pool] = b * pool_hw[0] * pool_hw[1] * 64
 
-    def pool_bwd(g, src=y, hw_in=hw):
-        return [(src, t.vector("stem.maxpool_grad", "scatter_add", [g], rows=net.size[pool],
-                               cols=1, table_rows=b * hw_in[0] * hw_in[1] * 64))]
+    def pool_bwd(g, src=y, n_in=in_elems):
+        # XLA's select-and-scatter: per window, select the input's maximum and add the
+        # output gradient there; elementwise over the input (reads it and the upsampled
+        # gradient, writes the input gradient), like a relu_grad's select.
+        return [(src, t.vector("stem.maxpool_grad", "relu_grad", [g, src], elements=n_in))]
 
     net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
     x, hw, c = pool, pool_hw, 64
@@ -375,16 +402,19 @@ def gen_resnet50(a):
         for bi in range(blocks):
             p = f"s{si + 1}b{bi}"
             stride = stride0 if bi == 0 else 1
+            sc = x
+            if bi == 0:
+                # The projection first, so that the residual add can fuse into c3's output
+                # fusion with the shortcut as its (already computed) second operand.
+                sc, _ = net.conv(f"{p}.proj", x, hw, c, 4 * width, 1, stride=stride,
+                                 relu=False, group=grp)
             y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 1, group=grp)
             net.size[y1] = b * hw1[0] * hw1[1] * width
             y2, hw2 = net.conv(f"{p}.c2", y1, hw1, width, width, 3, stride=stride, group=grp)
             net.size[y2] = b * hw2[0] * hw2[1] * width
             y3, _ = net.conv(f"{p}.c3", y2, hw2, width, 4 * width, 1, relu=False, group=grp)
             net.size[y3] = b * hw2[0] * hw2[1] * 4 * width
-            sc = x
             if bi == 0:
-                sc, _ = net.conv(f"{p}.proj", x, hw, c, 4 * width, 1, stride=stride,
-                                 relu=False, group=grp)
                 net.size[sc] = net.size[y3]
             n = net.size[y3]
             add = t.vector(f"{p}.add", "add", [y3, sc], elements=n, fused=True)
@@ -392,7 +422,8 @@ def gen_resnet50(a):
             net.size[out] = n
 
             def add_bwd(g, p=p, out=out, y3=y3, sc=sc, n=n):
-                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n)
+                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
+                              fused=fusable(t, g))
                 return [(y3, dg), (sc, dg)]
 
             net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
@@ -669,6 +700,9 @@ def main(argv=None):
     p = sub.add_parser("resnet50", help="ResNet-50 training step")
     common(p, 32)
     p.add_argument("--image", type=int, default=224)
+    p.add_argument("--no-space-to-depth", dest="space_to_depth", action="store_false",
+                   help="stem as a 7x7 stride-2 conv on the 3-channel image (default: MLPerf's "
+                   "space-to-depth input, a 4x4 conv on 12 channels)")
     p.set_defaults(func=gen_resnet50)
     p = sub.add_parser("lstm", help="Keras IMDB LSTM training step")
     common(p, 128)

@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""Compare simulated single-TensorCore device time with the measured TPU v3 data.
+"""Compare the simulator with the measured TPU data in validation/ (validation/README.md).
 
-For every point in ../shared/validation/measured (GEMMs with K = N = 12288, GELU, LayerNorm)
-this writes a one-op trace, runs `tpusim run` on one core of configs/tpu_v3_8.json and
-compares the simulated device time with the measured latency minus its dispatch floor:
-  - GEMM: the file's own host-overhead column, point by point;
-  - GELU, LayerNorm: the files have no such column; the floor is the smallest latency in the
-    file (the sizes there are far too small for the chip to matter).
-Prints a Markdown table and the mean absolute percentage errors; --write replaces the table
-section of docs/VALIDATION.md. Nothing here is fitted: the config is used as it is.
+Sets (each point is a trace replayed with `tpusim run`; nothing here is fitted):
+  - GEMM, GELU, LayerNorm: one-op traces on one core of configs/tpu_v3_8.json, against the
+    measured latency minus its dispatch floor (the GEMM file's own overhead column; for GELU
+    and LayerNorm the smallest latency in the file);
+  - all-reduce: an 8-core all-reduce on configs/tpu_v3_8.json against the measured latency
+    minus the 0.88 ms small-message floor (a calibration set: validation/README.md);
+  - ResNet-50 v2-8: `gen_trace.py resnet50 --batch 128 --cores 8` on configs/tpu_v2_8.json,
+    images/s against MLPerf v0.5's ~4,470.
+Prints a Markdown table and each set's mean absolute percentage error (MAPE) beside its
+target and its regression guard; --write replaces the table section of docs/VALIDATION.md;
+--check exits 1 when a set's MAPE is above its guard (tests/CMakeLists.txt runs it).
 
-Usage: scripts/validate.py [--tpusim build/tpusim] [--config configs/tpu_v3_8.json]
-                           [--measured ../shared/validation/measured] [--write]
+Usage: scripts/validate.py [--tpusim build/tpusim] [--measured validation/measured]
+                           [--write] [--check] [--only SET,...]
 """
 import argparse
 import csv
@@ -40,9 +43,23 @@ def rows(path):
         return [[c.strip() for c in r] for r in csv.reader(f) if r and r[0].strip()]
 
 
-def simulate(tpusim, config, op, tmp):
-    trace = {"format": "tpusim.trace", "version": 1, "name": op["id"], "cores": 1, "ops": [op]}
-    path = os.path.join(tmp, op["id"] + ".json")
+# Per set: (target MAPE in %, from issue #10 / DESIGN.md; guard: the MAPE above which
+# --check fails, the documented figure a change may not regress past). A guard above its
+# target marks a set whose target is not met yet (docs/VALIDATION.md says why).
+SETS = {
+    "GEMM, M >= 512": (4.0, 4.0),
+    "GEMM": (8.0, 8.0),
+    "GELU": (12.0, 27.0),
+    "LayerNorm": (15.0, 33.0),
+    "all-reduce (calibration)": (10.0, 10.0),
+    "ResNet-50 v2-8 img/s": (10.0, 10.0),
+}
+ALLREDUCE_FLOOR_S = 0.88e-3  # validation/README.md
+RESNET50_V2_8_IMG_S = 4470.0  # MLPerf Training v0.5, validation/README.md
+
+
+def run_trace(tpusim, config, trace, tmp, name):
+    path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(trace, f)
     out = subprocess.run([tpusim, "run", "--config", config, "--trace", path, "--json", "-q"],
@@ -50,55 +67,98 @@ def simulate(tpusim, config, op, tmp):
     return json.loads(out)["seconds"]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--tpusim", default=os.path.join(ROOT, "build", "tpusim"))
-    ap.add_argument("--config", default=os.path.join(ROOT, "configs", "tpu_v3_8.json"))
-    ap.add_argument("--measured",
-                    default=os.path.join(ROOT, "..", "shared", "validation", "measured"))
-    ap.add_argument("--write", action="store_true", help="update docs/VALIDATION.md")
-    a = ap.parse_args()
+def simulate(tpusim, config, op, tmp, cores=1):
+    trace = {"format": "tpusim.trace", "version": 1, "name": op["id"], "cores": cores,
+             "ops": [op]}
+    return run_trace(tpusim, config, trace, tmp, op["id"])
 
-    points = []  # (group, label, op, measured device seconds, is_large_gemm)
-    for m, n, k, lat, over, _ in rows(os.path.join(a.measured, "matmul_TPUv3_k12288.csv")):
+
+def single_op_points(measured):
+    """(group, label, op, measured device seconds, is_large_gemm) for the one-core sets."""
+    points = []
+    for m, n, k, lat, over, _ in rows(os.path.join(measured, "matmul_TPUv3_k12288.csv")):
         m, n, k = int(m), int(n), int(k)
         dev = parse_time(lat) - parse_time(over)
         op = {"id": f"gemm_m{m}", "kind": "matmul", "m": m, "k": k, "n": n, "dtype": "bf16"}
         points.append(("GEMM", f"M={m} K={k} N={n}", op, dev, m >= 512))
-    gelu = rows(os.path.join(a.measured, "gelu_TPUv3.csv"))
+    gelu = rows(os.path.join(measured, "gelu_TPUv3.csv"))
     floor = min(parse_time(r[1]) for r in gelu)
     for e, lat, _ in gelu:
         op = {"id": f"gelu_{e}", "kind": "vector", "op": "gelu", "elements": int(e),
               "dtype": "f32"}
         points.append(("GELU", f"{int(e)} elements", op, parse_time(lat) - floor, False))
-    ln = rows(os.path.join(a.measured, "layernorm_TPUv3.csv"))
+    ln = rows(os.path.join(measured, "layernorm_TPUv3.csv"))
     ln_floor = min(parse_time(r[2]) for r in ln)
     for r_, c_, lat, _ in ln:
         op = {"id": f"layernorm_{r_}x{c_}", "kind": "vector", "op": "layernorm",
               "rows": int(r_), "cols": int(c_), "dtype": "f32"}
         points.append(("LayerNorm", f"{int(r_)} x {int(c_)}", op, parse_time(lat) - ln_floor,
                        False))
+    return points
 
-    lines = ["| workload | shape | measured device time | simulated | error |",
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tpusim", default=os.path.join(ROOT, "build", "tpusim"))
+    ap.add_argument("--measured", default=os.path.join(ROOT, "validation", "measured"))
+    ap.add_argument("--write", action="store_true", help="update docs/VALIDATION.md")
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 if a set's MAPE is above its guard")
+    ap.add_argument("--only", default="", help="comma-separated sets: gemm,gelu,layernorm,"
+                    "allreduce,resnet50 (default: all)")
+    a = ap.parse_args()
+    only = set(x for x in a.only.split(",") if x)
+    want = lambda name: not only or name in only  # noqa: E731
+    v3 = os.path.join(ROOT, "configs", "tpu_v3_8.json")
+    v2 = os.path.join(ROOT, "configs", "tpu_v2_8.json")
+
+    lines = ["| workload | shape | measured | simulated | error |",
              "|---|---|---:|---:|---:|"]
     errs = {}
+
+    def score(group, label, dev, sim, unit="ms", scale=1e3, large=False):
+        # Points whose measured time is at the dispatch floor say nothing about the chip.
+        err = (sim - dev) / dev * 100 if unit != "ms" or dev > 20e-6 else None
+        if err is not None:
+            errs.setdefault(group, []).append(abs(err))
+            if large:
+                errs.setdefault("GEMM, M >= 512", []).append(abs(err))
+        fmt_v = (lambda v: f"{v * scale:.4f} ms") if unit == "ms" else (lambda v: f"{v:.0f} {unit}")
+        lines.append(f"| {group} | {label} | {fmt_v(dev)} | {fmt_v(sim)} | "
+                     + (f"{err:+.1f}% |" if err is not None else "(at the floor) |"))
+
     with tempfile.TemporaryDirectory() as tmp:
-        for group, label, op, dev, large in points:
-            sim = simulate(a.tpusim, a.config, op, tmp)
-            # Points whose measured time is at the dispatch floor say nothing about the chip.
-            err = (sim - dev) / dev * 100 if dev > 20e-6 else None
-            if err is not None:
-                errs.setdefault(group, []).append(abs(err))
-                if large:
-                    errs.setdefault("GEMM, M >= 512", []).append(abs(err))
-            lines.append(f"| {group} | {label} | {dev * 1e3:.4f} ms | {sim * 1e3:.4f} ms | "
-                         + (f"{err:+.1f}% |" if err is not None else "(at the floor) |"))
+        for group, label, op, dev, large in single_op_points(a.measured):
+            if want(group.lower()):
+                score(group, label, dev, simulate(a.tpusim, v3, op, tmp), large=large)
+        if want("allreduce"):
+            for b, lat in rows(os.path.join(a.measured, "allreduce_TPUv3_calibration.csv"))[1:]:
+                op = {"id": f"allreduce_{b}", "kind": "all_reduce", "bytes": int(b),
+                      "dtype": "f32"}
+                sim = simulate(a.tpusim, v3, op, tmp, cores=8)
+                score("all-reduce (calibration)", f"8 cores, {int(b) / 2**20:g} MiB f32",
+                      float(lat) - ALLREDUCE_FLOOR_S, sim)
+        if want("resnet50"):
+            gen = os.path.join(ROOT, "scripts", "gen_trace.py")
+            trace = os.path.join(tmp, "resnet50.json")
+            subprocess.run([sys.executable, gen, "resnet50", "--batch", "128", "--cores", "8",
+                            "-o", trace], check=True)
+            with open(trace) as f:
+                t = json.load(f)
+            sim = run_trace(a.tpusim, v2, t, tmp, "resnet50_run")
+            score("ResNet-50 v2-8 img/s", "batch 128 x 8 cores, training step",
+                  RESNET50_V2_8_IMG_S, 128 * 8 / sim, unit="img/s")
+
     lines.append("")
-    lines.append("| set | points | MAPE |")
-    lines.append("|---|---:|---:|")
-    for g in ["GEMM, M >= 512", "GEMM", "GELU", "LayerNorm"]:
+    lines.append("| set | points | MAPE | target | guard |")
+    lines.append("|---|---:|---:|---:|---:|")
+    failed = []
+    for g, (target, guard) in SETS.items():
         if g in errs:
-            lines.append(f"| {g} | {len(errs[g])} | {sum(errs[g]) / len(errs[g]):.1f}% |")
+            mape = sum(errs[g]) / len(errs[g])
+            lines.append(f"| {g} | {len(errs[g])} | {mape:.1f}% | {target:g}% | {guard:g}% |")
+            if mape > guard:
+                failed.append(f"{g}: MAPE {mape:.1f}% > guard {guard:g}%")
     table = "\n".join(lines)
     print(table)
     if a.write:
@@ -107,6 +167,10 @@ def main():
         begin, end = "<!-- table:begin -->", "<!-- table:end -->"
         i, j = text.index(begin) + len(begin), text.index(end)
         open(doc, "w").write(text[:i] + "\n" + table + "\n" + text[j:])
+    if a.check and failed:
+        for f in failed:
+            print("validate: " + f, file=sys.stderr)
+        return 1
     return 0
 
 

@@ -245,7 +245,7 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
                 const int per_order =
                     spec.pieces > 0 ? spec.pieces : static_cast<int>(ici.all_reduce_pieces);
                 const int pieces = per_order * (both ? 2 : 1);
-                LoweredCollective out{s.name, {}};
+                LoweredCollective out{s.name, {}, ici.collective_setup_us};
                 for (int i = 0; i < pieces; ++i) {
                     Schedule piece = s;
                     lower_torus2d(piece, topo, block(spec.bytes, pieces, i), both && i % 2 == 1);
@@ -280,7 +280,10 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
         case CollectiveKind::kSendRecv:
             break;
     }
-    return LoweredCollective{s.name, {std::move(s)}};
+    const bool point_to_point =
+        spec.kind == CollectiveKind::kCollectivePermute || spec.kind == CollectiveKind::kSendRecv;
+    return LoweredCollective{
+        s.name, {std::move(s)}, point_to_point ? 0.0 : ici.collective_setup_us};
 }
 
 }  // namespace tpusim

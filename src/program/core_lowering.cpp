@@ -45,16 +45,15 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
     for (const auto& op : ops) {
         for (auto d : op.deps) ++consumers_count_[d];
     }
-    // A fused vector op whose first operand is a producer with no other consumer is lowered
-    // inline: it processes the producer's result tiles while they are in VMEM.
+    // A fused vector op is lowered inline in the producer of its first operand: it processes
+    // the producer's result tiles while they are in VMEM. If the producer has other consumers
+    // too, the producer also writes its result to HBM for them (XLA's multi-output fusion).
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const OpSpec& op = ops[i];
         if (!op.fused || op.kind != "vector" || op.deps.empty()) continue;
         const std::size_t p = op.deps[0];
         const OpSpec& prod = ops[p];
-        if (consumers_count_[p] != 1 || !(prod.kind == "matmul" || prod.kind == "vector")) {
-            continue;
-        }
+        if (consumer_[p] >= 0 || !(prod.kind == "matmul" || prod.kind == "vector")) continue;
         if (prod.cores != op.cores) continue;
         // It is lowered inside the producer's loop, so its other operands must be lowered
         // before the producer (else it would not wait for them): otherwise, through HBM.
@@ -175,10 +174,20 @@ CoreProgram CoreLowering::run(std::vector<OpInfo>& infos) {
 
 void CoreLowering::sink(std::size_t i, TileRef tile) {
     if (auto c = inline_consumer(i)) {
+        if (consumers_count_[i] > 1) {
+            // For the unfused consumers, in the op's own dtype (a matmul hands its fused
+            // consumer f32 accumulators; the VPU converts what goes to HBM).
+            TileRef stored = tile;
+            stored.elem = ops_[i].out_bytes;
+            write_back(i, stored);
+        }
         consume_tile(*c, std::move(tile));
         return;
     }
-    const OpSpec& op = ops_[i];
+    write_back(i, tile);
+}
+
+void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
     Instr out;
     out.unit = Unit::Dma;
     out.op = static_cast<std::uint32_t>(i);
@@ -195,7 +204,6 @@ void CoreLowering::sink(std::size_t i, TileRef tile) {
     vmem_.use(tile.vmem, id);
     done_[i].push_back(id);
     count_hbm(i, static_cast<Bytes>(tile.rows * tile.cols * tile.elem));
-    (void)op;
 }
 
 void CoreLowering::consume_tile(std::size_t i, TileRef in) {

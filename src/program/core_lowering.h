@@ -62,7 +62,8 @@ class CoreLowering {
     void lower_single(std::size_t i);
     // Delivers a result tile of op `i`: to its fused consumer, or back to HBM.
     void sink(std::size_t i, TileRef tile);
-    void consume_tile(std::size_t i, TileRef in);  // op i is the fused consumer
+    void write_back(std::size_t i, const TileRef& tile);  // a result tile of op i to HBM
+    void consume_tile(std::size_t i, TileRef in);         // op i is the fused consumer
 
     const TpuConfig& cfg_;
     LoweringOptions opts_;

@@ -8,13 +8,31 @@
 
 namespace tpusim {
 
+int xla_statistics_passes(const std::string& vop) {
+    if (vop == "layernorm" || vop == "softmax") return 2;
+    if (vop == "rmsnorm") return 1;
+    return 0;
+}
+
 void CoreLowering::lower_vector(std::size_t i) {
     const OpSpec& op = ops_[i];
     const bool reduces = op.rowwise && op.vop.rfind("reduce", 0) == 0;
     const std::int64_t out_cols = reduces ? 1 : op.cols;
     const Bytes row_in = static_cast<Bytes>(op.cols * op.in_bytes);
     const Bytes row_out = static_cast<Bytes>(out_cols * op.out_bytes);
-    const Bytes row_all = row_in * static_cast<Bytes>(op.vector_inputs) + row_out;
+    // XLA emits a row normalisation written with jnp (LayerNorm: mean, variance of x - mean,
+    // then (x - mean) * rsqrt(var + eps); softmax: max, sum of exp(x - max), then the
+    // quotient) as separate fusions: each row reduction is its own kernel that reads the
+    // input from HBM, and the elementwise fusion reads it once more. The statistics passes
+    // are modelled as extra reads of each chunk (same HBM bytes and order of traffic; the
+    // VPU work of the statistics is already in the op's instruction body). docs/program.md.
+    int stat_passes = xla_statistics_passes(op.vop);
+    auto row_bytes = [&] {
+        return row_in * static_cast<Bytes>(op.vector_inputs + stat_passes) + row_out;
+    };
+    // A row too long to hold its extra copies (rows of ~1 MiB and more) keeps one read.
+    if (row_bytes() * 2 > vmem_.capacity()) stat_passes = 0;
+    const Bytes row_all = row_bytes();
     if (row_all * 2 > vmem_.capacity()) {
         throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
                          fmt::format("one row of {} columns needs {:.2f} MiB of VMEM (double "
@@ -41,28 +59,30 @@ void CoreLowering::lower_vector(std::size_t i) {
         const std::int64_t r0 = c * chunk_rows;
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         Step& st = steps[static_cast<std::size_t>(c)];
+        auto load_rows = [=](Step& s, Addr src) {
+            const Bytes bytes = static_cast<Bytes>(rows) * row_in;
+            Waits w = deps;
+            Buffer buf = alloc(bytes, false, w, i);
+            Instr ld;
+            ld.unit = Unit::Dma;
+            ld.op = u32;
+            ld.waits = w;
+            ld.dma.to_vmem = true;
+            ld.dma.vmem_addr = buf.addr;
+            ld.dma.hbm_addr = src + static_cast<Bytes>(r0) * row_in;
+            ld.dma.rows = rows;
+            ld.dma.row_bytes = row_in;
+            ld.dma.hbm_stride = row_in;
+            ld.dma.vmem_stride = row_in;
+            const std::uint32_t id = emit(std::move(ld));
+            vmem_.use(buf.addr, id);
+            s.loaded.push_back(id);
+            s.buffers.push_back(buf.addr);
+            count_hbm(i, bytes);
+        };
         st.load = [=](Step& s) {
-            for (Addr src : inputs) {
-                const Bytes bytes = static_cast<Bytes>(rows) * row_in;
-                Waits w = deps;
-                Buffer buf = alloc(bytes, false, w, i);
-                Instr ld;
-                ld.unit = Unit::Dma;
-                ld.op = u32;
-                ld.waits = w;
-                ld.dma.to_vmem = true;
-                ld.dma.vmem_addr = buf.addr;
-                ld.dma.hbm_addr = src + static_cast<Bytes>(r0) * row_in;
-                ld.dma.rows = rows;
-                ld.dma.row_bytes = row_in;
-                ld.dma.hbm_stride = row_in;
-                ld.dma.vmem_stride = row_in;
-                const std::uint32_t id = emit(std::move(ld));
-                vmem_.use(buf.addr, id);
-                s.loaded.push_back(id);
-                s.buffers.push_back(buf.addr);
-                count_hbm(i, bytes);
-            }
+            for (Addr src : inputs) load_rows(s, src);
+            for (int p = 0; p < stat_passes; ++p) load_rows(s, inputs.front());
         };
         st.compute = [=](Step& s) {
             Waits w = s.loaded;

@@ -88,8 +88,9 @@ void order_topologically(Trace& t) {
     sorted.reserve(n);
     for (std::size_t i : order) {
         sorted.push_back(std::move(t.ops[i]));
+        // Deps keep the order the trace lists them in: the first is a fused op's primary
+        // operand (docs/trace-format.md).
         for (auto& d : sorted.back().deps) d = new_index[d];
-        std::sort(sorted.back().deps.begin(), sorted.back().deps.end());
     }
     t.ops = std::move(sorted);
 }
@@ -149,9 +150,12 @@ void link_ops(Trace& t, const std::vector<std::vector<std::string>>& dep_ids) {
             }
             op.deps.push_back(it->second);
         }
-        // A repeated dep says nothing more; keep each once.
-        std::sort(op.deps.begin(), op.deps.end());
-        op.deps.erase(std::unique(op.deps.begin(), op.deps.end()), op.deps.end());
+        // A repeated dep says nothing more; keep each once, in the order first listed.
+        std::vector<std::size_t> seen;
+        seen.reserve(op.deps.size());
+        for (std::size_t d : op.deps)
+            if (std::find(seen.begin(), seen.end(), d) == seen.end()) seen.push_back(d);
+        op.deps = std::move(seen);
         if (op.fused && op.deps.empty()) {
             throw InputError(t.path, op_where(op.id),
                              "\"fused\" needs a producer in \"deps\" to fuse with");

@@ -79,3 +79,34 @@ TEST_CASE("calibrated HBM: halves queue independently; a remote half adds its la
     CHECK(2 * c.read_bytes_per_cycle < peak_per_cycle);
     CHECK(2 * c.write_bytes_per_cycle < peak_per_cycle);
 }
+
+TEST_CASE("calibrated HBM charges read/write turnaround only to back-to-back direction changes",
+          "[hbm][calibrated]") {
+    const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
+    const HbmCalibration& cal = calibrate_hbm(cfg.hbm, cfg.chip.clock_mhz, 2);
+    // The burst-level copy is slower than reads and writes alone (turnaround, docs/hbm.md).
+    REQUIRE(cal.copy_bytes_per_cycle > 0);
+    const double per_byte = (2.0 / cal.copy_bytes_per_cycle - 1.0 / cal.read_bytes_per_cycle -
+                             1.0 / cal.write_bytes_per_cycle) /
+                            2.0;
+    REQUIRE(per_byte > 0);
+    const Bytes b = kMiB;
+    auto service = [](double rate_per_byte, Bytes bytes) {
+        return static_cast<Cycle>(std::ceil(static_cast<double>(bytes) * rate_per_byte));
+    };
+    // Read, then a write back to back: the write pays the turnaround share.
+    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+    const Cycle r_end = m.transfer(0, b, false, 0, 0);
+    const Cycle lat_r = cal.read_latency, lat_w = cal.write_latency;
+    const Cycle r_free = r_end - lat_r;
+    REQUIRE(r_free == service(1.0 / cal.read_bytes_per_cycle, b));
+    const Cycle w_end = m.transfer(b, b, true, 0, 0);
+    CHECK(w_end - lat_w == r_free + service(1.0 / cal.write_bytes_per_cycle + per_byte, b));
+    // Another write right after it: same direction, no turnaround.
+    const Cycle w2_end = m.transfer(2 * b, b, true, 0, 0);
+    CHECK(w2_end - w_end == service(1.0 / cal.write_bytes_per_cycle, b));
+    // A read after an idle gap: the bus turned while idle.
+    const Cycle late = w2_end + 1000;
+    const Cycle r2_end = m.transfer(3 * b, b, false, 0, late);
+    CHECK(r2_end - lat_r == late + service(1.0 / cal.read_bytes_per_cycle, b));
+}

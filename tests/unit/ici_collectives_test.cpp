@@ -100,17 +100,26 @@ TEST_CASE(
     "[ici][collectives]") {
     for (const char* board : {"tpu_v2_8.json", "tpu_v3_8.json"}) {
         INFO(board);
-        const TpuConfig cfg = load_config(test::config_path(board));
+        // Without the fixed setup, so that the bandwidth term alone is compared with its bound.
+        const TpuConfig cfg = load_config(test::config_path(board), {"ici.collective_setup_us=0"});
         CollectiveSpec spec = all_reduce(64 * kMiB, AllReduceAlgorithm::kRing);
         const IciPoint big = run_ici_point(cfg, spec);
         REQUIRE(big.busbw_gbps <= big.bound_busbw_gbps * 1.0001);
         REQUIRE(big.busbw_gbps >= 0.97 * big.bound_busbw_gbps);
-        // The ring's bound is one link's bandwidth.
-        REQUIRE(big.bound_busbw_gbps == Approx(cfg.ici.link_bandwidth_gbps).epsilon(1e-6));
+        // The ring's bound is one link's payload rate.
+        REQUIRE(big.bound_busbw_gbps ==
+                Approx(cfg.ici.link_bandwidth_gbps * cfg.ici.link_efficiency).epsilon(1e-6));
         spec.bytes = kKiB;
         const IciPoint small = run_ici_point(cfg, spec);
         REQUIRE(small.seconds >= small.latency_floor_seconds);
         REQUIRE(small.seconds <= 1.1 * small.latency_floor_seconds);
+        // With the board's setup, a small all-reduce is the setup plus the same chain.
+        const TpuConfig with_setup = load_config(test::config_path(board));
+        const IciPoint s2 = run_ici_point(with_setup, spec);
+        const double setup = with_setup.ici.collective_setup_us * 1e-6;
+        REQUIRE(setup > 0);
+        REQUIRE(s2.latency_floor_seconds == Approx(small.latency_floor_seconds + setup));
+        REQUIRE(s2.seconds == Approx(small.seconds + setup).epsilon(1e-3));
     }
 }
 

@@ -101,6 +101,27 @@ TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
     CHECK(per_mxu[0] + per_mxu[1] == 1024ull * 1024 * 1024);
 }
 
+TEST_CASE("a thin LHS is the stationary operand and B streams through both MXUs", "[lowering]") {
+    const TpuConfig cfg = v3();
+    const std::int64_t R = cfg.mxu.rows, C = cfg.mxu.cols;
+    // M = 64 <= C: each MXU instruction keeps the M x K tile stationary (n = M) and streams
+    // its share of B's columns (m = tn / 2), so every block has ceil(k / R) passes.
+    const Program p = lower_ops({matmul("mm", 64, 4096, 4096)}, cfg, {}, "t");
+    std::uint64_t per_mxu[2] = {0, 0};
+    for (const auto& in : p.cores[0].instrs) {
+        if (in.unit != Unit::Mxu) continue;
+        CHECK(in.mm.n == 64);
+        CHECK(in.mm.k % R == 0);
+        per_mxu[in.mm.mxu] += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
+    }
+    CHECK(per_mxu[0] == per_mxu[1]);
+    CHECK(per_mxu[0] + per_mxu[1] == 64ull * 4096 * 4096);
+    // One array width more and B is stationary again (n = a multiple of C per MXU).
+    const Program q = lower_ops({matmul("mm", C + 1, 4096, 4096)}, cfg, {}, "t");
+    for (const auto& in : q.cores[0].instrs)
+        if (in.unit == Unit::Mxu) CHECK(in.mm.m == C + 1);
+}
+
 TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[lowering]") {
     const TpuConfig cfg = v3();
     const Program p =
@@ -144,6 +165,16 @@ TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]")
     CHECK(per_op(fused, 1, false) == 2048ull * 3072 * 4);
     CHECK(totals(fused.cores[0]).vec_elems == 2048ull * 3072);
     CHECK(totals(fused.cores[0]).macs == 2048ull * 768 * 3072);
+
+    // Multi-output fusion: with a second, unfused consumer the matmul hands its tiles to the
+    // fused GELU and also writes its result once for the other consumer, which reads it.
+    OpSpec other = vector("relu", "relu", 2048, 3072);
+    other.deps = {0};
+    const Program multi = lower_ops({mm, g, other}, cfg, {}, "t");
+    CHECK(per_op(multi, 0, false) == 2048ull * 3072 * 2);
+    CHECK(per_op(multi, 1, true) == 0);
+    CHECK(per_op(multi, 2, true) == 2048ull * 3072 * 4);
+    CHECK(multi.ops[1].fused_into == "mm");
 }
 
 TEST_CASE("vector ops are chunked in whole rows and every element is processed once",
@@ -152,7 +183,9 @@ TEST_CASE("vector ops are chunked in whole rows and every element is processed o
     const Program p = lower_ops({vector("sm", "softmax", 1000, 4096, 1, true)}, cfg, {}, "t");
     const Totals t = totals(p.cores[0]);
     CHECK(t.vec_elems == 1000ull * 4096);
-    CHECK(t.dma_in == 1000ull * 4096 * 4);
+    // XLA's softmax reads its input three times: max, sum of exp, then the quotient.
+    CHECK(xla_statistics_passes("softmax") == 2);
+    CHECK(t.dma_in == 3 * 1000ull * 4096 * 4);
     CHECK(t.dma_out == 1000ull * 4096 * 4);
     for (const auto& in : p.cores[0].instrs) {
         if (in.unit == Unit::Vpu) CHECK(in.vec.cols == 4096);

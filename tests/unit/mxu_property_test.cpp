@@ -48,6 +48,7 @@ MxuConfig random_config(Rng& rng, const MxuConfig& base, bool keep_size) {
     c.weight_double_buffer = uniform(rng, 0, 1) == 1;
     c.overlap_tiles = uniform(rng, 0, 1) == 1;
     c.input_latency_cycles = uniform(rng, 0, 3);
+    c.pass_gap_cycles = uniform(rng, 0, 2) == 0 ? 0 : uniform(rng, 1, 40);
     c.accumulator_latency_cycles = uniform(rng, 0, 3);
     c.result_pop_latency_cycles = uniform(rng, 0, 3);
     return c;

@@ -104,6 +104,24 @@ TEST_CASE("mxu timing: back-to-back tiles with double buffering have no bubble",
     CHECK(s[1].results_end == d.results_end(ws1 + d.Lw - d.Lin, short_m));
 }
 
+TEST_CASE("mxu timing: the sequencer's pass gap idles the LHS port between passes", "[mxu]") {
+    MxuConfig cfg;
+    cfg.pass_gap_cycles = 19;
+    const Derived d(cfg);
+    const Cycle G = cfg.pass_gap_cycles;
+    // A stream long enough to hide the weight load: the next pass starts G cycles after the
+    // previous pass's last row, so the period is m + G (docs/mxu.md).
+    const Cycle m = d.R + d.C - 1 + d.Lw + 100;
+    const auto t = run_both(cfg, {{128, 128, static_cast<std::int64_t>(m)},
+                                  {128, 128, static_cast<std::int64_t>(m)},
+                                  {128, 128, static_cast<std::int64_t>(m)}});
+    CHECK(t[1].lhs_start == t[0].lhs_end + G);
+    CHECK(t[2].results_end - t[1].results_end == m + G);
+    // A short stream is bound by the weight swap, which the gap does not reach.
+    const auto s = run_both(cfg, {{128, 128, 50}, {128, 128, 50}});
+    CHECK(s[1].lhs_start == s[0].lhs_start + d.Lin + d.R + d.C - 1 + d.Lw - d.Lin);
+}
+
 TEST_CASE("mxu timing: back-to-back tiles without double buffering wait for the drain", "[mxu]") {
     MxuConfig cfg;
     cfg.weight_double_buffer = false;

@@ -35,6 +35,15 @@ TEST_CASE("deps may point forward; ops come out in topological, otherwise file, 
     CHECK(t.ops[3].deps.empty());
 }
 
+TEST_CASE("deps keep their listed order: the first is a fused op's primary operand", "[trace]") {
+    // b lists its deps late-first: c was produced after a, and is b's primary operand.
+    const Trace t = parse_text(
+        trace_text(copy_op("a") + "," + copy_op("c") + "," + copy_op("b", R"("c", "a", "c")")));
+    REQUIRE(t.ops.size() == 3);
+    CHECK(t.ops[2].id == "b");
+    CHECK(t.ops[2].deps == std::vector<std::size_t>{1, 0});
+}
+
 TEST_CASE("dependency cycles are reported with the ids on the cycle", "[trace]") {
     // x is outside the cycle b -> c -> d -> b but depends on it.
     const InputError e = error_of(

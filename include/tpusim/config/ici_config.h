@@ -23,6 +23,16 @@ struct IciConfig {
     // train is forwarded cut-through and reserves its credits at once. Equal to packet_bytes,
     // every packet is simulated. docs/ici.md shows the error of coarse trains.
     std::int64_t chunk_bytes = 65536;
+    // Fraction of the link rate that carries payload (packet headers, CRC, flow control,
+    // encoding; not published). 1 = the raw rate; the board files set the value calibrated on
+    // validation/measured/allreduce_TPUv3_calibration.csv (docs/config.md, calibrated keys).
+    double link_efficiency = 1.0;
+    // Fixed device-side cost of starting a collective (all-reduce, reduce-scatter, all-gather,
+    // all-to-all): the participating cores agree that every buffer is ready and the schedule's
+    // DMA descriptors are written. Point-to-point transfers do not pay it. Calibrated with
+    // link_efficiency (board files).
+    double collective_setup_us = 0.0;
+    // torus2d on pod slices; the -8 board files select XLA's ring (docs/ici.md).
     std::string all_reduce_algorithm = "torus2d";
     // torus2d: pieces per dimension order, run as concurrent streams so that one piece's
     // on-chip reduction overlaps another's link transfers (docs/ici.md).
@@ -42,6 +52,10 @@ struct IciConfig {
                 "router traversal, core clock");
         v.value("chunk_bytes", chunk_bytes, Limits::pow2_max(1 << 26), "B",
                 "simulation granularity: largest train of packets scheduled as one transfer");
+        v.value("link_efficiency", link_efficiency, Limits::range(0.01, 1.0), "fraction",
+                "payload fraction of the link rate (headers, CRC, flow control)");
+        v.value("collective_setup_us", collective_setup_us, Limits::non_negative(), "us",
+                "fixed cost of starting a collective on the cores (barrier, descriptors)");
         v.value("all_reduce_algorithm", all_reduce_algorithm, {"ring", "torus2d"},
                 "all-reduce algorithm");
         v.value("all_reduce_pieces", all_reduce_pieces, Limits::range(1, 64), "pieces",

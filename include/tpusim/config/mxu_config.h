@@ -18,6 +18,11 @@ struct MxuConfig {
     std::int64_t input_latency_cycles = 1;        // LHS from the push slot to the array edge
     std::int64_t accumulator_latency_cycles = 1;  // array bottom edge to the result buffer
     std::int64_t result_pop_latency_cycles = 1;   // result buffer to the pop slot
+    // The sequencer's loop overhead between passes: the LHS push slot idles this long after
+    // a pass's last row before the next pass's first (address and loop-counter updates, the
+    // next pass's push setup). 0 = back to back. The board files set the value calibrated on
+    // validation/measured/matmul_TPUv3_k12288.csv (docs/config.md, calibrated keys).
+    std::int64_t pass_gap_cycles = 0;
 
     void visit(ConfigVisitor& v) {
         v.value("rows", rows, Limits::pow2_max(4096), "PEs", "systolic array rows (K)");
@@ -34,6 +39,8 @@ struct MxuConfig {
                 "cycles", "array bottom edge to the accumulators");
         v.value("result_pop_latency_cycles", result_pop_latency_cycles, Limits::non_negative(),
                 "cycles", "accumulators to the result pop slot");
+        v.value("pass_gap_cycles", pass_gap_cycles, Limits::range(0, 1 << 20), "cycles",
+                "sequencer loop overhead: idle LHS cycles between consecutive passes");
     }
 };
 

@@ -83,6 +83,7 @@ struct Schedule {
 struct LoweredCollective {
     std::string name;
     std::vector<Schedule> streams;
+    double setup_us = 0;  // ici.collective_setup_us, or 0 for point-to-point kinds
 };
 
 // Throws InputError for a bad spec (core outside the slice, repeated core, empty group, ...).

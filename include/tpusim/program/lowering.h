@@ -49,6 +49,10 @@ struct LoweringOptions {
     std::int64_t cores = 1;  // program cores (SPMD); tiling choices: cfg.lowering
 };
 
+// Extra reads of its input that XLA's separate statistics fusions add to an unfused row
+// normalisation (layernorm, softmax: 2; rmsnorm: 1; other ops: 0). docs/program.md.
+int xla_statistics_passes(const std::string& vop);
+
 // Throws InputError(trace_name, "op \"id\"", ...) when an op cannot be placed (e.g. its
 // smallest tile does not fit VMEM).
 Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const LoweringOptions& opts,

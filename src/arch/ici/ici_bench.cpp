@@ -37,7 +37,8 @@ IciPoint run_ici_point(const TpuConfig& cfg, const CollectiveSpec& spec_in) {
     pt.participants = static_cast<int>(s.streams.front().cores.size());
     const double hz = cfg.chip.clock_mhz * 1e6;
     pt.link_bound_seconds = link_limited_cycles(s, engine.fabric()) / hz;
-    pt.latency_floor_seconds = latency_floor_cycles(s, engine.fabric()) / hz;
+    // The collective's setup (ici.collective_setup_us) precedes its first step.
+    pt.latency_floor_seconds = latency_floor_cycles(s, engine.fabric()) / hz + s.setup_us * 1e-6;
     pt.reduction_bound_seconds = reduction_bound_cycles(s, cost) / hz;
     Cycle finished = 0;
     engine.start(s, 0, [&](Cycle c) { finished = c; });

@@ -37,6 +37,7 @@ IciEngine::IciEngine(const Topology& topo, const IciConfig& cfg, double clock_mh
                      const ReductionCostModel& cost)
     : topo_(topo),
       cost_(cost),
+      clock_mhz_(clock_mhz),
       fabric_(std::make_unique<IciFabric>(
           topo, cfg, clock_mhz, queue_,
           [this](std::uint64_t tag, Bytes bytes, Tick when) { deliver(tag, bytes, when); })),
@@ -72,6 +73,8 @@ void IciEngine::start(Schedule schedule, Cycle at, Done done) {
 }
 
 void IciEngine::start(LoweredCollective collective, Cycle at, Done done) {
+    // The setup (barrier, descriptors) runs before any stream sends.
+    at += static_cast<Cycle>(std::llround(collective.setup_us * clock_mhz_));
     if (collective.streams.empty()) {
         start(Schedule{}, at, std::move(done));
         return;

@@ -28,7 +28,7 @@ IciFabric::IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mh
     : topo_(topo),
       queue_(queue),
       deliver_(std::move(deliver)),
-      bytes_per_cycle_(cfg.link_bandwidth_gbps * 1e3 / clock_mhz),
+      bytes_per_cycle_(cfg.link_bandwidth_gbps * cfg.link_efficiency * 1e3 / clock_mhz),
       latency_(static_cast<Tick>(std::llround(cfg.link_latency_ns * clock_mhz / 1e3 *
                                               static_cast<double>(kTicksPerCycle)))),
       router_(static_cast<Tick>(cfg.router_latency_cycles) * kTicksPerCycle),

@@ -35,11 +35,11 @@ Cycle isolated_latency(const HbmConfig& cfg, double clock_mhz, std::int64_t core
     }
 }
 
-double streaming_rate(const HbmConfig& cfg, double clock_mhz, std::int64_t cores, bool write,
-                      std::uint64_t& bursts) {
+double streaming_rate(const HbmConfig& cfg, double clock_mhz, std::int64_t cores,
+                      HbmTraffic::Kind kind, std::uint64_t& bursts) {
     HbmSystem hbm(cfg, clock_mhz, static_cast<std::uint32_t>(cores));
     HbmTraffic t;
-    t.kind = write ? HbmTraffic::Kind::Write : HbmTraffic::Kind::Read;
+    t.kind = kind;
     t.cores.clear();
     for (std::int64_t c = 0; c < cores; ++c) t.cores.push_back(static_cast<int>(c));
     // Long enough to cover a refresh interval on every channel (tREFI ~ 4 us at 900 GB/s is
@@ -47,7 +47,9 @@ double streaming_rate(const HbmConfig& cfg, double clock_mhz, std::int64_t cores
     t.bytes_per_core = 4 * kMiB;
     const HbmTrafficResult r = run_hbm_traffic(hbm, t, clock_mhz);
     bursts += r.bursts;
-    const double bytes = static_cast<double>(write ? r.bytes_written : r.bytes_read);
+    const double bytes =
+        static_cast<double>((kind == HbmTraffic::Kind::Read ? 0 : r.bytes_written) +
+                            (kind == HbmTraffic::Kind::Write ? 0 : r.bytes_read));
     return bytes / static_cast<double>(std::max<Cycle>(r.cycles, 1)) / static_cast<double>(cores);
 }
 
@@ -68,10 +70,13 @@ const HbmCalibration& calibrate_hbm(const HbmConfig& cfg, double core_clock_mhz,
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     HbmCalibration c;
+    using K = HbmTraffic::Kind;
     c.read_bytes_per_cycle =
-        streaming_rate(cfg, core_clock_mhz, cores_per_chip, false, c.calibration_bursts);
+        streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Read, c.calibration_bursts);
     c.write_bytes_per_cycle =
-        streaming_rate(cfg, core_clock_mhz, cores_per_chip, true, c.calibration_bursts);
+        streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Write, c.calibration_bursts);
+    c.copy_bytes_per_cycle =
+        streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Copy, c.calibration_bursts);
     c.read_latency = isolated_latency(cfg, core_clock_mhz, cores_per_chip, false);
     c.write_latency = isolated_latency(cfg, core_clock_mhz, cores_per_chip, true);
     return cache.emplace(key, c).first->second;
@@ -83,7 +88,17 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
       cal_(calibrate_hbm(cfg, core_clock_mhz, cores_per_chip)),
       halves_(cores_per_chip),
       half_bytes_(cfg.capacity_bytes() / static_cast<Bytes>(cores_per_chip)),
-      free_at_(static_cast<std::size_t>(cores_per_chip), 0) {
+      free_at_(static_cast<std::size_t>(cores_per_chip), 0),
+      last_write_(static_cast<std::size_t>(cores_per_chip), 0) {
+    // A copy moves B read and B written in 2B / copy_rate cycles instead of B / read_rate +
+    // B / write_rate: the difference, per byte of either direction, is what a transfer pays
+    // when it turns the bus around (transfer()).
+    if (cal_.copy_bytes_per_cycle > 0) {
+        turnaround_cycles_per_byte_ =
+            std::max(0.0, (2.0 / cal_.copy_bytes_per_cycle - 1.0 / cal_.read_bytes_per_cycle -
+                           1.0 / cal_.write_bytes_per_cycle) /
+                              2.0);
+    }
     stats_.counter("bytes_read", bytes_read_, "B", "bytes read");
     stats_.counter("bytes_written", bytes_written_, "B", "bytes written");
     stats_.counter("requests", requests_, "requests", "transfers served");
@@ -95,6 +110,9 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
         "calibrated_read_bytes_per_cycle", [this] { return cal_.read_bytes_per_cycle; }, "B/cycle",
         "sustained streaming read rate of one half, from the burst-level model");
     stats_.formula(
+        "calibrated_copy_bytes_per_cycle", [this] { return cal_.copy_bytes_per_cycle; }, "B/cycle",
+        "sustained streaming copy rate (read + written) of one half");
+    stats_.formula(
         "calibrated_write_bytes_per_cycle", [this] { return cal_.write_bytes_per_cycle; },
         "B/cycle", "sustained streaming write rate of one half, from the burst-level model");
 }
@@ -105,8 +123,14 @@ Cycle HbmCalibratedModel::transfer(Addr addr, Bytes bytes, bool is_write, int re
         std::min<Addr>(addr / std::max<Bytes>(half_bytes_, 1), static_cast<Addr>(halves_ - 1)));
     const bool remote = requester >= 0 && static_cast<std::size_t>(requester) != half;
     const double rate = is_write ? cal_.write_bytes_per_cycle : cal_.read_bytes_per_cycle;
-    const auto service = static_cast<Cycle>(std::ceil(static_cast<double>(bytes) / rate));
     const Cycle start = std::max(now, free_at_[half]);
+    // Back to back with a transfer of the other direction, the two streams interleave in the
+    // controller and pay its read/write turnaround; after an idle gap the bus has turned.
+    const bool turns =
+        start == free_at_[half] && start > 0 && static_cast<bool>(last_write_[half]) != is_write;
+    const double per_byte = 1.0 / rate + (turns ? turnaround_cycles_per_byte_ : 0.0);
+    const auto service = static_cast<Cycle>(std::ceil(static_cast<double>(bytes) * per_byte));
+    last_write_[half] = is_write ? 1 : 0;
     free_at_[half] = start + service;
     busy_cycles_ += service;
     ++requests_;

@@ -101,7 +101,7 @@ void MxuPeArray::control() {
             p.timing.lhs_start = now_;
             p.timing.lhs_end = now_ + static_cast<Cycle>(p.pass.m);
             p.t0 = now_ + pipe_.input_latency;
-            stream_free_at_ = p.timing.lhs_end;
+            stream_free_at_ = p.timing.lhs_end + pipe_.pass_gap;
             in_flight_.push_back(next_stream_++);
         }
     }

@@ -20,6 +20,7 @@ MxuPipeline::MxuPipeline(const MxuConfig& cfg)
       input_latency(static_cast<Cycle>(cfg.input_latency_cycles)),
       accumulator_latency(static_cast<Cycle>(cfg.accumulator_latency_cycles)),
       pop_latency(static_cast<Cycle>(cfg.result_pop_latency_cycles)),
+      pass_gap(static_cast<Cycle>(cfg.pass_gap_cycles)),
       double_buffer(cfg.weight_double_buffer),
       overlap(cfg.overlap_tiles) {
     if (cfg.rows < 1 || cfg.cols < 1 || cfg.weight_load_rows_per_cycle < 1) {
@@ -66,7 +67,7 @@ MxuPassTiming MxuTiming::schedule(const MxuPass& pass, Cycle weights_avail, Cycl
         t.lhs_start = std::max(t.lhs_start, t.weights_ready - pipe_.input_latency);
     }
     if (have_prev_) {
-        t.lhs_start = std::max(t.lhs_start, prev_.lhs_end);
+        t.lhs_start = std::max(t.lhs_start, prev_.lhs_end + pipe_.pass_gap);
         if (!pipe_.overlap) t.lhs_start = std::max(t.lhs_start, prev_.results_end);
     }
     t.lhs_end = t.lhs_start + m;

@@ -94,6 +94,7 @@ class IciEngine {
 
     const Topology& topo_;
     const ReductionCostModel& cost_;
+    double clock_mhz_;
     IciEventQueue queue_;
     std::unique_ptr<IciFabric> fabric_;
     std::vector<std::unique_ptr<Active>> active_;

@@ -7,8 +7,10 @@
 // FIFO transfer queue per TensorCore half, whose sustained read and write rates and idle
 // latency are *measured* on the burst-level model for the same config when the simulator
 // starts (streaming reads, streaming writes and one isolated access; cached per config).
-// What it leaves out: read/write turnaround between interleaved streams, bank conflicts of
-// non-streaming patterns, and interference between the two halves; `--set
+// Read/write turnaround between interleaved streams is charged from the measured copy rate:
+// a transfer that follows one of the other direction back to back on its half pays the
+// turnaround share of a copy (transfer()). What it leaves out: bank conflicts of
+// non-streaming patterns and interference between the two halves; `--set
 // sim.hbm_model=burst` runs the reference instead. tests/unit/hbm_calibrated_test.cpp checks
 // the two against each other on streaming traffic.
 #include <cstdint>
@@ -23,6 +25,10 @@ namespace tpusim {
 struct HbmCalibration {
     double read_bytes_per_cycle = 0;  // per core half, core cycles, streaming
     double write_bytes_per_cycle = 0;
+    // Streaming copy (every core reads one stream and writes another): bytes read plus
+    // written per cycle. Below the read and write rates by the read/write turnaround of the
+    // controller's write drains (docs/hbm.md).
+    double copy_bytes_per_cycle = 0;
     Cycle read_latency = 0;  // an isolated access on an idle system, core cycles
     Cycle write_latency = 0;
     std::uint64_t calibration_bursts = 0;  // bursts the burst-level model simulated
@@ -49,7 +55,9 @@ class HbmCalibratedModel {
     HbmCalibration cal_;
     std::int64_t halves_;
     Bytes half_bytes_;
-    std::vector<Cycle> free_at_;  // per half: when its queue drains
+    std::vector<Cycle> free_at_;    // per half: when its queue drains
+    std::vector<char> last_write_;  // per half: direction of the last transfer served
+    double turnaround_cycles_per_byte_ = 0;
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0, remote_requests_ = 0;
     std::uint64_t busy_cycles_ = 0;
     StatGroup stats_{"hbm", "HBM of one chip (calibrated transaction model)"};

@@ -38,6 +38,7 @@ struct MxuPipeline {
     Cycle rows, cols;
     Cycle load_cycles;  // Lw = ceil(rows / weight_load_rows_per_cycle)
     Cycle input_latency, accumulator_latency, pop_latency;
+    Cycle pass_gap;  // idle LHS-port cycles between passes (sequencer loop overhead)
     bool double_buffer, overlap;
 
     explicit MxuPipeline(const MxuConfig& cfg);
