@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "arch/core/sequencer.h"
 #include "arch/vpu/vpu_module.h"
 #include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/common/sim_time.h"
@@ -14,11 +15,27 @@ namespace tpusim {
 
 using sc_core::sc_event;
 
-namespace {
+class TensorCore::IssueTarget : public IssueIf {
+ public:
+    explicit IssueTarget(TensorCore& core) : core_(core) {}
+    bool completed(std::uint32_t idx) const override { return core_.done_[idx] != 0; }
+    const sc_event& progress_event() const override { return core_.progress_; }
+    bool unit_full(const Instr& in) const override { return core_.lane_full(in.unit, in); }
+    const sc_event& unit_freed(const Instr& in) const override {
+        switch (in.unit) {
+            case Unit::Mxu:
+                return core_.mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->popped;
+            case Unit::Vpu:
+                return core_.vpu_lane_.popped;
+            default:
+                return core_.dma_slot_free_;
+        }
+    }
+    void issue(std::uint32_t idx, Cycle stall) override { core_.issue(idx, stall); }
 
-std::size_t slot_class(Unit u) { return static_cast<std::size_t>(u); }
-
-}  // namespace
+ private:
+    TensorCore& core_;
+};
 
 TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const TensorCoreConfigs& cfg,
                        Timeline* timeline)
@@ -28,12 +45,27 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const Tens
       timeline_(timeline),
       mxus_("mxu"),
       stats_(fmt::format("core{}", id)) {
+    // Construction order is process order: the DMA engines' threads first, the sequencer's
+    // after the units', so that processes woken in one delta cycle run in the same order as
+    // before the restructuring (tests/golden).
+    vmem_ = std::make_unique<Vmem>("vmem", cfg_.vmem, cfg_.dma);
+    if (cfg_.dma_engines) {
+        // The chip binds the engines' hbm_out socket to its HBM.
+        dma_ = std::make_unique<DmaEngine>(
+            "dma", cfg_.dma, static_cast<int>(id % cfg_.cores_per_chip), cfg_.hbm_capacity_bytes);
+        dma_->vmem_out.bind(vmem_->dma_in);
+        dma_out.bind(dma_->core_in);
+        stats_.group.add_child(dma_->stats());
+    }
+    stats_.group.add_child(vmem_->stats());
     mxus_.init(static_cast<std::size_t>(cfg_.core.mxus), [this](const char* nm, std::size_t) {
         return new Mxu(nm, cfg_.mxu, cfg_.mxu_fidelity);
     });
     for (std::size_t x = 0; x < mxus_.size(); ++x) mxu_lanes_.push_back(std::make_unique<Lane>());
     vpu_ = std::make_unique<Vpu>("vpu", cfg_.vpu, cfg_.vmem);
-    SC_THREAD(sequencer);
+    issue_target_ = std::make_unique<IssueTarget>(*this);
+    sequencer_ = std::make_unique<Sequencer>("sequencer", cfg_.sequencer);
+    sequencer_->core_out.bind(*issue_target_);
     for (std::size_t x = 0; x < mxus_.size(); ++x) {
         sc_core::sc_spawn([this, x] { mxu_lane(x); }, fmt::format("mxu_lane{}", x).c_str());
     }
@@ -64,6 +96,7 @@ std::size_t TensorCore::add_track(const std::string& process, const std::string&
 void TensorCore::load(const CoreProgram& program, const std::vector<OpInfo>& ops) {
     program_ = &program;
     ops_ = &ops;
+    sequencer_->load(program);
     const std::size_t op_count = ops.size();
     done_.assign(program.instrs.size(), 0);
     remaining_ = program.instrs.size();
@@ -79,59 +112,16 @@ bool TensorCore::lane_full(Unit u, const Instr& in) const {
         case Unit::Vpu:
             return vpu_lane_.queue.size() >= depth;
         case Unit::Dma:
-            return dma_in_flight_ >= cfg_.dma_in_flight;
+            return dma_in_flight_ >= cfg_.dma.engines * cfg_.dma.descriptors_per_engine;
         default:
             return false;
     }
 }
 
-void TensorCore::sequencer() {
-    if (!program_) return;
-    const auto& instrs = program_->instrs;
-    const std::int64_t slots[kUnitCount] = {cfg_.sequencer.dma_slots, cfg_.sequencer.matrix_slots,
-                                            cfg_.sequencer.vector_slots, 1, 1};
-    for (std::uint32_t i = 0; i < instrs.size(); ++i) {
-        const Instr& in = instrs[i];
-        const Cycle before = now_cycles();
-        bool waited = false;
-        for (std::uint32_t w : in.waits) {
-            while (!done_[w]) {
-                wait(progress_);
-                waited = true;
-            }
-        }
-        if (waited && cfg_.sequencer.sync_latency_cycles > 0) {
-            wait(cycles(static_cast<Cycle>(cfg_.sequencer.sync_latency_cycles)));
-        }
-        while (lane_full(in.unit, in)) {
-            if (in.unit == Unit::Mxu) {
-                wait(mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->popped);
-            } else if (in.unit == Unit::Vpu) {
-                wait(vpu_lane_.popped);
-            } else {
-                wait(dma_slot_free_);
-            }
-        }
-        // One bundle per cycle: a slot class holds `slots` instructions per bundle.
-        Cycle now = now_cycles();
-        const std::size_t sc = slot_class(in.unit);
-        if (now == bundle_cycle_ && bundle_used_[sc] >= slots[sc]) {
-            wait(cycles(1));
-            now = now_cycles();
-        }
-        if (now != bundle_cycle_) {
-            bundle_cycle_ = now;
-            std::fill(std::begin(bundle_used_), std::end(bundle_used_), 0);
-        }
-        ++bundle_used_[sc];
-        stats_.issue_stall_cycles += now - before;
-        issue(i);
-    }
-}
-
-void TensorCore::issue(std::uint32_t idx) {
+void TensorCore::issue(std::uint32_t idx, Cycle stall) {
     const Instr& in = program_->instrs[idx];
     const Cycle now = now_cycles();
+    stats_.issue_stall_cycles += stall;
     OpTiming& op = stats_.ops[in.op];
     op.start = std::min(op.start, now);
     ++op.instructions;
