@@ -9,6 +9,8 @@
 #include "common.h"
 #include "hlo_options.h"
 #include "tpusim/common/error.h"
+#include "tpusim/common/types.h"
+#include "tpusim/program/hbm_footprint.h"
 #include "tpusim/trace/hlo.h"
 #include "tpusim/trace/trace.h"
 
@@ -44,6 +46,8 @@ void run_check(const CheckOptions& o) {
     HloImportStats stats;
     const Trace t = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
                                   : load_hlo(o.hlo, o.hlo_opts, cfg, stats, o.json);
+    check_hbm_capacity(t, cfg);  // as `run` does: a program that cannot fit is not ok
+    const HbmFootprint fp = hbm_footprint(t);
     std::map<std::string, std::size_t> by_kind;
     std::map<std::string, Total> flops_by_kind;
     Total flops = 0, bytes_in = 0, bytes_out = 0, ici = 0;
@@ -65,7 +69,8 @@ void run_check(const CheckOptions& o) {
                             {"flops_by_kind", nlohmann::json::object()},
                             {"bytes_in", to_string(bytes_in)},
                             {"bytes_out", to_string(bytes_out)},
-                            {"collective_bytes", to_string(ici)}};
+                            {"collective_bytes", to_string(ici)},
+                            {"hbm_footprint_bytes_per_core", fp.peak_bytes}};
         for (const auto& [k, f] : flops_by_kind) j["flops_by_kind"][k] = to_string(f);
         if (!o.hlo.empty()) j["warnings"] = stats.warnings;
         std::cout << j.dump(2) << "\n";
@@ -76,9 +81,11 @@ void run_check(const CheckOptions& o) {
         kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", k, n);
     std::cout << fmt::format(
         "{}: ok, {} ops ({}), {} core{}, {} FLOP, {} bytes in, {} bytes out, {} collective "
-        "bytes (totals over all cores)\n",
+        "bytes (totals over all cores); live HBM footprint {:.3f} GiB per core at its peak "
+        "(op \"{}\")\n",
         t.name, t.ops.size(), kinds, t.cores, t.cores == 1 ? "" : "s", to_string(flops),
-        to_string(bytes_in), to_string(bytes_out), to_string(ici));
+        to_string(bytes_in), to_string(bytes_out), to_string(ici),
+        static_cast<double>(fp.peak_bytes) / static_cast<double>(kGiB), t.ops[fp.peak_op].id);
 }
 
 }  // namespace
