@@ -37,7 +37,7 @@ $bin bench mxu --config configs/tpu_v3_8.json --m 4096 --k 512 --n 512 --fidelit
 echo "== bench ici"
 $bin bench ici --config configs/tpu_v3_8.json --sizes 1KiB 1MiB 256MiB | tail -6
 if [[ $quick == 0 ]]; then
-    measure $bin bench ici --config configs/tpu_v3_1024.json --sizes 1GiB
+    measure $bin bench ici --config configs/tpu_v3_2048.json --sizes 1GiB
 fi
 echo "== replay"
 measure $bin run --config configs/tpu_v3_8.json --trace traces/bert_base_layer_fwd.json -q |
