@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The speed and memory benchmarks of DESIGN.md "Targets", printed, not asserted (timings on
+# The speed and memory benchmarks of docs/design.md "Targets", printed, not asserted (timings on
 # shared machines vary). Builds first (scripts/build.sh). Usage: scripts/bench.sh [--quick]
 #   peak     bench peak on v2-8 and v3-8            target >= 97% of the derived peak
 #   hbm      bench hbm on v2-8 and v3-8             target 85-98% of peak, >= 5 M bursts/s

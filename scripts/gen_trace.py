@@ -208,13 +208,16 @@ def gen_bert(a):
                "batch_per_core": b, "hidden": h, "heads": heads, "ffn": f, "vocab": vocab})
     x = None
     emb_params = (vocab + s + 2) * h + 2 * h
+    # Over PCIe, a real step feeds only its input batch (int32 token ids); activations and
+    # results stay in HBM.
     if a.embeddings:
-        tok = t.vector("emb.tokens", "gather", rows=T, cols=h, table_rows=vocab)
+        ids = t.op("input_ids", "infeed", bytes=T * SIZE["s32"])
+        tok = t.vector("emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab)
         pos = t.vector("emb.position", "add", [tok], elements=T * h, fused=True)
         typ = t.vector("emb.token_type", "add", [pos], elements=T * h, fused=True)
         x, emb_ln = layernorm_fwd(t, "emb.ln", typ, T, h)
     else:
-        x = t.op("input", "infeed", bytes=T * h * SIZE[BF16])
+        x = None  # layers of a deeper model: the input is the previous layer's output, in HBM
     states = []
     for i in range(L):
         p = f"l{i}"
@@ -222,7 +225,6 @@ def gen_bert(a):
         x, sf = ffn_fwd(t, p, x, T, h, f)
         states.append((p, sa, sf))
     if fwd_only:
-        t.op("output", "outfeed", [x], bytes=T * h * SIZE[BF16])
         return t
     # Masked-LM head on the masked positions (BERT pre-training: 76 of 512), weights tied to
     # the token embedding; the loss gradient arrives as d(logits) = softmax - one_hot.

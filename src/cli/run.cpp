@@ -1,12 +1,18 @@
 // `tpusim run`: replay a trace on the configured board.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include "common.h"
 #include "tpusim/common/error.h"
+#include "tpusim/common/progress.h"
 #include "tpusim/program/from_trace.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/report.h"
@@ -21,6 +27,65 @@ struct RunCliOptions {
     std::string trace, report, timeline, ops, fidelity;
     bool quiet = false;
 };
+
+// Before a long run: an output path that cannot be written is bad input now, not after it.
+void check_writable(const std::string& path, const char* what) {
+    if (path.empty()) return;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path p(path);
+    if (fs::is_directory(p, ec))
+        throw InputError(path, "", fmt::format("{} path is a directory", what));
+    const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
+    if (!fs::is_directory(dir, ec)) {
+        throw InputError(path, "",
+                         fmt::format("cannot write the {}: no directory {}", what, dir.string()));
+    }
+    if (access((fs::exists(p, ec) ? p : dir).c_str(), W_OK) != 0) {
+        throw InputError(path, "", fmt::format("cannot write the {}: permission denied", what));
+    }
+}
+
+// Lowering a large trace takes seconds: a progress line from a helper thread meanwhile.
+Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress) {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread ticker([&] {
+        ProgressLine line(progress);
+        std::unique_lock<std::mutex> lock(m);
+        while (!cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return done; })) {
+            line.update(fmt::format("lowering {} ops to per-core instructions", trace.ops.size()),
+                        -1.0);
+        }
+    });
+    auto stop = [&] {
+        {
+            std::lock_guard<std::mutex> lock(m);
+            done = true;
+        }
+        cv.notify_one();
+        ticker.join();
+    };
+    try {
+        Program p = lower_trace(trace, cfg);
+        stop();
+        return p;
+    } catch (...) {
+        stop();
+        throw;
+    }
+}
+
+void print_warnings(const std::vector<std::string>& warnings) {
+    constexpr std::size_t kShown = 8;
+    for (std::size_t i = 0; i < warnings.size() && i < kShown; ++i) {
+        std::cerr << "warning: " << warnings[i] << "\n";
+    }
+    if (warnings.size() > kShown) {
+        std::cerr << fmt::format("warning: ... and {} more like these\n", warnings.size() - kShown);
+    }
+}
 
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path);
@@ -50,8 +115,12 @@ void add_run_command(CLI::App& app) {
         std::vector<std::string> sets = o.common.sets;
         if (!o.fidelity.empty()) sets.push_back("sim.mxu_fidelity=" + o.fidelity);
         const TpuConfig cfg = load_config(o.common.config, sets);
+        check_writable(o.report, "report");
+        check_writable(o.timeline, "timeline");
+        check_writable(o.ops, "per-op CSV");
         const Trace trace = read_trace(o.trace, cfg.cores());
-        const Program program = lower_trace(trace, cfg);
+        const Program program = lower_with_progress(trace, cfg, !o.quiet);
+        print_warnings(program.warnings);
         RunOptions ro;
         ro.timeline = !o.timeline.empty();
         ro.progress = !o.quiet;

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "tpusim/common/types.h"
+#include "tpusim/program/hbm_footprint.h"
 #include "tpusim/trace/trace.h"
 
 namespace tpusim::cli {
@@ -36,6 +38,8 @@ std::string to_string(Total v) {
 void run_check(const CheckOptions& o) {
     const TpuConfig cfg = o.config.empty() ? TpuConfig{} : load_config(o.config, o.sets);
     const Trace t = read_trace(o.trace, cfg.cores());
+    check_hbm_capacity(t, cfg);  // as `run` does: a program that cannot fit is not ok
+    const HbmFootprint fp = hbm_footprint(t);
     std::map<std::string, std::size_t> by_kind;
     Total flops = 0, bytes_in = 0, bytes_out = 0, ici = 0;
     for (const auto& op : t.ops) {
@@ -54,7 +58,8 @@ void run_check(const CheckOptions& o) {
                             {"flops", to_string(flops)},
                             {"bytes_in", to_string(bytes_in)},
                             {"bytes_out", to_string(bytes_out)},
-                            {"collective_bytes", to_string(ici)}};
+                            {"collective_bytes", to_string(ici)},
+                            {"hbm_footprint_bytes_per_core", fp.peak_bytes}};
         std::cout << j.dump(2) << "\n";
         return;
     }
@@ -63,9 +68,11 @@ void run_check(const CheckOptions& o) {
         kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", k, n);
     std::cout << fmt::format(
         "{}: ok, {} ops ({}), {} core{}, {} FLOP, {} bytes in, {} bytes out, {} collective "
-        "bytes (totals over all cores)\n",
+        "bytes (totals over all cores); live HBM footprint {:.3f} GiB per core at its peak "
+        "(op \"{}\")\n",
         t.name, t.ops.size(), kinds, t.cores, t.cores == 1 ? "" : "s", to_string(flops),
-        to_string(bytes_in), to_string(bytes_out), to_string(ici));
+        to_string(bytes_in), to_string(bytes_out), to_string(ici),
+        static_cast<double>(fp.peak_bytes) / static_cast<double>(kGiB), t.ops[fp.peak_op].id);
 }
 
 }  // namespace

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include "tpusim/common/error.h"
 
@@ -56,6 +59,45 @@ void check_nesting(const std::string& text, const std::string& name) {
     }
 }
 
+// JSON lets an object name a key twice and keeps the last; in a config or a trace that is a
+// mistake (an edit that did not take), so it is bad input, located at the second key. Runs
+// on text the parser has accepted.
+void check_duplicate_keys(const std::string& text, const std::string& name) {
+    struct Frame {
+        bool object;
+        bool expect_key;
+        std::set<std::string> keys;
+    };
+    std::vector<Frame> stack;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '"') {
+            const std::size_t start = i;
+            std::string raw;
+            for (++i; i < text.size() && text[i] != '"'; ++i) {
+                if (text[i] == '\\') raw += text[i++];
+                raw += text[i];
+            }
+            if (!stack.empty() && stack.back().object && stack.back().expect_key) {
+                stack.back().expect_key = false;
+                if (!stack.back().keys.insert(raw).second) {
+                    auto [l, col] = line_col(text, start);
+                    throw InputError(name, fmt::format("line {}, column {}", l, col),
+                                     fmt::format("duplicate key \"{}\" (an object names each key "
+                                                 "once)",
+                                                 raw));
+                }
+            }
+        } else if (c == '{' || c == '[') {
+            stack.push_back({c == '{', c == '{', {}});
+        } else if (c == '}' || c == ']') {
+            if (!stack.empty()) stack.pop_back();
+        } else if (c == ',' && !stack.empty() && stack.back().object) {
+            stack.back().expect_key = true;
+        }
+    }
+}
+
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
@@ -64,7 +106,9 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& name)
     }
     check_nesting(text, name);
     try {
-        return nlohmann::json::parse(text);
+        nlohmann::json j = nlohmann::json::parse(text);
+        check_duplicate_keys(text, name);
+        return j;
     } catch (const nlohmann::json::parse_error& e) {
         // e.byte is 1-based; point at the offending byte.
         const std::size_t pos = e.byte > 0 ? e.byte - 1 : 0;
@@ -95,7 +139,15 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& name)
     }
 }
 
+void check_regular_file(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        throw InputError(path, "", "is a directory (expected a JSON file)");
+    }
+}
+
 nlohmann::json read_json_file(const std::string& path) {
+    check_regular_file(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path, "", "cannot open file");
     std::ostringstream ss;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "config_checks.h"
+#include "quoted_figures.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
 #include "tpusim/config/tpu_config.h"
@@ -227,7 +228,7 @@ void merge(json& base, const json& over, const std::string& pointer, const std::
 }
 
 json load_chain(const std::string& path, std::vector<std::string>& stack,
-                std::map<std::string, std::string>& origin) {
+                std::map<std::string, std::string>& origin, QuoteBases& quotes) {
     std::error_code ec;
     const std::string canonical = fs::weakly_canonical(path, ec).string();
     const std::string key = ec ? path : canonical;
@@ -254,10 +255,11 @@ json load_chain(const std::string& path, std::vector<std::string>& stack,
         }
         const fs::path base = fs::path(path).parent_path() / it->get<std::string>();
         stack.push_back(key);
-        merged = load_chain(base.string(), stack, origin);
+        merged = load_chain(base.string(), stack, origin, quotes);
         stack.pop_back();
     }
     merge(merged, doc, "", path, origin);
+    quotes.note(doc, merged, path);
     return merged;
 }
 
@@ -313,7 +315,10 @@ std::string config_origin(const std::map<std::string, std::string>& origin,
 TpuConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
     std::map<std::string, std::string> origin;
     std::vector<std::string> stack;
-    json merged = load_chain(path, stack, origin);
+    QuoteBases quotes;
+    quotes.peak = quotes.memory = json::object();  // no file quotes: the defaults' figures
+    quotes.peak_source = quotes.memory_source = "<defaults>";
+    json merged = load_chain(path, stack, origin, quotes);
     for (const auto& text : overrides) {
         std::string source;
         json over = parse_override(text, source);
@@ -323,10 +328,17 @@ TpuConfig load_config(const std::string& path, const std::vector<std::string>& o
         checker.finish_root();
         if (over.contains("extends")) throw InputError(source, "/extends", "cannot be overridden");
         merge(merged, over, "", source, origin);
+        quotes.note(over, merged, source);
     }
     TpuConfig cfg;
     Applier applier(merged);
     cfg.visit(applier);
+    drop_stale_quotes(cfg, quotes, [](const json& merged) {
+        TpuConfig c;
+        Applier a(merged);
+        c.visit(a);
+        return c;
+    });
     RangeValidator validator(origin);
     cfg.visit(validator);
     check_relations(cfg, origin);

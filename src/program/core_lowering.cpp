@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tpusim/common/error.h"
+#include "tpusim/program/fusion.h"
 
 namespace tpusim {
 
@@ -45,32 +46,13 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
     for (const auto& op : ops) {
         for (auto d : op.deps) ++consumers_count_[d];
     }
-    // A fused vector op is lowered inline in the producer of its first operand: it processes
-    // the producer's result tiles while they are in VMEM. If the producer has other consumers
-    // too, the producer also writes its result to HBM for them (XLA's multi-output fusion).
+    // A fused vector op is lowered inline where it can be (fusion_blocker): it processes its
+    // producer's result tiles while they are in VMEM.
+    const auto first_fused = first_fused_consumers(ops);
     for (std::size_t i = 0; i < ops.size(); ++i) {
-        const OpSpec& op = ops[i];
-        if (!op.fused || op.kind != "vector" || op.deps.empty()) continue;
-        const std::size_t p = op.deps[0];
-        const OpSpec& prod = ops[p];
-        if (consumer_[p] >= 0 || !(prod.kind == "matmul" || prod.kind == "vector")) continue;
-        if (prod.cores != op.cores) continue;
-        // It is lowered inside the producer's loop, so its other operands must be lowered
-        // before the producer (else it would not wait for them): otherwise, through HBM.
-        if (std::any_of(op.deps.begin() + 1, op.deps.end(), [p](std::size_t d) { return d >= p; }))
-            continue;
-        // Row-wise consumers need whole rows in a tile: a matmul delivers them only if tiles
-        // of its full width fit VMEM even at the smallest M and K (else: through HBM).
-        if (op.rowwise && prod.kind == "matmul") {
-            const double np = static_cast<double>(round_up(prod.n, cfg.mxu.cols));
-            const double e = static_cast<double>(prod.in_bytes);
-            const double r = static_cast<double>(cfg.mxu.rows);
-            const double min_footprint =
-                2 * (8 * r * e) + 2 * (r * np * e) + 2 * (8 * np * 4) + 8 * np * 8;
-            const double cap = static_cast<double>(cfg.vmem.capacity_mib) * kMiB;
-            if (min_footprint > cap * cfg.lowering.matmul_vmem_fraction * 2.0) continue;
+        if (ops[i].fused && fusion_blocker(ops, i, first_fused, cfg).empty()) {
+            consumer_[ops[i].deps[0]] = static_cast<std::int64_t>(i);
         }
-        consumer_[p] = static_cast<std::int64_t>(i);
     }
 }
 
@@ -101,7 +83,8 @@ CoreLowering::Buffer CoreLowering::alloc(Bytes bytes, bool pinned, Waits& waits,
 
 Addr CoreLowering::hbm_alloc(Bytes bytes) {
     // Addresses only steer the HBM address mapping; a program larger than the core's half
-    // wraps round it (capacity is checked separately, from the trace's footprint).
+    // wraps round it (check_hbm_capacity, program/hbm_footprint.h, rejects a program that
+    // does not fit before it is lowered).
     bytes = round_up(std::max<Bytes>(bytes, 1), 4096);
     if (hbm_next_ + bytes > hbm_size_) hbm_next_ = 0;
     const Addr a = hbm_base_ + hbm_next_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tpusim/program/hbm_footprint.h"
 #include "tpusim/program/vector_lowering.h"
 
 namespace tpusim {
@@ -104,6 +105,7 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
                 // Whole rows per chunk only where the VPU reduces along the row (softmax,
                 // layernorm, reductions); bias_add and batchnorm chunk freely.
                 s.rowwise = is_row_vector_op(s.vop);
+                s.vector_flops = static_cast<double>(op_flops(op));
                 shape_elementwise(s, 1024);
                 break;
             }
@@ -125,6 +127,9 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
 }
 
 Program lower_trace(const Trace& trace, const TpuConfig& cfg) {
+    // Before lowering: a program that cannot fit fails as XLA's compiler fails it, and the
+    // lowering's memory grows with the program's instructions, not with tensor sizes.
+    check_hbm_capacity(trace, cfg);
     LoweringOptions opts;
     opts.cores = trace.cores;
     return lower_ops(op_specs(trace), cfg, opts, trace.path.empty() ? trace.name : trace.path);

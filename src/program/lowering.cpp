@@ -8,6 +8,7 @@
 
 #include "core_lowering.h"
 #include "tpusim/common/error.h"
+#include "tpusim/program/fusion.h"
 #include "tpusim/program/vector_lowering.h"
 
 namespace tpusim {
@@ -39,6 +40,8 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
         if (op.kind == "matmul") {
             info.flops = 2.0 * static_cast<double>(op.batch) * static_cast<double>(op.m) *
                          static_cast<double>(op.k) * static_cast<double>(op.n);
+        } else if (op.kind == "vector") {
+            info.flops = op.vector_flops;
         }
         info.cores = op.cores;
         if (info.cores.empty()) {
@@ -57,6 +60,16 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
         } catch (const InputError& e) {
             throw InputError(trace_name, fmt::format("op \"{}\"", op.id), e.what_only());
         }
+    }
+    // A `fused` flag the layer cannot honour is said, never dropped silently.
+    const auto first_fused = first_fused_consumers(ops);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (!ops[i].fused) continue;
+        const std::string why = fusion_blocker(ops, i, first_fused, cfg);
+        if (why.empty()) continue;
+        prog.warnings.push_back(
+            fmt::format("{}: op \"{}\": \"fused\" has no effect: {}; its operand goes through HBM",
+                        trace_name, ops[i].id, why));
     }
     for (std::int64_t c = 0; c < opts.cores; ++c) {
         CoreLowering lowering(cfg, opts, c, ops, trace_name);

@@ -10,7 +10,7 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
            CollectiveIf& ici, Timeline* timeline)
     : sc_module(name), stats_(fmt::format("chip{}", index), "one TPU chip") {
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
-    const bool burst = cfg.sim.hbm_model == "burst";
+    const bool burst = cfg.sim.hbm_model == HbmModel::burst;
     if (burst) {
         hbm_ = std::make_unique<HbmModule>("hbm", cfg.hbm, cfg.chip.clock_mhz,
                                            static_cast<std::uint32_t>(per_chip));
@@ -21,33 +21,24 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
                                              static_cast<int>(index));
     stats_.add_child(hbm_stats());
     stats_.add_child(host_->link().stats());
-    const TensorCoreConfigs tc{cfg.core,
-                               cfg.sequencer,
-                               cfg.mxu,
-                               cfg.vpu,
-                               cfg.vmem,
-                               parse_mxu_fidelity(cfg.sim.mxu_fidelity),
-                               cfg.dma.engines * cfg.dma.descriptors_per_engine};
+    TensorCoreConfigs tc{cfg.core, cfg.sequencer, cfg.mxu, cfg.vpu, cfg.vmem, cfg.dma};
+    tc.mxu_fidelity = cfg.sim.mxu_fidelity;
+    tc.cores_per_chip = per_chip;
+    tc.hbm_capacity_bytes = cfg.hbm.capacity_bytes();
+    tc.dma_engines = burst;
     for (std::int64_t local = 0; local < per_chip; ++local) {
         const std::int64_t c = index * per_chip + local;
-        if (burst) {
-            dma_.push_back(std::make_unique<DmaEngine>(fmt::format("core{}_dma", c).c_str(),
-                                                       cfg.dma, cfg.vmem, static_cast<int>(local),
-                                                       cfg.hbm.capacity_bytes()));
-            dma_.back()->hbm_out(hbm_->target_in);
-        }
         cores_.push_back(
             std::make_unique<TensorCore>(fmt::format("core{}", c).c_str(), c, tc, timeline));
         TensorCore& core = *cores_.back();
         if (burst) {
-            core.dma_out(dma_.back()->core_in);
+            core.dma_engine()->hbm_out(hbm_->target_in);
         } else {
             core.dma_out(calibrated_->core_in[static_cast<std::size_t>(local)]);
         }
         core.ici_out(ici);
         core.host_out(host_->core_in);
         stats_.add_child(core.stats().group);
-        if (burst) stats_.add_child(dma_.back()->stats());
     }
 }
 

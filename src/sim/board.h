@@ -2,7 +2,8 @@
 // The board as SystemC modules, built from the config and read top to bottom:
 //   board
 //     chip<N>          HBM (burst-level behind TLM-2.0, or calibrated queues), host link,
-//                      TensorCores and (burst model) each core's DMA engines
+//                      TensorCores (each with its sequencer, MXUs, VPU, VMEM and, burst
+//                      model, DMA engines)
 //     ici              the ICI network (links, routers) and the rendezvous the cores'
 //     ici_rendezvous   ici_out ports are bound to
 // Every core's dma_out, ici_out and host_out port is bound by name in Chip. Private to src/sim.
@@ -17,7 +18,6 @@
 #include "tpusim/arch/ici/collective_rendezvous.h"
 #include "tpusim/arch/ici/ici_engine.h"
 #include "tpusim/arch/ici/ici_network.h"
-#include "tpusim/arch/memory/dma_engine.h"
 #include "tpusim/arch/memory/hbm_calibrated_module.h"
 #include "tpusim/arch/memory/hbm_module.h"
 #include "tpusim/config/topology.h"
@@ -43,7 +43,6 @@ class Chip : public sc_core::sc_module {
     std::unique_ptr<HbmModule> hbm_;             // sim.hbm_model = burst
     std::unique_ptr<CalibratedHbm> calibrated_;  // sim.hbm_model = calibrated
     std::unique_ptr<HostLinkModule> host_;
-    std::vector<std::unique_ptr<DmaEngine>> dma_;  // per core (burst-level HBM only)
     std::vector<std::unique_ptr<TensorCore>> cores_;
 };
 

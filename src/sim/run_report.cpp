@@ -22,6 +22,7 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
     j["cores"] = r.cores;
     j["chips"] = r.chips;
     j["flops"] = r.flops;
+    j["mxu_flops"] = r.mxu_flops;
     j["achieved_bf16_tflops"] = r.achieved_tflops;
     j["peak_bf16_tflops"] = r.peak_tflops;
     j["mxu_utilization"] = r.mxu_utilization;

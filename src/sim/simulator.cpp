@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
+#include <unordered_map>
 
 #include "board.h"
+#include "tpusim/common/progress.h"
 #include "tpusim/common/sim_time.h"
 #include "tpusim/sim/derived.h"
 
@@ -22,26 +23,78 @@ std::string bottleneck_of(double mxu, double hbm, double vpu, double ici, double
         {mxu, "compute"}, {hbm, "hbm"}, {vpu, "vector"}, {ici, "ici"}, {host, "host"}};
     const auto* best = std::max_element(std::begin(c), std::end(c),
                                         [](auto& a, auto& b) { return a.first < b.first; });
-    return best->first < 0.5 ? "latency" : best->second;
+    const double total = mxu + hbm + vpu + ici + host;
+    return total < 0.5 ? "latency" : best->second;
+}
+
+UnitShares unit_shares(const Cycle busy[kUnitCount], Bytes hbm_bytes, Cycle cycles,
+                       std::int64_t cores, const TpuConfig& cfg) {
+    UnitShares s;
+    const double d = static_cast<double>(cycles) * static_cast<double>(cores);
+    if (d <= 0) return s;
+    // A core reaches the channels of its own share of the chip's HBM (docs/program.md).
+    const double core_hbm_bytes_per_cycle = cfg.hbm.peak_bytes_per_second() /
+                                            static_cast<double>(cfg.chip.cores_per_chip) /
+                                            (cfg.chip.clock_mhz * 1e6);
+    s.mxu = static_cast<double>(busy[static_cast<int>(Unit::Mxu)]) /
+            (d * static_cast<double>(cfg.core.mxus));
+    s.hbm = static_cast<double>(hbm_bytes) / (d * core_hbm_bytes_per_cycle);
+    s.vpu = static_cast<double>(busy[static_cast<int>(Unit::Vpu)]) / d;
+    s.ici = static_cast<double>(busy[static_cast<int>(Unit::Ici)]) / d;
+    s.host = static_cast<double>(busy[static_cast<int>(Unit::Host)]) / d;
+    return s;
+}
+
+std::string bottleneck_of(const UnitShares& s) {
+    return bottleneck_of(s.mxu, s.hbm, s.vpu, s.ici, s.host);
 }
 
 namespace {
 
-// bottleneck_of over the units' busy shares of the op's duration.
-std::string verdict(const OpResult& op, std::int64_t cores, const TpuConfig& cfg) {
-    const double d =
-        static_cast<double>(op.end_cycle - op.start_cycle) * static_cast<double>(cores);
-    if (d <= 0) return "latency";
-    const double mxu = static_cast<double>(op.busy[static_cast<int>(Unit::Mxu)]) /
-                       (d * static_cast<double>(cfg.core.mxus));
-    const double core_hbm_bytes_per_cycle = cfg.hbm.peak_bytes_per_second() /
-                                            static_cast<double>(cfg.chip.cores_per_chip) /
-                                            (cfg.chip.clock_mhz * 1e6);
-    const double hbm = static_cast<double>(op.hbm_bytes) / (d * core_hbm_bytes_per_cycle);
-    const double vpu = static_cast<double>(op.busy[static_cast<int>(Unit::Vpu)]) / d;
-    const double ici = static_cast<double>(op.busy[static_cast<int>(Unit::Ici)]) / d;
-    const double host = static_cast<double>(op.busy[static_cast<int>(Unit::Host)]) / d;
-    return bottleneck_of(mxu, hbm, vpu, ici, host);
+// One rule for ops and runs (bottleneck_of over unit_shares). Work fused into a producer runs
+// inside the producer's tiles, so it counts on the units that did it, within the producer's
+// verdict: the group's busy cycles and HBM bytes over the span from the first start to the
+// last end. The fused op itself says where it ran.
+void assign_verdicts(const Program& program, RunResult& r, const TpuConfig& cfg) {
+    std::unordered_map<std::string, std::size_t> index;
+    for (std::size_t i = 0; i < program.ops.size(); ++i) index.emplace(program.ops[i].id, i);
+    auto root_of = [&](std::size_t i) {
+        for (std::size_t guard = 0; guard < program.ops.size(); ++guard) {
+            const auto it = index.find(program.ops[i].fused_into);
+            if (program.ops[i].fused_into.empty() || it == index.end()) break;
+            i = it->second;
+        }
+        return i;
+    };
+    struct Group {
+        Cycle busy[kUnitCount] = {0, 0, 0, 0, 0};
+        Bytes hbm = 0;
+        Cycle start = ~Cycle{0}, end = 0;
+        std::int64_t cores = 1;
+    };
+    std::vector<Group> groups(r.ops.size());
+    for (std::size_t i = 0; i < r.ops.size(); ++i) {
+        const OpResult& op = r.ops[i];
+        Group& g = groups[root_of(i)];
+        for (std::size_t u = 0; u < kUnitCount; ++u) g.busy[u] += op.busy[u];
+        g.hbm += op.hbm_bytes;
+        if (op.end_cycle > op.start_cycle || op.cores_ran > 0) {
+            g.start = std::min(g.start, op.start_cycle);
+            g.end = std::max(g.end, op.end_cycle);
+        }
+        if (program.ops[i].fused_into.empty()) g.cores = std::max<std::int64_t>(op.cores_ran, 1);
+    }
+    for (std::size_t i = 0; i < r.ops.size(); ++i) {
+        OpResult& op = r.ops[i];
+        if (!program.ops[i].fused_into.empty()) {
+            op.bottleneck = "fused into " + program.ops[i].fused_into;
+            continue;
+        }
+        const Group& g = groups[i];
+        const Cycle d = g.end > g.start ? g.end - g.start : 0;
+        op.bottleneck =
+            d == 0 ? "latency" : bottleneck_of(unit_shares(g.busy, g.hbm, d, g.cores, cfg));
+    }
 }
 
 }  // namespace
@@ -63,11 +116,13 @@ RunResult Simulator::run(const Program& program) {
     std::size_t total_instrs = 0;
     for (const auto& cp : program.cores) total_instrs += cp.instrs.size();
 
-    // Run in slices so that a stall is detected and long runs report progress.
-    const auto t0 = std::chrono::steady_clock::now();
-    auto last_print = t0;
-    bool printed = false;
-    const Cycle slice = Cycle{1} << 22;
+    // Run in slices so that a stall is detected and long runs report progress: simulated
+    // time, the share of instructions completed (not issued: a core waiting on a collective
+    // has issued everything) and an estimate of the time left.
+    ProgressLine progress(opts_.progress);
+    // Slices adapt to the wall time they take (a PE-fidelity run may spend minutes on a few
+    // million cycles), so progress and stall checks come every fraction of a second.
+    Cycle slice = Cycle{1} << 16;
     auto all_done = [&] {
         for (std::int64_t c = 0; c < ncores; ++c) {
             if (!board_->core(c).finished()) return false;
@@ -75,29 +130,29 @@ RunResult Simulator::run(const Program& program) {
         return true;
     };
     while (!all_done()) {
+        const auto w0 = std::chrono::steady_clock::now();
         sc_core::sc_start(cycles(slice));
+        const double w =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        if (w < 0.05 && slice < (Cycle{1} << 26)) {
+            slice *= 2;
+        } else if (w > 0.5 && slice > (Cycle{1} << 10)) {
+            slice /= 2;
+        }
         if (!all_done() && !sc_core::sc_pending_activity()) {
             throw std::logic_error(fmt::format(
                 "simulation stalled at cycle {} with instructions outstanding", now_cycles()));
         }
-        const auto now = std::chrono::steady_clock::now();
-        if (opts_.progress && std::chrono::duration<double>(now - t0).count() > 3.0 &&
-            std::chrono::duration<double>(now - last_print).count() > 1.0) {
-            std::size_t issued = 0;
-            for (std::int64_t c = 0; c < ncores; ++c)
-                issued += board_->core(c).stats().instructions;
-            std::cerr << fmt::format(
-                             "\r[tpusim] cycle {}  {:.1f}% of {} instructions issued  {:.0f} s",
-                             now_cycles(),
-                             100.0 * static_cast<double>(issued) /
-                                 static_cast<double>(std::max<std::size_t>(total_instrs, 1)),
-                             total_instrs, std::chrono::duration<double>(now - t0).count())
-                      << std::flush;
-            last_print = now;
-            printed = true;
-        }
+        std::size_t completed = 0;
+        for (std::int64_t c = 0; c < ncores; ++c) completed += board_->core(c).completed();
+        progress.update(
+            fmt::format("simulated {:.3f} ms (cycle {}), {} of {} instructions completed",
+                        static_cast<double>(now_cycles()) / (cfg_.chip.clock_mhz * 1e3),
+                        now_cycles(), completed, total_instrs),
+            static_cast<double>(completed) /
+                static_cast<double>(std::max<std::size_t>(total_instrs, 1)));
     }
-    if (printed) std::cerr << "\n";
+    progress.finish();
 
     RunResult r;
     r.cores = ncores;
@@ -127,13 +182,12 @@ RunResult Simulator::run(const Program& program) {
         if (ran == 0) op.start_cycle = 0;
         op.flops = program.ops[i].flops * static_cast<double>(ran);
         op.hbm_bytes = program.ops[i].hbm_bytes * static_cast<Bytes>(ran);
-        // A fused op runs inside its producer's tiles: its span is the producer's.
-        op.bottleneck = program.ops[i].fused_into.empty()
-                            ? verdict(op, std::max<std::int64_t>(ran, 1), cfg_)
-                            : "fused into " + program.ops[i].fused_into;
+        op.cores_ran = ran;
         r.flops += op.flops;
+        if (op.kind == "matmul") r.mxu_flops += op.flops;
     }
-    r.achieved_tflops = r.seconds > 0 ? r.flops / r.seconds / 1e12 : 0.0;
+    assign_verdicts(program, r, cfg_);
+    r.achieved_tflops = r.seconds > 0 ? r.mxu_flops / r.seconds / 1e12 : 0.0;
     r.mxu_utilization = r.peak_tflops > 0 ? r.achieved_tflops / r.peak_tflops : 0.0;
     board_->collect(r);
     r.hbm_gbps_per_chip = r.seconds > 0
@@ -159,7 +213,10 @@ RunResult Simulator::run(const Program& program) {
         r.busy.dma = dma / span;
         r.busy.ici = ici / span;
         r.busy.host = host / span;
-        r.busy.hbm = r.hbm_gbps_per_chip * 1e9 / d.hbm_bytes_per_s_per_chip;
+        // Over the bandwidth of the cores' shares of their chips, as for an op.
+        const Cycle none[kUnitCount] = {0, 0, 0, 0, 0};
+        r.busy.hbm =
+            unit_shares(none, r.hbm_bytes_read + r.hbm_bytes_written, r.cycles, ncores, cfg_).hbm;
         r.busy.mxu_padding_waste = array > 0 ? 1.0 - useful / array : 0.0;
     }
     r.stats = board_->stats_json();

@@ -1,11 +1,13 @@
 #include "tpusim/stats/timeline.h"
 
-#include <algorithm>
-#include <fstream>
-#include <ostream>
-
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <ostream>
 
 #include "tpusim/common/error.h"
 
@@ -18,12 +20,7 @@ std::uint32_t Timeline::track(const std::string& process, const std::string& thr
     for (std::uint32_t i = 0; i < tracks_.size(); ++i) {
         if (tracks_[i].process == process && tracks_[i].thread == thread) return i;
     }
-    auto pit = std::find(processes_.begin(), processes_.end(), process);
-    std::uint32_t pid = static_cast<std::uint32_t>(pit - processes_.begin());
-    if (pit == processes_.end()) processes_.push_back(process);
-    std::uint32_t tid = 0;
-    for (const auto& t : tracks_) tid += t.pid == pid;
-    tracks_.push_back({pid, tid, process, thread});
+    tracks_.push_back({process, thread});
     return static_cast<std::uint32_t>(tracks_.size() - 1);
 }
 
@@ -45,43 +42,101 @@ void Timeline::span(std::uint32_t track, std::string_view name, Cycle start, Cyc
     events_.push_back({track, intern(name), start, std::max(start, end)});
 }
 
+std::int64_t Timeline::to_ns(Cycle c) const {
+    return static_cast<std::int64_t>(std::llround(static_cast<double>(c) * 1000.0 / clock_mhz_));
+}
+
 void Timeline::write(std::ostream& out) const {
-    // Streamed by hand: a timeline can hold millions of events.
-    auto us = [&](Cycle c) { return static_cast<double>(c) / clock_mhz_; };
+    // Events by track, then start; at equal starts the longer first.
+    std::vector<std::uint32_t> order(events_.size());
+    std::iota(order.begin(), order.end(), 0u);
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+        const Event& x = events_[a];
+        const Event& y = events_[b];
+        if (x.track != y.track) return x.track < y.track;
+        if (x.start != y.start) return x.start < y.start;
+        if (x.end != y.end) return x.end > y.end;
+        return a < b;
+    });
+    // Interval partitioning: each span goes to the first thread of its track that is free
+    // at its start (in nanoseconds, the unit written), so no thread holds overlapping slices.
+    std::vector<std::uint32_t> lane(events_.size(), 0);
+    std::vector<std::uint32_t> lanes(tracks_.size(), 0);
+    {
+        std::vector<std::int64_t> lane_end;
+        std::uint32_t cur = ~0u;
+        for (std::uint32_t i : order) {
+            const Event& e = events_[i];
+            if (e.track != cur) {
+                cur = e.track;
+                lane_end.clear();
+            }
+            const std::int64_t s = to_ns(e.start);
+            std::uint32_t l = 0;
+            while (l < lane_end.size() && lane_end[l] > s) ++l;
+            if (l == lane_end.size()) lane_end.push_back(0);
+            lane_end[l] = to_ns(e.end);
+            lane[i] = l;
+            lanes[cur] = std::max<std::uint32_t>(lanes[cur], l + 1);
+        }
+    }
+    // Only processes and threads that carry events are declared; pids in the order the
+    // processes were first named, tids unique over the file.
+    std::vector<std::string> procs;
+    std::vector<std::uint32_t> track_pid(tracks_.size(), 0), track_tid(tracks_.size(), 0);
     auto q = [](const std::string& s) { return nlohmann::json(s).dump(); };
-    out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+    out << "{\"traceEvents\":[\n";
     bool first = true;
     auto sep = [&]() {
         if (!first) out << ",\n";
         first = false;
     };
-    for (std::uint32_t p = 0; p < processes_.size(); ++p) {
-        sep();
-        out << fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})",
-                           p, q(processes_[p]));
-        sep();
-        out << fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})",
-                           p, p);
-    }
-    for (const auto& t : tracks_) {
-        sep();
-        out << fmt::format(
-            R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", t.pid,
-            t.tid, q(t.thread));
-        sep();
-        out << fmt::format(
-            R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
-            t.pid, t.tid, t.tid);
+    std::uint32_t next_tid = 1;
+    for (std::uint32_t t = 0; t < tracks_.size(); ++t) {
+        if (lanes[t] == 0) continue;
+        auto pit = std::find(procs.begin(), procs.end(), tracks_[t].process);
+        if (pit == procs.end()) {
+            procs.push_back(tracks_[t].process);
+            pit = procs.end() - 1;
+            const auto pid = static_cast<std::uint32_t>(procs.size());
+            sep();
+            out << fmt::format(
+                R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})", pid,
+                q(*pit));
+            sep();
+            out << fmt::format(
+                R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})",
+                pid, pid);
+        }
+        track_pid[t] = static_cast<std::uint32_t>(pit - procs.begin()) + 1;
+        track_tid[t] = next_tid;
+        for (std::uint32_t l = 0; l < lanes[t]; ++l) {
+            const std::string name =
+                l == 0 ? tracks_[t].thread : fmt::format("{} #{}", tracks_[t].thread, l + 1);
+            sep();
+            out << fmt::format(
+                R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})",
+                track_pid[t], next_tid, q(name));
+            sep();
+            out << fmt::format(
+                R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                track_pid[t], next_tid, next_tid);
+            ++next_tid;
+        }
     }
     std::vector<std::string> quoted;
     quoted.reserve(names_.size());
     for (const auto& n : names_) quoted.push_back(q(n));
-    for (const auto& e : events_) {
-        const Track& t = tracks_[e.track];
+    // Microseconds with exactly three decimals: whole nanoseconds, no float rounding.
+    auto us = [](std::int64_t ns) { return fmt::format("{}.{:03}", ns / 1000, ns % 1000); };
+    for (std::uint32_t i : order) {
+        const Event& e = events_[i];
+        const std::int64_t s = to_ns(e.start);
         sep();
-        out << fmt::format(R"({{"ph":"X","name":{},"pid":{},"tid":{},"ts":{:.4f},"dur":{:.4f},"args":{{"start_cycle":{},"end_cycle":{}}}}})",
-                           quoted[e.name], t.pid, t.tid, us(e.start), us(e.end - e.start),
-                           e.start, e.end);
+        out << fmt::format(
+            R"({{"ph":"X","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"start_cycle":{},"end_cycle":{}}}}})",
+            quoted[e.name], track_pid[e.track], track_tid[e.track] + lane[i], us(s),
+            us(to_ns(e.end) - s), e.start, e.end);
     }
     out << "\n],\"otherData\":{\"clock_mhz\":" << clock_mhz_ << ",\"dropped_events\":" << dropped_
         << "}}\n";

@@ -143,6 +143,7 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
 }
 
 Trace read_trace(const std::string& path, std::int64_t board_cores) {
+    check_regular_file(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path, "", "cannot open file");
     std::ostringstream ss;

@@ -20,7 +20,12 @@ expect_error() {
     rc=$?
     local lines
     lines=$(printf '%s\n' "$err" | grep -c .)
-    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]]; then
+    # The line is printable UTF-8 whatever bytes the input held.
+    local printable=ok
+    printf '%s' "$err" | python3 -c 'import sys; s = sys.stdin.buffer.read().decode("utf-8")
+sys.exit(any(ord(c) < 32 for c in s))' || printable=no
+    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]] ||
+        [ "$printable" != ok ]; then
         echo "FAIL $name: rc=$rc lines=$lines want '$want' got: $err"
         fails=$((fails + 1))
     else
@@ -92,6 +97,38 @@ for cmd in "${commands[@]}"; do
         expect_error "$cmd no --trace" "--trace" -- $cmd --config $v3
     }
 done
+# A directory is not a trace; an object names each key once.
+mkdir -p "$tmp/dir.json"
+printf '{"format": "tpusim.trace", "version": 1, "version": 1, "ops": []}' > "$tmp/dup.json"
+printf '%s' '{"format": "tpusim.trace", "version": 1, "name": "x", "ops": [{"id": "a\u0001\u00ff", "kind": "fft"}]}' > "$tmp/bytes.json"
+for cmd in "${commands[@]}"; do
+    # shellcheck disable=SC2086
+    {
+        expect_error "$cmd directory" "$tmp/dir.json: is a directory" -- $cmd --config $v3 --trace "$tmp/dir.json"
+        expect_error "$cmd duplicate key" "line 1, column 42: duplicate key \"version\"" -- $cmd --config $v3 --trace "$tmp/dup.json"
+        expect_error "$cmd control character" 'op "a\x01ÿ": unknown kind' -- $cmd --config $v3 --trace "$tmp/bytes.json"
+    }
+done
+
+# HBM capacity, checked before lowering as XLA checks it at compile time: the op, the live
+# footprint and the core's share of HBM (v2: 16 GiB per chip, 8 GiB per core).
+mm() { printf '{"format": "tpusim.trace", "version": 1, "name": "big", "cores": 1, "ops": [{"id": "mm", "kind": "matmul", "m": %s, "k": %s, "n": %s, "dtype": "bf16"}]}' "$@"; }
+mm 65536 65536 65536 > "$tmp/big_matmul.json"
+expect_error "run matmul beyond HBM" 'op "mm": resource exhausted: core 0 needs 24.00 GiB of HBM live at this op (16.00 GiB of parameters, 8.00 GiB of results, this op'"'"'s 8.00 GiB included); a core has 8.00 GiB (16.00 GiB per chip shared by 2 cores)' -- \
+    run --config configs/tpu_v2_8.json --trace "$tmp/big_matmul.json"
+expect_error "trace check matmul beyond HBM" 'op "mm": resource exhausted: core 0 needs 24.00 GiB' -- \
+    trace check --config configs/tpu_v2_8.json --trace "$tmp/big_matmul.json"
+mm 2147483648 128 128 > "$tmp/tall_matmul.json"
+expect_error "run m = 2^31" 'op "mm": resource exhausted: core 0 needs 1024.00 GiB' -- \
+    run --config $v3 --trace "$tmp/tall_matmul.json"
+printf '{"format": "tpusim.trace", "version": 1, "name": "ar", "cores": 8, "ops": [{"id": "ar", "kind": "all_reduce", "bytes": 1099511627776}]}' > "$tmp/tib.json"
+expect_error "run 1 TiB all-reduce" 'op "ar": resource exhausted' -- run --config $v3 --trace "$tmp/tib.json"
+# An output path that cannot be written fails before the run, not after it.
+expect_error "run unwritable timeline" "no directory" -- \
+    run --config $v3 --trace traces/gemm.json --timeline "$tmp/no/such/dir/t.json"
+expect_error "run timeline is a directory" "is a directory" -- \
+    run --config $v3 --trace traces/gemm.json --timeline "$tmp"
+
 # A board with fewer cores: the data-parallel example needs 8.
 expect_error "cores beyond a 1-chip board" "/cores: the trace needs 8 cores but the board has 2" -- \
     trace check --config $v3 --set board.chips_x=1 --set board.chips_y=1 --trace traces/data_parallel_step.json

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `tpusim info --modules`: the module tree a run elaborates has the hierarchy of
-# docs/architecture.md, with one Mxu per configured MXU, a Vpu per core, every core's ports,
-# and (burst HBM) a DMA engine per core with its TLM socket.
+# docs/architecture.md, with one Mxu per configured MXU, a sequencer, a Vpu and a Vmem per
+# core, every core's ports, and (burst HBM) a DMA engine inside each core with its TLM socket.
 # Usage: modules.sh path/to/tpusim (run from the source root).
 set -u
 bin=$1
@@ -10,6 +10,8 @@ v3=configs/tpu_v3_8.json
 tree=$("$bin" info --config $v3 --modules) || fail "info --modules exited with $?"
 for name in board board.ici board.ici_rendezvous board.chip3 board.chip0.hbm board.chip0.host \
     board.chip0.core0 board.chip0.core0.mxu_0 board.chip0.core0.mxu_1 board.chip0.core0.vpu \
+    board.chip0.core0.sequencer board.chip0.core0.sequencer.core_out board.chip0.core0.vmem \
+    board.chip0.core0.vmem.dma_in \
     board.chip0.core0.dma_out board.chip0.core0.ici_out board.chip0.core0.host_out \
     board.chip1.core3 board.chip0.hbm.core_in_0; do
     grep -Eq "^ *$name  \(" <<< "$tree" || fail "no $name in the module tree"
@@ -19,7 +21,8 @@ done
 tree=$("$bin" info --config $v3 --modules --set core.mxus=3 --set sim.hbm_model=burst) ||
     fail "info --modules (burst) exited with $?"
 [[ $(grep -Ec '\.mxu_[0-9]+  \(sc_module\)' <<< "$tree") == 24 ]] || fail "expected 24 MXUs"
-for name in board.chip0.core0_dma board.chip0.core0_dma.hbm_out board.chip0.core0_dma.core_in; do
+for name in board.chip0.core0.dma board.chip0.core0.dma.hbm_out board.chip0.core0.dma.core_in \
+    board.chip0.core0.dma.vmem_out; do
     grep -Eq "^ *$name  \(" <<< "$tree" || fail "no $name in the burst module tree"
 done
 echo "module tree ok"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tpusim run` outputs: the report has the keys of DESIGN.md "Interfaces"; two runs give the
+# `tpusim run` outputs: the report has the keys of docs/design.md "Interfaces"; two runs give the
 # same report apart from wall-clock fields; the timeline is valid trace-event JSON; the per-op
 # CSV has a row per op; --fidelity pe gives the cycles of --fidelity tile.
 # Usage: run_reports.sh path/to/tpusim (run from the source root).

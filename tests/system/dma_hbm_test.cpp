@@ -15,14 +15,19 @@ namespace {
 
 struct Chip : sc_core::sc_module {
     HbmModule hbm;
+    Vmem vmem0, vmem1;
     DmaEngine dma0, dma1;
     Chip(sc_core::sc_module_name n, const TpuConfig& cfg)
         : sc_module(n),
           hbm("hbm", cfg.hbm, cfg.chip.clock_mhz, 2),
-          dma0("dma0", cfg.dma, cfg.vmem, 0, cfg.hbm.capacity_bytes()),
-          dma1("dma1", cfg.dma, cfg.vmem, 1, cfg.hbm.capacity_bytes()) {
+          vmem0("vmem0", cfg.vmem, cfg.dma),
+          vmem1("vmem1", cfg.vmem, cfg.dma),
+          dma0("dma0", cfg.dma, 0, cfg.hbm.capacity_bytes()),
+          dma1("dma1", cfg.dma, 1, cfg.hbm.capacity_bytes()) {
         dma0.hbm_out.bind(hbm.target_in);
         dma1.hbm_out.bind(hbm.target_in);
+        dma0.vmem_out.bind(vmem0.dma_in);
+        dma1.vmem_out.bind(vmem1.dma_in);
     }
 };
 

@@ -1,14 +1,20 @@
 // Timeline: Chrome trace-event JSON (Perfetto). Written, parsed back with nlohmann, checked.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "../test_util.h"
 #include "tpusim/common/error.h"
 #include "tpusim/stats/timeline.h"
 
 using nlohmann::json;
+using tpusim::Cycle;
 using tpusim::Timeline;
 
 namespace {
@@ -106,4 +112,70 @@ TEST_CASE("timeline: write_file round trip and unwritable paths", "[timeline]") 
     REQUIRE(x.size() == 1);
     CHECK(x[0]["dur"].get<double>() == Approx(1.0));
     CHECK_THROWS_AS(t.write_file(dir.path("no/such/dir/t.json")), tpusim::InputError);
+}
+
+namespace {
+
+// Every (pid, tid) as Perfetto sees it: [ts, ts + dur) in whole nanoseconds.
+std::map<std::pair<int, int>, std::vector<std::pair<std::int64_t, std::int64_t>>> slices(
+    const json& j) {
+    std::map<std::pair<int, int>, std::vector<std::pair<std::int64_t, std::int64_t>>> m;
+    for (const auto& e : events_with_ph(j, "X")) {
+        const double ts = e["ts"].get<double>() * 1000.0;
+        const double dur = e["dur"].get<double>() * 1000.0;
+        CHECK(ts == Approx(std::round(ts)).margin(1e-6));  // whole nanoseconds
+        CHECK(dur == Approx(std::round(dur)).margin(1e-6));
+        const auto s = static_cast<std::int64_t>(std::llround(ts));
+        m[{e["pid"], e["tid"]}].push_back({s, s + std::llround(dur)});
+    }
+    for (auto& [k, v] : m) std::sort(v.begin(), v.end());
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("timeline: overlapping spans of one unit go to separate threads", "[timeline]") {
+    // Three DMA descriptors in flight at once: [0, 100), [50, 150), [60, 70), then [100, 200)
+    // which can reuse the first thread. Interval partitioning needs 3 threads.
+    Timeline t(1000.0);  // 1 cycle = 1 ns
+    const auto dma = t.track("core 0", "DMA");
+    t.span(dma, "a", 0, 100);
+    t.span(dma, "b", 50, 150);
+    t.span(dma, "c", 60, 70);
+    t.span(dma, "d", 100, 200);
+    const json j = written(t);
+    const auto m = slices(j);
+    CHECK(m.size() == 3);
+    for (const auto& [k, v] : m) {
+        for (std::size_t i = 1; i < v.size(); ++i) CHECK(v[i].first >= v[i - 1].second);
+    }
+    std::set<std::string> names;
+    for (const auto& e : events_with_ph(j, "M")) {
+        if (e["name"] == "thread_name") names.insert(e["args"]["name"].get<std::string>());
+    }
+    CHECK(names == std::set<std::string>{"DMA", "DMA #2", "DMA #3"});
+}
+
+TEST_CASE("timeline: back-to-back spans meet exactly; unused tracks are not declared",
+          "[timeline]") {
+    // At 940 MHz a cycle is 1.0638 ns: rounding ts and dur separately made neighbours
+    // overlap by a fraction of a nanosecond. Boundaries are rounded once, per cycle count.
+    Timeline t(940.0);
+    const auto vpu = t.track("core 0", "VPU");
+    t.track("core 0", "host");  // registered, never used
+    t.track("core 1", "DMA");   // a whole process without events
+    for (Cycle c = 0; c < 1000; c += 7) t.span(vpu, "v", c, c + 7);
+    const json j = written(t);
+    const auto m = slices(j);
+    REQUIRE(m.size() == 1);
+    const auto& v = m.begin()->second;
+    REQUIRE(v.size() == 143);
+    for (std::size_t i = 1; i < v.size(); ++i) CHECK(v[i].first == v[i - 1].second);
+    int processes = 0, threads = 0;
+    for (const auto& e : events_with_ph(j, "M")) {
+        processes += e["name"] == "process_name";
+        threads += e["name"] == "thread_name";
+    }
+    CHECK(processes == 1);
+    CHECK(threads == 1);
 }

@@ -1,9 +1,8 @@
 #pragma once
 // Reading JSON input files (configs, traces) with located, one-line errors: missing or
 // unreadable file, empty file, absurd nesting, malformed JSON or bad UTF-8 (line and column).
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace tpusim {
 
@@ -11,6 +10,8 @@ inline constexpr int kMaxJsonNesting = 64;
 
 // Throws InputError(path, "line L, column C" or "", what).
 nlohmann::json read_json_file(const std::string& path);
+// Throws InputError(path, "", "is a directory ...") for a directory.
+void check_regular_file(const std::string& path);
 nlohmann::json parse_json_text(const std::string& text, const std::string& name);
 
 // "/a/b" for {"a","b"}; escapes '~' and '/' per RFC 6901.

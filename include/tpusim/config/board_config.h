@@ -27,9 +27,9 @@ struct BoardConfig {
         v.value("chips_x", chips_x, Limits::range(1, 64), "chips", "chips along x");
         v.value("chips_y", chips_y, Limits::range(1, 64), "chips", "chips along y");
         v.value("wraparound", wraparound, "torus wrap-around links on both axes");
-        v.value("quoted_peak_tflops", quoted_peak_tflops, Limits::non_negative(), "TFLOPS",
+        v.value("quoted_peak_tflops", quoted_peak_tflops, Limits::range(0, 1e7), "TFLOPS",
                 "board peak quoted by the documents (reported beside the derived peak)");
-        v.value("quoted_memory_gb", quoted_memory_gb, Limits::non_negative(), "GB",
+        v.value("quoted_memory_gb", quoted_memory_gb, Limits::range(0, 1e7), "GB",
                 "board HBM capacity quoted by the documents");
         v.value("quoted_note", quoted_note, {}, "why the quoted and derived figures differ");
     }
@@ -42,7 +42,7 @@ struct ChipConfig {
     void visit(ConfigVisitor& v) {
         v.value("cores_per_chip", cores_per_chip, Limits::range(1, 16), "cores",
                 "TensorCores per chip");
-        v.value("clock_mhz", clock_mhz, Limits::positive(), "MHz",
+        v.value("clock_mhz", clock_mhz, Limits::range(1, 10000), "MHz",
                 "core clock (MXU, VPU, sequencer, VMEM, DMA engines)");
     }
 };
@@ -54,7 +54,7 @@ struct HostConfig {
     double pcie_bandwidth_gbps = 16.0;  // per chip [NORn]
 
     void visit(ConfigVisitor& v) {
-        v.value("pcie_bandwidth_gbps", pcie_bandwidth_gbps, Limits::positive(), "GB/s",
+        v.value("pcie_bandwidth_gbps", pcie_bandwidth_gbps, Limits::range(0.01, 1000), "GB/s",
                 "host link bandwidth per chip");
     }
 };

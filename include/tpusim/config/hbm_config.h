@@ -32,8 +32,8 @@ struct HbmTimingConfig {
     std::int64_t tRFC = 308;    // 350 ns (8 Gb die)
 
     void visit(ConfigVisitor& v) {
-        const auto pos = Limits::positive();
-        const auto nn = Limits::non_negative();
+        const auto pos = Limits::range(1, 1 << 16);  // JEDEC timings, in tCK
+        const auto nn = Limits::range(0, 1 << 16);
         v.value("burst_length", burst_length, Limits::pow2_max(64), "beats", "burst length (BL)");
         v.value("tCL", tCL, pos, "tCK", "read column access latency (CAS)");
         v.value("tWL", tWL, nn, "tCK", "write latency");
@@ -110,7 +110,7 @@ struct HbmConfig {
                 "row (page) size per pseudo-channel");
         v.value("channel_width_bits", channel_width_bits, Limits::pow2_max(1024), "bits",
                 "data bus width per channel");
-        v.value("data_rate_mtps", data_rate_mtps, Limits::positive(), "MT/s",
+        v.value("data_rate_mtps", data_rate_mtps, Limits::range(100, 20000), "MT/s",
                 "data rate per pin (the HBM clock is half of it)");
         v.section("timing", timing, "JEDEC HBM2 timing parameters");
         v.value(
@@ -125,7 +125,7 @@ struct HbmConfig {
                 "write queue fill that starts a write drain");
         v.value("write_drain_low", write_drain_low, Limits::fraction(), "fraction",
                 "write queue fill that ends a write drain");
-        v.value("remote_latency_cycles", remote_latency_cycles, Limits::non_negative(), "cycles",
+        v.value("remote_latency_cycles", remote_latency_cycles, Limits::range(0, 1e6), "cycles",
                 "extra core cycles to reach the other core's half of the HBM");
         v.value("remote_bandwidth_fraction", remote_bandwidth_fraction, Limits::range(0.01, 1),
                 "fraction", "share of the remote half's peak one core can draw");

@@ -41,20 +41,20 @@ struct IciConfig {
     void visit(ConfigVisitor& v) {
         v.value("links_per_chip", links_per_chip, Limits::range(0, 16), "links",
                 "off-chip ICI links per chip");
-        v.value("link_bandwidth_gbps", link_bandwidth_gbps, Limits::positive(), "GB/s",
+        v.value("link_bandwidth_gbps", link_bandwidth_gbps, Limits::range(0.01, 10000), "GB/s",
                 "bandwidth of one link in one direction");
-        v.value("link_latency_ns", link_latency_ns, Limits::non_negative(), "ns",
+        v.value("link_latency_ns", link_latency_ns, Limits::range(0, 1e6), "ns",
                 "latency of one link traversal");
         v.value("packet_bytes", packet_bytes, Limits::pow2_max(1 << 20), "B", "ICI packet size");
         v.value("credits_per_link", credits_per_link, Limits::range(1, 1 << 16), "packets",
                 "receive buffer per link input and virtual channel (credit-based flow control)");
-        v.value("router_latency_cycles", router_latency_cycles, Limits::non_negative(), "cycles",
+        v.value("router_latency_cycles", router_latency_cycles, Limits::range(0, 1e6), "cycles",
                 "router traversal, core clock");
         v.value("chunk_bytes", chunk_bytes, Limits::pow2_max(1 << 26), "B",
                 "simulation granularity: largest train of packets scheduled as one transfer");
         v.value("link_efficiency", link_efficiency, Limits::range(0.01, 1.0), "fraction",
                 "payload fraction of the link rate (headers, CRC, flow control)");
-        v.value("collective_setup_us", collective_setup_us, Limits::non_negative(), "us",
+        v.value("collective_setup_us", collective_setup_us, Limits::range(0, 1e6), "us",
                 "fixed cost of starting a collective on the cores (barrier, descriptors)");
         v.value("all_reduce_algorithm", all_reduce_algorithm, {"ring", "torus2d"},
                 "all-reduce algorithm");

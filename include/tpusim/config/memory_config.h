@@ -16,10 +16,10 @@ struct VmemConfig {
     void visit(ConfigVisitor& v) {
         v.value("capacity_mib", capacity_mib, Limits::range(1, 1024), "MiB", "VMEM per core");
         v.value("banks", banks, Limits::pow2_max(1024), "banks", "VMEM banks");
-        v.value("load_bytes_per_cycle", load_bytes_per_cycle, Limits::positive(), "B/cycle",
+        v.value("load_bytes_per_cycle", load_bytes_per_cycle, Limits::range(1, 1 << 20), "B/cycle",
                 "vector load port width");
-        v.value("store_bytes_per_cycle", store_bytes_per_cycle, Limits::positive(), "B/cycle",
-                "vector store port width");
+        v.value("store_bytes_per_cycle", store_bytes_per_cycle, Limits::range(1, 1 << 20),
+                "B/cycle", "vector store port width");
     }
 };
 
@@ -46,9 +46,9 @@ struct DmaConfig {
                 "largest piece of a descriptor sent to the HBM as one transaction");
         v.value("max_outstanding_chunks", max_outstanding_chunks, Limits::range(1, 256), "chunks",
                 "chunks in flight per engine");
-        v.value("setup_latency_cycles", setup_latency_cycles, Limits::non_negative(), "cycles",
+        v.value("setup_latency_cycles", setup_latency_cycles, Limits::range(0, 1e6), "cycles",
                 "descriptor decode before the first burst");
-        v.value("vmem_bytes_per_cycle", vmem_bytes_per_cycle, Limits::positive(), "B/cycle",
+        v.value("vmem_bytes_per_cycle", vmem_bytes_per_cycle, Limits::range(1, 1 << 20), "B/cycle",
                 "DMA write/read port into VMEM");
     }
 };

@@ -33,11 +33,11 @@ struct MxuConfig {
                 "load the next weight tile into a shadow buffer while the current one computes");
         v.value("overlap_tiles", overlap_tiles,
                 "stream the next tile's LHS rows while the previous tile drains");
-        v.value("input_latency_cycles", input_latency_cycles, Limits::non_negative(), "cycles",
+        v.value("input_latency_cycles", input_latency_cycles, Limits::range(0, 1 << 16), "cycles",
                 "LHS push slot to the array's left edge");
-        v.value("accumulator_latency_cycles", accumulator_latency_cycles, Limits::non_negative(),
+        v.value("accumulator_latency_cycles", accumulator_latency_cycles, Limits::range(0, 1 << 16),
                 "cycles", "array bottom edge to the accumulators");
-        v.value("result_pop_latency_cycles", result_pop_latency_cycles, Limits::non_negative(),
+        v.value("result_pop_latency_cycles", result_pop_latency_cycles, Limits::range(0, 1 << 16),
                 "cycles", "accumulators to the result pop slot");
         v.value("pass_gap_cycles", pass_gap_cycles, Limits::range(0, 1 << 20), "cycles",
                 "sequencer loop overhead: idle LHS cycles between consecutive passes");

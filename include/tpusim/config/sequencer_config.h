@@ -26,7 +26,7 @@ struct SequencerConfig {
                 "matrix instructions issued per cycle");
         v.value("vector_slots", vector_slots, Limits::range(1, 16), "per bundle",
                 "vector loops started per cycle");
-        v.value("sync_latency_cycles", sync_latency_cycles, Limits::non_negative(), "cycles",
+        v.value("sync_latency_cycles", sync_latency_cycles, Limits::range(0, 1 << 16), "cycles",
                 "from a sync flag being set to the waiting instruction issuing");
     }
 };

@@ -8,6 +8,8 @@
 // Loading (with unknown-key and type checks), range validation, `--set` overrides, the
 // `config --dump` output and the key table in docs/config.md are all visitors over that one
 // list, so a parameter is declared in exactly one place with its default, unit and meaning.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -23,8 +25,12 @@ struct Limits {
 
     static Limits any() { return {}; }
     static Limits positive() { return {0, std::numeric_limits<double>::infinity(), true, false}; }
-    static Limits non_negative() { return {0, std::numeric_limits<double>::infinity(), false, false}; }
-    static Limits at_least(double lo) { return {lo, std::numeric_limits<double>::infinity(), false, false}; }
+    static Limits non_negative() {
+        return {0, std::numeric_limits<double>::infinity(), false, false};
+    }
+    static Limits at_least(double lo) {
+        return {lo, std::numeric_limits<double>::infinity(), false, false};
+    }
     static Limits range(double lo, double hi) { return {lo, hi, false, false}; }
     static Limits pow2() { return {1, std::numeric_limits<double>::infinity(), false, true}; }
     static Limits pow2_max(double hi) { return {1, hi, false, true}; }
@@ -46,6 +52,19 @@ class ConfigVisitor {
     // A string; when `choices` is not empty the value must be one of them.
     virtual void value(const char* key, std::string& v, const std::vector<std::string>& choices,
                        const char* doc) = 0;
+
+    // An enum class whose enumerators 0 .. N-1 are named `names` (a string in the config file
+    // and on the command line). The string overload validates; the enum only ever holds a
+    // named enumerator.
+    template <class E, std::size_t N>
+    void choice(const char* key, E& v, const std::array<const char*, N>& names, const char* doc) {
+        const std::vector<std::string> choices(names.begin(), names.end());
+        std::string s = names[static_cast<std::size_t>(v)];
+        value(key, s, choices, doc);
+        for (std::size_t i = 0; i < N; ++i) {
+            if (s == names[i]) v = static_cast<E>(i);
+        }
+    }
 
     template <class S>
     void section(const char* key, S& s, const char* doc) {

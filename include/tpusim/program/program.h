@@ -92,6 +92,8 @@ struct Program {
     std::string name;
     std::vector<OpInfo> ops;
     std::vector<CoreProgram> cores;  // one per participating core, indexed by global core id
+    // For the user, located: "<trace>: op \"x\": what" (e.g. a `fused` flag with no effect).
+    std::vector<std::string> warnings;
 };
 
 }  // namespace tpusim

@@ -8,7 +8,7 @@
 namespace tpusim {
 
 struct DerivedFigures {
-    double peak_flops_per_core;   // MXUs x rows x cols x 2 x clock
+    double peak_flops_per_core;  // MXUs x rows x cols x 2 x clock
     double peak_flops_per_chip;
     double peak_flops_total;
     double hbm_bytes_per_s_per_chip;  // stacks x channels x bus width x data rate
@@ -20,7 +20,7 @@ struct DerivedFigures {
 
 DerivedFigures derive(const TpuConfig& cfg);
 
-// The `tpusim info --json` object (keys per DESIGN.md "Interfaces").
+// The `tpusim info --json` object (keys per docs/design.md "Interfaces").
 nlohmann::json info_json(const TpuConfig& cfg);
 
 }  // namespace tpusim

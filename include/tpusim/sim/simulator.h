@@ -24,20 +24,23 @@ struct OpResult {
     std::string id, kind;
     Cycle start_cycle = 0, end_cycle = 0;
     Cycle busy[5] = {0, 0, 0, 0, 0};  // summed over cores, by Unit
-    double flops = 0;                 // useful FLOPs, all cores
+    double flops = 0;                 // useful FLOPs (MXU and VPU), all cores
     Bytes hbm_bytes = 0;              // all cores
-    std::string bottleneck;           // compute, hbm, vector, ici, host, latency
+    std::string bottleneck;           // compute, hbm, vector, ici, host, latency, fused into X
+    std::int64_t cores_ran = 0;
 };
 
 struct RunResult {
     Cycle cycles = 0;
     double seconds = 0;
-    double flops = 0;  // useful FLOPs over all cores
+    double flops = 0;      // useful FLOPs over all cores (matmuls and vector ops)
+    double mxu_flops = 0;  // the matmuls' share: what achieved_bf16_tflops counts
     double achieved_tflops = 0;
     double peak_tflops = 0;      // derived peak of the cores the program ran on
     double mxu_utilization = 0;  // achieved / peak over those cores
     // Fraction of the run each unit was busy, averaged over the cores that ran (MXU: over
-    // their MXUs); HBM: achieved / peak bandwidth; padding: array MACs that were padding.
+    // their MXUs); HBM: bytes over the peak bandwidth of those cores' shares of their chips;
+    // padding: array MACs that were padding.
     struct Busy {
         double mxu = 0, vpu = 0, dma = 0, ici = 0, host = 0, hbm = 0;
         double mxu_padding_waste = 0;
@@ -71,13 +74,22 @@ class Simulator {
     std::unique_ptr<Board> board_;
 };
 
-// The `tpusim run` report object (keys per DESIGN.md "Interfaces"), without the header and
+// The `tpusim run` report object (keys per docs/design.md "Interfaces"), without the header and
 // config that make_report adds.
 nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg);
-// The bottleneck rule for an op or a run, from each unit's busy share of its duration (HBM:
-// bytes over peak bandwidth): the largest decides (compute, hbm, vector, ici or host); below
-// one half nothing dominates and it is latency-bound (dependencies, pipeline fill, issue).
+// Each unit's busy share of `cycles` on `cores` cores (MXU: over their MXUs; HBM: bytes over
+// the peak bandwidth of those cores' shares of their chips).
+struct UnitShares {
+    double mxu = 0, hbm = 0, vpu = 0, ici = 0, host = 0;
+};
+UnitShares unit_shares(const Cycle busy[5], Bytes hbm_bytes, Cycle cycles,  // busy: by Unit
+                       std::int64_t cores, const TpuConfig& cfg);
+// The bottleneck rule, the same for an op and a run: when the units' busy shares add up to
+// less than one half, the time went mostly to waiting (dependencies, pipeline fill, issue)
+// and the verdict is "latency"; otherwise the busiest unit decides: compute (MXU), hbm,
+// vector (VPU), ici or host.
 std::string bottleneck_of(double mxu, double hbm, double vpu, double ici, double host);
+std::string bottleneck_of(const UnitShares& s);
 // bottleneck_of over the run's utilization figures.
 std::string run_bottleneck(const RunResult& r);
 // Text summary for the terminal.

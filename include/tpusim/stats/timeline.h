@@ -1,7 +1,15 @@
 #pragma once
 // Timeline in Chrome trace-event JSON (loads in the Perfetto UI and chrome://tracing): one
-// process per core / chip / link group, one thread (track) per unit. Spans are recorded in
-// core cycles and converted to microseconds when written.
+// process per core / chip / link group, one named track per unit. Spans are recorded in core
+// cycles and converted to whole nanoseconds when written.
+//
+// Contract (what Perfetto's JSON importer needs, docs/program.md "Timeline"): slices on one
+// thread never partially overlap. A unit whose work overlaps itself (several DMA descriptors
+// in flight, two collectives on one core) is written as several threads of one track ("DMA",
+// "DMA #2", ...): each span goes to the first of them that is free at its start, so every
+// thread's slices are disjoint. Every boundary is a whole number of nanoseconds (one rounding
+// per cycle count, so back-to-back spans meet exactly), and only processes and threads that
+// carry events are declared.
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -16,17 +24,19 @@ namespace tpusim {
 class Timeline {
  public:
     // A disabled timeline records nothing (callers need not check).
-    explicit Timeline(double clock_mhz, bool enabled = true,
-                      std::size_t max_events = 4'000'000);
+    explicit Timeline(double clock_mhz, bool enabled = true, std::size_t max_events = 4'000'000);
 
     bool enabled() const { return enabled_; }
     // A track handle for (process, thread), e.g. ("core 0", "MXU 1"). Idempotent.
     std::uint32_t track(const std::string& process, const std::string& thread);
-    // A complete event [start, end) on a track; `name` is interned.
+    // A complete event [start, end) on a track; `name` is interned. Spans on one track may
+    // overlap (see the contract above).
     void span(std::uint32_t track, std::string_view name, Cycle start, Cycle end);
 
     std::size_t events() const { return events_.size(); }
     std::size_t dropped() const { return dropped_; }
+    // Cycle -> whole nanoseconds, rounded to nearest; monotonic, so disjoint spans stay so.
+    std::int64_t to_ns(Cycle c) const;
     void write(std::ostream& out) const;
     // Throws InputError if the file cannot be written.
     void write_file(const std::string& path) const;
@@ -37,7 +47,6 @@ class Timeline {
         Cycle start, end;
     };
     struct Track {
-        std::uint32_t pid, tid;
         std::string process, thread;
     };
     std::uint32_t intern(std::string_view s);
@@ -48,7 +57,6 @@ class Timeline {
     std::size_t dropped_ = 0;
     std::vector<Event> events_;
     std::vector<Track> tracks_;
-    std::vector<std::string> processes_;
     std::vector<std::string> names_;
     std::unordered_map<std::string, std::uint32_t> name_ids_;
 };

@@ -103,7 +103,8 @@ struct TraceOp {
     std::vector<std::vector<int>> replica_groups;
     std::vector<std::pair<int, int>> source_target_pairs;  // collective_permute
     int peer = -1;                                         // send: target; recv: source
-    std::vector<std::size_t> deps;  // indices into Trace::ops, all earlier than this op
+    // Indices into Trace::ops, all earlier than this op, in the order the file names them.
+    std::vector<std::size_t> deps;
     // The primary operand (first input) arrives on chip from the producer(s) in `deps` and is
     // not read from HBM; producers whose consumers are all fused keep their result on chip.
     bool fused = false;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "arch/core/sequencer.h"
 #include "arch/vpu/vpu_module.h"
 #include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/common/sim_time.h"
@@ -14,11 +15,27 @@ namespace tpusim {
 
 using sc_core::sc_event;
 
-namespace {
+class TensorCore::IssueTarget : public IssueIf {
+ public:
+    explicit IssueTarget(TensorCore& core) : core_(core) {}
+    bool completed(std::uint32_t idx) const override { return core_.done_[idx] != 0; }
+    const sc_event& progress_event() const override { return core_.progress_; }
+    bool unit_full(const Instr& in) const override { return core_.lane_full(in.unit, in); }
+    const sc_event& unit_freed(const Instr& in) const override {
+        switch (in.unit) {
+            case Unit::Mxu:
+                return core_.mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->popped;
+            case Unit::Vpu:
+                return core_.vpu_lane_.popped;
+            default:
+                return core_.dma_slot_free_;
+        }
+    }
+    void issue(std::uint32_t idx, Cycle stall) override { core_.issue(idx, stall); }
 
-std::size_t slot_class(Unit u) { return static_cast<std::size_t>(u); }
-
-}  // namespace
+ private:
+    TensorCore& core_;
+};
 
 TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const TensorCoreConfigs& cfg,
                        Timeline* timeline)
@@ -28,12 +45,27 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const Tens
       timeline_(timeline),
       mxus_("mxu"),
       stats_(fmt::format("core{}", id)) {
+    // Construction order is process order: the DMA engines' threads first, the sequencer's
+    // after the units', so that processes woken in one delta cycle run in the same order as
+    // before the restructuring (tests/golden).
+    vmem_ = std::make_unique<Vmem>("vmem", cfg_.vmem, cfg_.dma);
+    if (cfg_.dma_engines) {
+        // The chip binds the engines' hbm_out socket to its HBM.
+        dma_ = std::make_unique<DmaEngine>(
+            "dma", cfg_.dma, static_cast<int>(id % cfg_.cores_per_chip), cfg_.hbm_capacity_bytes);
+        dma_->vmem_out.bind(vmem_->dma_in);
+        dma_out.bind(dma_->core_in);
+        stats_.group.add_child(dma_->stats());
+    }
+    stats_.group.add_child(vmem_->stats());
     mxus_.init(static_cast<std::size_t>(cfg_.core.mxus), [this](const char* nm, std::size_t) {
         return new Mxu(nm, cfg_.mxu, cfg_.mxu_fidelity);
     });
     for (std::size_t x = 0; x < mxus_.size(); ++x) mxu_lanes_.push_back(std::make_unique<Lane>());
     vpu_ = std::make_unique<Vpu>("vpu", cfg_.vpu, cfg_.vmem);
-    SC_THREAD(sequencer);
+    issue_target_ = std::make_unique<IssueTarget>(*this);
+    sequencer_ = std::make_unique<Sequencer>("sequencer", cfg_.sequencer);
+    sequencer_->core_out.bind(*issue_target_);
     for (std::size_t x = 0; x < mxus_.size(); ++x) {
         sc_core::sc_spawn([this, x] { mxu_lane(x); }, fmt::format("mxu_lane{}", x).c_str());
     }
@@ -41,25 +73,30 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const Tens
     SC_METHOD(on_completion);
     sensitive << completion_q_;
     dont_initialize();
-    // Timeline tracks: one per unit lane.
-    const std::string proc = fmt::format("core {}", id);
+    // Timeline tracks, one per unit, by name.
     if (timeline_) {
-        tracks_.push_back(timeline_->track(proc, "DMA"));
+        const std::string proc = fmt::format("core {}", id);
+        dma_track_ = add_track(proc, "DMA");
         for (std::size_t x = 0; x < mxus_.size(); ++x) {
-            tracks_.push_back(timeline_->track(proc, fmt::format("MXU {}", x)));
+            mxu_tracks_.push_back(add_track(proc, fmt::format("MXU {}", x)));
         }
-        tracks_.push_back(timeline_->track(proc, "VPU"));
-        tracks_.push_back(timeline_->track(proc, "ICI"));
-        tracks_.push_back(timeline_->track(proc, "host"));
-        open_spans_.resize(tracks_.size());
+        vpu_track_ = add_track(proc, "VPU");
+        ici_track_ = add_track(proc, "ICI");
+        host_track_ = add_track(proc, "host");
     }
 }
 
 TensorCore::~TensorCore() = default;
 
+std::size_t TensorCore::add_track(const std::string& process, const std::string& thread) {
+    open_spans_.push_back(OpenSpan{timeline_->track(process, thread)});
+    return open_spans_.size() - 1;
+}
+
 void TensorCore::load(const CoreProgram& program, const std::vector<OpInfo>& ops) {
     program_ = &program;
     ops_ = &ops;
+    sequencer_->load(program);
     const std::size_t op_count = ops.size();
     done_.assign(program.instrs.size(), 0);
     remaining_ = program.instrs.size();
@@ -75,59 +112,16 @@ bool TensorCore::lane_full(Unit u, const Instr& in) const {
         case Unit::Vpu:
             return vpu_lane_.queue.size() >= depth;
         case Unit::Dma:
-            return dma_in_flight_ >= cfg_.dma_in_flight;
+            return dma_in_flight_ >= cfg_.dma.engines * cfg_.dma.descriptors_per_engine;
         default:
             return false;
     }
 }
 
-void TensorCore::sequencer() {
-    if (!program_) return;
-    const auto& instrs = program_->instrs;
-    const std::int64_t slots[kUnitCount] = {cfg_.sequencer.dma_slots, cfg_.sequencer.matrix_slots,
-                                            cfg_.sequencer.vector_slots, 1, 1};
-    for (std::uint32_t i = 0; i < instrs.size(); ++i) {
-        const Instr& in = instrs[i];
-        const Cycle before = now_cycles();
-        bool waited = false;
-        for (std::uint32_t w : in.waits) {
-            while (!done_[w]) {
-                wait(progress_);
-                waited = true;
-            }
-        }
-        if (waited && cfg_.sequencer.sync_latency_cycles > 0) {
-            wait(cycles(static_cast<Cycle>(cfg_.sequencer.sync_latency_cycles)));
-        }
-        while (lane_full(in.unit, in)) {
-            if (in.unit == Unit::Mxu) {
-                wait(mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->popped);
-            } else if (in.unit == Unit::Vpu) {
-                wait(vpu_lane_.popped);
-            } else {
-                wait(dma_slot_free_);
-            }
-        }
-        // One bundle per cycle: a slot class holds `slots` instructions per bundle.
-        Cycle now = now_cycles();
-        const std::size_t sc = slot_class(in.unit);
-        if (now == bundle_cycle_ && bundle_used_[sc] >= slots[sc]) {
-            wait(cycles(1));
-            now = now_cycles();
-        }
-        if (now != bundle_cycle_) {
-            bundle_cycle_ = now;
-            std::fill(std::begin(bundle_used_), std::end(bundle_used_), 0);
-        }
-        ++bundle_used_[sc];
-        stats_.issue_stall_cycles += now - before;
-        issue(i);
-    }
-}
-
-void TensorCore::issue(std::uint32_t idx) {
+void TensorCore::issue(std::uint32_t idx, Cycle stall) {
     const Instr& in = program_->instrs[idx];
     const Cycle now = now_cycles();
+    stats_.issue_stall_cycles += stall;
     OpTiming& op = stats_.ops[in.op];
     op.start = std::min(op.start, now);
     ++op.instructions;
@@ -151,7 +145,7 @@ void TensorCore::issue(std::uint32_t idx) {
                 if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;
                 dma_slot_free_.notify(sc_core::SC_ZERO_TIME);
                 complete_at(idx, t, Unit::Dma, t - now);
-                span(0, program_->instrs[idx].op, now, t);
+                span(dma_track_, program_->instrs[idx].op, now, t);
             });
             break;
         }
@@ -159,16 +153,14 @@ void TensorCore::issue(std::uint32_t idx) {
             ici_out->arrive(in.coll, id_, [this, idx, now](Cycle t) {
                 stats_.ici_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Ici, t - now);
-                span(static_cast<std::uint32_t>(tracks_.size() >= 2 ? tracks_.size() - 2 : 0),
-                     program_->instrs[idx].op, now, t);
+                span(ici_track_, program_->instrs[idx].op, now, t);
             });
             break;
         case Unit::Host:
             host_out->transfer(in.host, [this, idx, now](Cycle t) {
                 stats_.host_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Host, t - now);
-                span(static_cast<std::uint32_t>(tracks_.empty() ? 0 : tracks_.size() - 1),
-                     program_->instrs[idx].op, now, t);
+                span(host_track_, program_->instrs[idx].op, now, t);
             });
             break;
     }
@@ -189,8 +181,9 @@ void TensorCore::mxu_lane(std::size_t x) {
         stats_.mxu_array_macs += t.array_macs;
         stats_.mxu_passes += t.passes;
         complete_at(idx, t.results_end, Unit::Mxu, t.busy_cycles);
-        span(static_cast<std::uint32_t>(1 + x), program_->instrs[idx].op, t.first_weights_start,
-             t.results_end);
+        if (timeline_) {
+            span(mxu_tracks_[x], program_->instrs[idx].op, t.first_weights_start, t.results_end);
+        }
         // The queue slot frees when the block's LHS has streamed: the array then takes the
         // next block, whose weights the model preloads behind this one.
         if (t.lhs_end > now) wait(cycles(t.lhs_end - now));
@@ -209,8 +202,7 @@ void TensorCore::vpu_lane() {
         const Cycle now = now_cycles();
         stats_.vpu_busy_cycles += cost.cycles;
         stats_.vpu_instructions += cost.instructions;
-        span(static_cast<std::uint32_t>(1 + mxus_.size()), program_->instrs[idx].op, now,
-             now + cost.cycles);
+        span(vpu_track_, program_->instrs[idx].op, now, now + cost.cycles);
         wait(cycles(cost.cycles));
         complete_at(idx, now + cost.cycles, Unit::Vpu, cost.cycles);
         vpu_lane_.queue.pop_front();
@@ -248,24 +240,26 @@ void TensorCore::on_completion() {
     if (any) progress_.notify(sc_core::SC_ZERO_TIME);
 }
 
-void TensorCore::span(std::uint32_t track, std::uint32_t op, Cycle start, Cycle end) {
-    if (!timeline_ || !timeline_->enabled() || track >= open_spans_.size()) return;
+void TensorCore::span(std::size_t lane, std::uint32_t op, Cycle start, Cycle end) {
+    if (!timeline_ || !timeline_->enabled()) return;
     // Consecutive instructions of one op on one unit merge into one span.
-    OpenSpan& s = open_spans_[track];
+    OpenSpan& s = open_spans_[lane];
     if (s.op == op && start <= s.end) {
+        s.start = std::min(s.start, start);  // DMA spans arrive at completion, out of order
         s.end = std::max(s.end, end);
         return;
     }
-    if (s.op != ~0u) timeline_->span(tracks_[track], (*ops_)[s.op].id, s.start, s.end);
-    s = {op, start, end};
+    if (s.op != ~0u) timeline_->span(s.track, (*ops_)[s.op].id, s.start, s.end);
+    s.op = op;
+    s.start = start;
+    s.end = end;
 }
 
 void TensorCore::flush_timeline() {
     if (!timeline_) return;
-    for (std::size_t t = 0; t < open_spans_.size(); ++t) {
-        OpenSpan& s = open_spans_[t];
-        if (s.op != ~0u) timeline_->span(tracks_[t], (*ops_)[s.op].id, s.start, s.end);
-        s = OpenSpan{};
+    for (OpenSpan& s : open_spans_) {
+        if (s.op != ~0u) timeline_->span(s.track, (*ops_)[s.op].id, s.start, s.end);
+        s.op = ~0u;
     }
 }
 

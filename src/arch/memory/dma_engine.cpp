@@ -13,15 +13,13 @@
 
 namespace tpusim {
 
-DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, const VmemConfig& vmem,
-                     int core, Bytes hbm_capacity_bytes)
+DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int core,
+                     Bytes hbm_capacity_bytes)
     : sc_module(name),
       hbm_out("hbm_out"),
       cfg_(dma),
       core_(core),
       hbm_capacity_(hbm_capacity_bytes),
-      vmem_capacity_(static_cast<Bytes>(vmem.capacity_mib) * kMiB),
-      vmem_port_(dma.vmem_bytes_per_cycle),
       stats_(std::string(basename()), "DMA engines of one TensorCore") {
     core_in.bind(*this);
     for (std::int64_t e = 0; e < dma.engines; ++e) {
@@ -40,8 +38,6 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, const V
     stats_.counter("bytes_to_hbm", bytes_to_hbm_, "B", "bytes moved VMEM -> HBM");
     stats_.counter("busy_cycles", busy_cycles_, "cycles",
                    "cycles an engine had a descriptor running, summed over engines");
-    stats_.counter("vmem_port_busy_cycles", vmem_port_.busy_cycles(), "cycles",
-                   "cycles the VMEM DMA port was transferring");
     stats_.counter("hbm_errors", hbm_errors_, "chunks", "chunks the HBM refused");
 }
 
@@ -61,10 +57,11 @@ void DmaEngine::enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::
         throw InputError("", "dma",
                          what + ": expected rows >= 1, row_bytes >= 1 and strides >= row_bytes");
     }
-    if (d.vmem_extent() > vmem_capacity_) {
+    const Bytes vmem_capacity = vmem_out->capacity_bytes();
+    if (d.vmem_extent() > vmem_capacity) {
         throw InputError("", "dma",
                          fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what,
-                                     d.vmem_extent(), vmem_capacity_ / kMiB));
+                                     d.vmem_extent(), vmem_capacity / kMiB));
     }
     if (d.hbm_extent() > hbm_capacity_) {
         throw InputError("", "dma",
@@ -121,7 +118,7 @@ void DmaEngine::move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir) {
     ++chunks_;
     if (!to_vmem) {
         // Read the chunk out of VMEM before it leaves for the HBM.
-        const Cycle end = vmem_port_.reserve(now_cycles(), c.bytes());
+        const Cycle end = vmem_out->reserve_dma_port(now_cycles(), c.bytes());
         sc_core::wait(cycles(end - now_cycles()));
     }
     tlm::tlm_generic_payload p;
@@ -141,7 +138,7 @@ void DmaEngine::move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir) {
     p.clear_extension(&ext);
     if (p.get_response_status() != tlm::TLM_OK_RESPONSE) ++hbm_errors_;
     if (to_vmem) {
-        const Cycle end = vmem_port_.reserve(now_cycles(), c.bytes());
+        const Cycle end = vmem_out->reserve_dma_port(now_cycles(), c.bytes());
         sc_core::wait(cycles(end - now_cycles()));
     }
     (to_vmem ? bytes_to_vmem_ : bytes_to_hbm_) += c.bytes();

@@ -18,7 +18,7 @@ MxuFidelity parse_mxu_fidelity(const std::string& name) {
     throw std::invalid_argument("expected fidelity \"tile\" or \"pe\", got \"" + name + "\"");
 }
 
-const char* to_string(MxuFidelity f) { return f == MxuFidelity::tile ? "tile" : "pe"; }
+const char* to_string(MxuFidelity f) { return kMxuFidelityNames[static_cast<std::size_t>(f)]; }
 
 SC_HAS_PROCESS(Mxu);
 

@@ -2,7 +2,8 @@
 // The DMA engines of one TensorCore (DmaConfig::engines of them in one module). Each engine
 // runs its descriptors in FIFO order; engines run concurrently. A descriptor is cut into
 // chunks (split_descriptor); an engine keeps up to max_outstanding_chunks chunks in flight,
-// each one HBM transaction over TLM plus a transfer through the core's VMEM DMA port.
+// each one HBM transaction over TLM (hbm_out) plus a transfer through the core's VMEM DMA
+// port (vmem_out).
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <cstdint>
@@ -15,7 +16,7 @@
 
 #include "tpusim/arch/core/core_ports.h"
 #include "tpusim/arch/memory/dma_descriptor.h"
-#include "tpusim/arch/memory/vmem.h"
+#include "tpusim/arch/memory/vmem_module.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/stats/stats.h"
 
@@ -24,11 +25,12 @@ namespace tpusim {
 class DmaEngine : public sc_core::sc_module, public DmaIf {
  public:
     tlm_utils::simple_initiator_socket<DmaEngine> hbm_out;
-    sc_core::sc_export<DmaIf> core_in{"core_in"};  // the core's dma_out binds here
+    sc_core::sc_port<VmemIf> vmem_out{"vmem_out"};  // the core's Vmem.dma_in
+    sc_core::sc_export<DmaIf> core_in{"core_in"};   // the core's dma_out binds here
 
     // `core`: this core's index on its chip (locality of HBM addresses); `hbm_capacity_bytes`:
     // the chip's HBM, for the range check at enqueue.
-    DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, const VmemConfig& vmem, int core,
+    DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int core,
               Bytes hbm_capacity_bytes);
 
     using DoneCallback = std::function<void(Cycle)>;
@@ -46,7 +48,6 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
 
     std::size_t engines() const { return engines_.size(); }
     StatGroup& stats() { return stats_; }
-    VmemPort& vmem_port() { return vmem_port_; }
 
  private:
     struct Job {
@@ -71,9 +72,7 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     DmaConfig cfg_;
     int core_;
     Bytes hbm_capacity_;
-    Bytes vmem_capacity_;
     std::vector<std::unique_ptr<Engine>> engines_;
-    VmemPort vmem_port_;
     std::uint64_t descriptors_ = 0, chunks_ = 0, bytes_to_vmem_ = 0, bytes_to_hbm_ = 0;
     std::uint64_t busy_cycles_ = 0;  // summed over engines: cycles with a descriptor running
     std::uint64_t hbm_errors_ = 0;

@@ -3,9 +3,10 @@
 // processing element stepped every cycle. Same cycles for every shape (tested).
 #include <string>
 
+#include "tpusim/config/sim_config.h"  // enum class MxuFidelity
+
 namespace tpusim {
 
-enum class MxuFidelity { tile, pe };
 // "tile" or "pe"; throws std::invalid_argument otherwise.
 MxuFidelity parse_mxu_fidelity(const std::string& name);
 const char* to_string(MxuFidelity f);
