@@ -4,7 +4,7 @@
 #   peak     bench peak on v2-8 and v3-8            target >= 97% of the derived peak
 #   hbm      bench hbm on v2-8 and v3-8             target 85-98% of peak, >= 5 M bursts/s
 #   mxu      bench mxu --fidelity pe on v3          target >= 50,000 array cycles/s
-#   ici      bench ici on v3-8 (and v3-1024 unless --quick): 1 GiB all-reduce < 1 min
+#   ici      bench ici on v3-8 (and the v3-2048 pod unless --quick): 1 GiB all-reduce < 1 min
 #   replay   BERT-base layer (one core) and training step (8 cores) at tile fidelity:
 #            target < 2 s wall and < 500 MB RSS for the step
 set -euo pipefail
@@ -37,7 +37,7 @@ $bin bench mxu --config configs/tpu_v3_8.json --m 4096 --k 512 --n 512 --fidelit
 echo "== bench ici"
 $bin bench ici --config configs/tpu_v3_8.json --sizes 1KiB 1MiB 256MiB | tail -6
 if [[ $quick == 0 ]]; then
-    measure $bin bench ici --config configs/tpu_v3_1024.json --sizes 1GiB
+    measure $bin bench ici --config configs/tpu_v3_2048.json --sizes 1GiB
 fi
 echo "== replay"
 measure $bin run --config configs/tpu_v3_8.json --trace traces/bert_base_layer_fwd.json -q |

@@ -8,7 +8,9 @@ Sets (each point is a trace replayed with `tpusim run`; nothing here is fitted):
   - all-reduce: an 8-core all-reduce on configs/tpu_v3_8.json against the measured latency
     minus the 0.88 ms small-message floor (a calibration set: validation/README.md);
   - ResNet-50 v2-8: `gen_trace.py resnet50 --batch 128 --cores 8` on configs/tpu_v2_8.json,
-    images/s against MLPerf v0.5's ~4,470.
+    images/s against MLPerf v0.5's ~4,470;
+  - ResNet-50 v3-32: `gen_trace.py resnet50 --batch 128 --cores 32` on configs/tpu_v3_32.json
+    (global batch 4096), images/s against MLPerf v0.6's 31,246.
 Prints a Markdown table and each set's mean absolute percentage error (MAPE) beside its
 target and its regression guard; --write replaces the table section of docs/VALIDATION.md;
 --check exits 1 when a set's MAPE is above its guard (tests/CMakeLists.txt runs it).
@@ -53,9 +55,11 @@ SETS = {
     "LayerNorm": (15.0, 33.0),
     "all-reduce (calibration)": (10.0, 10.0),
     "ResNet-50 v2-8 img/s": (10.0, 10.0),
+    "ResNet-50 v3-32 img/s": (10.0, 13.0),
 }
 ALLREDUCE_FLOOR_S = 0.88e-3  # validation/README.md
 RESNET50_V2_8_IMG_S = 4470.0  # MLPerf Training v0.5, validation/README.md
+RESNET50_V3_32_IMG_S = 31246.0  # MLPerf Training v0.6, validation/README.md
 
 
 def run_trace(tpusim, config, trace, tmp, name):
@@ -105,12 +109,13 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a set's MAPE is above its guard")
     ap.add_argument("--only", default="", help="comma-separated sets: gemm,gelu,layernorm,"
-                    "allreduce,resnet50 (default: all)")
+                    "allreduce,resnet50,resnet50_v3_32 (default: all)")
     a = ap.parse_args()
     only = set(x for x in a.only.split(",") if x)
     want = lambda name: not only or name in only  # noqa: E731
     v3 = os.path.join(ROOT, "configs", "tpu_v3_8.json")
     v2 = os.path.join(ROOT, "configs", "tpu_v2_8.json")
+    v3_32 = os.path.join(ROOT, "configs", "tpu_v3_32.json")
 
     lines = ["| workload | shape | measured | simulated | error |",
              "|---|---|---:|---:|---:|"]
@@ -148,6 +153,18 @@ def main():
             sim = run_trace(a.tpusim, v2, t, tmp, "resnet50_run")
             score("ResNet-50 v2-8 img/s", "batch 128 x 8 cores, training step",
                   RESNET50_V2_8_IMG_S, 128 * 8 / sim, unit="img/s")
+        if want("resnet50_v3_32"):
+            # The per-core program is the v2-8 one (128 images per core); only the slice, and
+            # with it the gradient all-reduce (torus2d over 4 x 4 chips), changes.
+            gen = os.path.join(ROOT, "scripts", "gen_trace.py")
+            trace = os.path.join(tmp, "resnet50_32.json")
+            subprocess.run([sys.executable, gen, "resnet50", "--batch", "128", "--cores", "32",
+                            "-o", trace], check=True)
+            with open(trace) as f:
+                t = json.load(f)
+            sim = run_trace(a.tpusim, v3_32, t, tmp, "resnet50_32_run")
+            score("ResNet-50 v3-32 img/s", "batch 128 x 32 cores (4096), training step",
+                  RESNET50_V3_32_IMG_S, 128 * 32 / sim, unit="img/s")
 
     lines.append("")
     lines.append("| set | points | MAPE | target | guard |")

@@ -91,7 +91,8 @@ TEST_CASE("bad ICI topologies are rejected with the key that is wrong", "[ici][t
     REQUIRE_THROWS_AS(load_config(v3, {"ici.chunk_bytes=256"}), InputError);
     REQUIRE_THROWS_AS(load_config(v3, {"ici.all_reduce_algorithm=tree"}), InputError);
     // The shipped slices load.
-    const TpuConfig big = load_config(test::config_path("tpu_v3_1024.json"));
-    REQUIRE(big.chips() == 1024);
+    const TpuConfig pod = load_config(test::config_path("tpu_v3_2048.json"));
+    REQUIRE(pod.chips() == 1024);
+    REQUIRE(load_config(test::config_path("tpu_v3_1024.json")).chips() == 512);
     REQUIRE(load_config(test::config_path("tpu_v3_32.json")).chips() == 16);
 }
