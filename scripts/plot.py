@@ -9,13 +9,17 @@ OUT.svg.
   plot.py curves DB.sqlite --x K --y COL [--series K] -o OUT
                                              sweep curves: COL against axis K, one line per
                                              value of another axis
+  plot.py bars DB.sqlite --x K --y COL [--series K] [--relative-to V] -o OUT
+                                             grouped bars: COL per value of K (a workload,
+                                             a variant), optionally relative to one series
   plot.py heatmap DB.sqlite --x K --y K --z COL -o OUT
                                              sweep heat map of COL over two axes
 
 REPORT.json is `tpusim run --report`; DB.sqlite is a `tpusim sweep` database (docs/sweep.md).
 K names an axis (its name in the spec: "mxu.rows", "board", "workload.batch") or a column of
 the points table; COL is a column ("seconds", "achieved_bf16_tflops", "hbm_achieved_gbps_per_chip",
-"utilization_mxu_busy", ...). --sweep picks the sweep when the database holds several;
+"utilization_mxu_busy", ...) or, for curves and bars, a Python expression over columns and
+workload parameters ("batch / seconds"). --sweep picks the sweep when the database holds several;
 --where adds an SQL condition ("workload = 'bert'"); --fixed K=V keeps the points whose axis
 K has value V. Labels carry units; --xlabel / --ylabel / --title override them.
 """
@@ -53,12 +57,18 @@ def label(name, override=None):
     return f"{name} ({unit})" if unit else name
 
 
+FORMATS = ["png", "svg"]
+
+
 def save(fig, out):
     fig.tight_layout()
-    fig.savefig(out + ".png", dpi=120)
-    fig.savefig(out + ".svg", metadata={"Date": None})
+    for fmt in FORMATS:
+        if fmt == "svg":
+            fig.savefig(out + ".svg", metadata={"Date": None})  # no date: reproducible files
+        else:
+            fig.savefig(f"{out}.{fmt}", dpi=120)
     plt.close(fig)
-    print(f"wrote {out}.png and {out}.svg")
+    print("wrote " + " and ".join(f"{out}.{f}" for f in FORMATS))
 
 
 def load_report(path):
@@ -169,25 +179,84 @@ def sweep_rows(a, wanted):
     return rows
 
 
+def y_of(a, r):
+    """The y value of a row: a column or axis, or a Python expression over the row's columns
+    and workload parameters (--y "batch / seconds")."""
+    if a.y in r:
+        return r[a.y]
+    names = {k.replace(".", "_"): v for k, v in r.items()}
+    names.update(json.loads(r["params_json"]))
+    try:
+        return eval(a.y, {"__builtins__": {}}, names)  # a plotting aid, run by its author
+    except Exception as e:  # noqa: BLE001
+        sys.exit(f"error: --y {a.y!r}: not a column, axis or expression over them ({e})")
+
+
 def curves(a):
-    rows = sweep_rows(a, [a.x, a.y, a.series])
+    rows = sweep_rows(a, [a.x, a.series])
     fig, ax = plt.subplots(figsize=(7, 4.5))
     series = sorted({r[a.series] for r in rows}, key=str) if a.series else [None]
     for s in series:
         pts = {}
         for r in rows:
             if a.series is None or r[a.series] == s:
-                pts.setdefault(r[a.x], []).append(r[a.y])
+                pts.setdefault(r[a.x], []).append(y_of(a, r))
         xs = sorted(pts, key=lambda v: (isinstance(v, str), v))
         ys = [sum(pts[x]) / len(pts[x]) for x in xs]
         ax.plot([str(x) for x in xs] if any(isinstance(x, str) for x in xs) else xs, ys,
                 "o-", label=f"{a.series} = {s}" if a.series else None)
     if a.logx:
         ax.set_xscale("log", base=2)
+        xs = sorted({r[a.x] for r in rows if not isinstance(r[a.x], str)})
+        if 0 < len(xs) <= 12:  # tick the swept values themselves, not powers of two
+            ax.set_xticks(xs, [f"{x:g}" for x in xs])
+            ax.minorticks_off()
+    if a.logy:
+        ax.set_yscale("log")
     ax.set_xlabel(label(a.x, a.xlabel))
     ax.set_ylabel(label(a.y, a.ylabel))
     ax.set_title(a.title or f"{a.y} against {a.x}")
     ax.grid(True, alpha=0.3)
+    if a.series:
+        ax.legend(fontsize=8)
+    save(fig, a.output)
+
+
+def bars(a):
+    rows = sweep_rows(a, [a.x, a.series])
+    xs = sorted({r[a.x] for r in rows}, key=lambda v: str(v)) if not a.order else a.order
+    series = sorted({r[a.series] for r in rows}, key=str) if a.series else [None]
+    val = {}
+    for r in rows:
+        val.setdefault((r[a.x], r[a.series] if a.series else None), []).append(y_of(a, r))
+    mean = {k: sum(v) / len(v) for k, v in val.items()}
+    if a.relative_to is not None:
+        # V names a series (divide each bar by the V bar of its group) or an x category
+        # (divide each bar by its series' bar at V).
+        ref = a.relative_to
+        if any(str(s) == ref for s in series):
+            base = {x: mean.get((x, s)) for x in xs for s in series if str(s) == ref}
+            mean = {(x, s): v / base[x] for (x, s), v in mean.items() if base.get(x)}
+        elif any(str(x) == ref for x in xs):
+            base = {s: mean.get((x, s)) for x in xs for s in series if str(x) == ref}
+            mean = {(x, s): v / base[s] for (x, s), v in mean.items() if base.get(s)}
+        else:
+            sys.exit(f"error: --relative-to {ref!r}: neither a {a.series} nor a {a.x} value")
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(xs) * max(1, len(series)) / 2 + 3), 4.5))
+    width = 0.8 / len(series)
+    for i, s in enumerate(series):
+        hs = [mean.get((x, s), float("nan")) for x in xs]
+        pos = [j + (i - (len(series) - 1) / 2) * width for j in range(len(xs))]
+        b = ax.bar(pos, hs, width, label=f"{a.series} = {s}" if a.series else None)
+        ax.bar_label(b, fmt="%.3g", fontsize=7)
+    ax.set_xticks(range(len(xs)), [str(x) for x in xs], rotation=20 if len(xs) > 4 else 0)
+    ax.set_xlabel(label(a.x, a.xlabel))
+    ylab = label(a.y, a.ylabel)
+    if a.relative_to is not None and not a.ylabel:
+        ylab = f"{a.y} relative to {a.relative_to}"
+    ax.set_ylabel(ylab)
+    ax.set_title(a.title or f"{a.y} per {a.x}")
+    ax.grid(True, axis="y", alpha=0.3)
     if a.series:
         ax.legend(fontsize=8)
     save(fig, a.output)
@@ -225,6 +294,7 @@ def main(argv=None):
 
     def common(p):
         p.add_argument("-o", "--output", required=True, help="writes OUTPUT.png and OUTPUT.svg")
+        p.add_argument("--formats", default="png,svg", help="comma-separated: png, svg, pdf")
         p.add_argument("--xlabel")
         p.add_argument("--ylabel")
         p.add_argument("--title")
@@ -235,7 +305,7 @@ def main(argv=None):
         p.add_argument("--bins", type=int, default=200, help="time bins (utilization)")
         common(p)
         p.set_defaults(fn=fn)
-    for name, fn in [("curves", curves), ("heatmap", heatmap)]:
+    for name, fn in [("curves", curves), ("bars", bars), ("heatmap", heatmap)]:
         p = sub.add_parser(name)
         p.add_argument("db")
         p.add_argument("--x", required=True)
@@ -243,6 +313,12 @@ def main(argv=None):
         if name == "curves":
             p.add_argument("--series")
             p.add_argument("--logx", action="store_true", help="log2 x axis")
+            p.add_argument("--logy", action="store_true", help="log y axis")
+        elif name == "bars":
+            p.add_argument("--series")
+            p.add_argument("--relative-to",
+                           help="divide by the bar of this series value or x category")
+            p.add_argument("--order", nargs="+", help="x categories in this order")
         else:
             p.add_argument("--z", required=True)
         p.add_argument("--sweep")
@@ -252,6 +328,7 @@ def main(argv=None):
         common(p)
         p.set_defaults(fn=fn)
     a = ap.parse_args(argv)
+    FORMATS[:] = a.formats.split(",")
     a.fn(a)
 
 

@@ -233,7 +233,12 @@ int run_sweep(const SweepOptions& o) {
             const std::string report = (work / fmt::format("p{}.json", p.index)).string();
             if (r.exit_status == 0) {
                 pr.status = "ok";
-                pr.report = read_json_file(report);
+                try {
+                    pr.report = read_json_file(report);
+                } catch (const InputError& e) {  // a run that says it succeeded but left no report
+                    pr.status = "failed";
+                    pr.error = std::string("no readable report: ") + e.what();
+                }
             } else {
                 pr.status = "failed";
                 pr.error = r.signal ? "crashed: " + signal_text(r.signal)
