@@ -117,7 +117,7 @@ int run_sweep(const SweepOptions& o) {
                                      done.size(), spec.name));
 
     // Per-point files live beside the database; only the lock holder uses the folder.
-    const fs::path work = db_path + ".work";
+    const fs::path work = fs::absolute(db_path + ".work");  // generators run in the spec folder
     std::error_code ec;
     fs::remove_all(work, ec);
     fs::create_directories(work, ec);

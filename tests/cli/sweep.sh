@@ -57,8 +57,16 @@ got=$(q "$tmp/a.sqlite" "select cycles from points where point = 1 and label lik
 [ "$(q "$tmp/a.sqlite" "select count(*) from ops where point = 1")" = 1 ] || fail "small sweep: ops row of point 1"
 grep -q "16 of 16 points recorded" "$tmp/a.out" || fail "small sweep summary: $(cat "$tmp/a.out")"
 
+if [ -n "${TPUSIM_SWEEP_LIGHT:-}" ]; then
+    # The sanitizer build: the driver's code above is what it checks; the rest repeats runs.
+    [ $fails -eq 0 ] && echo "sweep checks passed (light)"
+    exit $((fails != 0))
+fi
+
 # Same spec on one worker: the same rows, byte for byte, but for wall time and peak RSS.
-"$bin" sweep "$d/small.json" --db "$tmp/b.sqlite" -j 1 --quiet > /dev/null || fail "small sweep -j 1"
+# (from another folder, with a relative --db: generators run in the spec's folder)
+src=$(pwd)
+(cd "$tmp" && "$bin" sweep "$src/$d/small.json" --db b.sqlite -j 1 --quiet > /dev/null) || fail "small sweep -j 1"
 "$bin" sweep --db "$tmp/b.sqlite" --csv "$tmp/b.csv" || fail "csv export"
 cmp -s <(stable_csv "$tmp/a.csv") <(stable_csv "$tmp/b.csv") ||
     fail "small sweep: -j 2 and -j 1 CSVs differ: $(diff <(stable_csv "$tmp/a.csv") <(stable_csv "$tmp/b.csv") | head -4)"
@@ -83,10 +91,10 @@ cmp -s <(stable_csv "$tmp/a.csv") <(stable_csv "$tmp/m.csv") || fail "merged sha
 db="$tmp/r.sqlite"
 "$bin" sweep "$d/resume64.json" --db "$db" -j 2 --quiet > /dev/null 2>&1 &
 driver=$!
-for _ in $(seq 600); do
+for _ in $(seq 240); do
     n=$(q "$db" "select count(*) from points" 2>/dev/null || echo 0)
     [ "${n:-0}" -ge 12 ] && break
-    sleep 0.1
+    sleep 0.25
 done
 err=$("$bin" sweep "$d/resume64.json" --db "$db" --resume --quiet 2>&1 >/dev/null)
 rc=$?
