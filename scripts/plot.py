@@ -33,6 +33,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 matplotlib.rcParams["svg.hashsalt"] = "tpusim"  # stable SVG ids: committed plots diff cleanly
+matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller, searchable SVGs
 import matplotlib.pyplot as plt  # noqa: E402
 
 # Units of the figures and axes that have one (docs/sweep.md lists the columns).

@@ -255,7 +255,8 @@ int run_sweep(const SweepOptions& o) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::int64_t recorded = done_in_shard + ok + failed;
-    std::cout << fmt::format(
+    // With the CSV on stdout the summary goes to stderr, so that stdout is the CSV alone.
+    (o.csv == "-" ? std::cerr : std::cout) << fmt::format(
         "sweep {}{}: {} of {} points recorded ({} run now: {} ok, {} failed) in {:.1f} s with "
         "{} workers -> {}\n",
         spec.name, shards > 1 ? fmt::format(" shard {}/{}", shard, shards) : "", recorded, in_shard,

@@ -11,6 +11,7 @@ driver=""
 trap '[ -n "$driver" ] && kill -9 "$driver" 2>/dev/null; rm -rf "$tmp"' EXIT
 fails=0
 d=tests/data/sweep
+src=$(pwd)
 
 fail() {
     echo "FAIL $*"
@@ -63,9 +64,30 @@ if [ -n "${TPUSIM_SWEEP_LIGHT:-}" ]; then
     exit $((fails != 0))
 fi
 
+# scripts/plot.py draws every kind of plot from this database and a run report, PNG and SVG,
+# with units on the axes (one interpreter for all: matplotlib imports slowly).
+py=python3
+python3 -c 'import matplotlib' 2>/dev/null || py=/usr/bin/python3
+"$bin" run --config configs/tpu_v3_8.json --trace traces/attention.json --report "$tmp/r.json" --quiet > /dev/null
+(cd "$tmp" && "$py" - "$src/scripts" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import plot
+plot.main(["roofline", "r.json", "-o", "roof"])
+plot.main(["utilization", "r.json", "-o", "util"])
+plot.main(["curves", "a.sqlite", "--x", "hbm.data_rate_mtps", "--y", "seconds", "--series", "board", "--where", "workload = 'gemm'", "-o", "curves"])
+plot.main(["bars", "a.sqlite", "--x", "workload", "--y", "1 / seconds", "--series", "board", "--relative-to", "v2-8", "-o", "bars"])
+plot.main(["heatmap", "a.sqlite", "--x", "board", "--y", "hbm.data_rate_mtps", "--z", "achieved_bf16_tflops", "--fixed", "workload=gemm", "-o", "heat"])
+EOF
+) > "$tmp/plot.out" 2>&1 || fail "plot.py: $(tail -3 "$tmp/plot.out")"
+for f in roof util curves bars heat; do
+    [ -s "$tmp/$f.png" ] && [ -s "$tmp/$f.svg" ] || fail "plot.py wrote no $f.png / $f.svg"
+done
+grep -q "arithmetic intensity (FLOP per HBM byte)" "$tmp/roof.svg" || fail "roofline: x label with units"
+grep -q "seconds (s)" "$tmp/curves.svg" || fail "curves: y label with units"
+
 # Same spec on one worker: the same rows, byte for byte, but for wall time and peak RSS.
 # (from another folder, with a relative --db: generators run in the spec's folder)
-src=$(pwd)
 (cd "$tmp" && "$bin" sweep "$src/$d/small.json" --db b.sqlite -j 1 --quiet > /dev/null) || fail "small sweep -j 1"
 "$bin" sweep --db "$tmp/b.sqlite" --csv "$tmp/b.csv" || fail "csv export"
 cmp -s <(stable_csv "$tmp/a.csv") <(stable_csv "$tmp/b.csv") ||
