@@ -70,15 +70,18 @@ void run_jobs(const std::vector<Job>& jobs, int workers,
     std::map<pid_t, Running> running;
     std::size_t next = 0;
     bool stopping = false;
+    auto fill = [&] {
+        while (!stopping && next < jobs.size() && static_cast<int>(running.size()) < workers) {
+            running[spawn(jobs[next])] = {next, Clock::now()};
+            ++next;
+        }
+    };
     while (true) {
         if (!stopping && stop()) {
             stopping = true;
             for (const auto& [pid, r] : running) kill(pid, SIGTERM);
         }
-        while (!stopping && next < jobs.size() && static_cast<int>(running.size()) < workers) {
-            running[spawn(jobs[next])] = {next, Clock::now()};
-            ++next;
-        }
+        fill();
         if (running.empty()) break;
         int status = 0;
         rusage ru{};
@@ -99,6 +102,7 @@ void run_jobs(const std::vector<Job>& jobs, int workers,
         }
         const std::size_t job = it->second.job;
         running.erase(it);
+        fill();  // the next worker starts before the driver spends time recording this one
         if (!stopping || r.exit_status == 0) on_done(job, r);
     }
 }
