@@ -204,7 +204,8 @@ TEST_CASE("an op that cannot fit VMEM is a located error", "[lowering]") {
     }
 }
 
-TEST_CASE("SPMD lowering gives every core its own stream in its own HBM half", "[lowering]") {
+TEST_CASE("SPMD lowering shares one stream; each core issues it in its own HBM half",
+          "[lowering]") {
     const TpuConfig cfg = v3();
     LoweringOptions o;
     o.cores = 8;
@@ -213,14 +214,42 @@ TEST_CASE("SPMD lowering gives every core its own stream in its own HBM half", "
     const Bytes half = cfg.hbm.capacity_bytes() / 2;
     for (std::int64_t c = 0; c < 8; ++c) {
         const auto& cp = p.cores[static_cast<std::size_t>(c)];
+        CHECK(cp.core == c);
+        CHECK(cp.instrs.same_as(p.cores[0].instrs));  // lowered once, not copied
         CHECK(totals(cp).macs == 512ull * 512 * 512);
+        const Bytes base = static_cast<Bytes>(c % 2) * half;
+        CHECK(cp.hbm_base == base);
         for (const auto& in : cp.instrs) {
             if (in.unit != Unit::Dma) continue;
-            const Bytes base = static_cast<Bytes>(c % 2) * half;
-            CHECK(in.dma.hbm_addr >= base);
-            CHECK(in.dma.hbm_addr < base + half);
+            // The address the core issues (TensorCore::issue adds hbm_base).
+            CHECK(cp.hbm_base + in.dma.hbm_addr >= base);
+            CHECK(cp.hbm_base + in.dma.hbm_addr < base + half);
         }
     }
+}
+
+TEST_CASE("cores in different replica groups or running different ops get their own streams",
+          "[lowering]") {
+    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "t", "cores": 4, "ops": [
+        {"id": "mm", "kind": "matmul", "m": 256, "k": 256, "n": 256},
+        {"id": "ar", "kind": "all_reduce", "bytes": 4096, "deps": ["mm"],
+         "replica_groups": [[0, 1], [2, 3]]},
+        {"id": "extra", "kind": "matmul", "m": 256, "k": 256, "n": 256, "cores": [3]}]})");
+    const Program p = lower_trace(parse_trace(j, "t.json", 8), v3());
+    REQUIRE(p.cores.size() == 4);
+    CHECK(p.cores[1].instrs.same_as(p.cores[0].instrs));
+    CHECK_FALSE(p.cores[2].instrs.same_as(p.cores[0].instrs));  // the other group
+    CHECK_FALSE(p.cores[3].instrs.same_as(p.cores[2].instrs));  // runs "extra" too
+    auto group_of = [&](std::size_t c) {
+        for (const auto& in : p.cores[c].instrs) {
+            if (in.unit == Unit::Ici) return in.coll->group;
+        }
+        return std::vector<std::int64_t>{};
+    };
+    CHECK(group_of(0) == std::vector<std::int64_t>{0, 1});
+    CHECK(group_of(2) == std::vector<std::int64_t>{2, 3});
+    CHECK(group_of(3) == std::vector<std::int64_t>{2, 3});
 }
 
 TEST_CASE("ops waiting on a collective are issued just before their first consumer",

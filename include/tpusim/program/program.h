@@ -6,6 +6,7 @@
 // unit. Inner loops (weight tiles of a block, vector tiles of a chunk) are timed by the unit
 // models, so their cost follows from the hardware description.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,14 +68,39 @@ struct Instr {
     DmaInstr dma;
     MatmulInstr mm;
     VectorInstr vec;
-    CollectiveInstr coll;
+    // Collectives are rare and large (groups, pairs): held out of line, null on other units.
+    std::shared_ptr<const CollectiveInstr> coll;
     HostInstr host;
+};
+
+// A read-only instruction stream shared by the cores that run the same program: SPMD cores
+// whose ops and collective groups are the same are lowered once (lower_ops). Indexable and
+// iterable like the vector it wraps.
+class SharedInstrs {
+ public:
+    SharedInstrs() : v_(std::make_shared<const std::vector<Instr>>()) {}
+    explicit SharedInstrs(std::vector<Instr> v)
+        : v_(std::make_shared<const std::vector<Instr>>(std::move(v))) {}
+    const Instr& operator[](std::size_t i) const { return (*v_)[i]; }
+    std::size_t size() const { return v_->size(); }
+    bool empty() const { return v_->empty(); }
+    std::vector<Instr>::const_iterator begin() const { return v_->begin(); }
+    std::vector<Instr>::const_iterator end() const { return v_->end(); }
+    const Instr& front() const { return v_->front(); }
+    const Instr& back() const { return v_->back(); }
+    // The same stream (not a copy) as `o`.
+    bool same_as(const SharedInstrs& o) const { return v_ == o.v_; }
+
+ private:
+    std::shared_ptr<const std::vector<Instr>> v_;
 };
 
 struct CoreProgram {
     std::int64_t core = 0;
-    std::vector<Instr> instrs;
-    Bytes vmem_peak_bytes = 0;
+    // DMA HBM addresses in `instrs` are relative to the core's own share of its chip's HBM;
+    // the core adds hbm_base at issue (the only core-specific part of a shared stream).
+    Addr hbm_base = 0;
+    SharedInstrs instrs;
 };
 
 // Per-op accounting the program layer knows before simulation.

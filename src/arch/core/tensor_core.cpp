@@ -141,7 +141,10 @@ void TensorCore::issue(std::uint32_t idx, Cycle stall) {
             if (dma_in_flight_++ == 0) dma_busy_since_ = now;
             ++stats_.dma_descriptors;
             (in.dma.to_vmem ? stats_.dma_bytes_read : stats_.dma_bytes_written) += in.dma.bytes();
-            dma_out->transfer(in.dma, [this, idx, now](Cycle t) {
+            // The shared stream's addresses are relative to this core's HBM share.
+            DmaInstr d = in.dma;
+            d.hbm_addr += program_->hbm_base;
+            dma_out->transfer(d, [this, idx, now](Cycle t) {
                 if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;
                 dma_slot_free_.notify(sc_core::SC_ZERO_TIME);
                 complete_at(idx, t, Unit::Dma, t - now);
@@ -150,7 +153,7 @@ void TensorCore::issue(std::uint32_t idx, Cycle stall) {
             break;
         }
         case Unit::Ici:
-            ici_out->arrive(in.coll, id_, [this, idx, now](Cycle t) {
+            ici_out->arrive(*in.coll, id_, [this, idx, now](Cycle t) {
                 stats_.ici_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Ici, t - now);
                 span(ici_track_, program_->instrs[idx].op, now, t);
