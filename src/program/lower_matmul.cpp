@@ -98,13 +98,14 @@ void CoreLowering::lower_matmul(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = u32;
             ld.waits = w;
-            ld.dma.to_vmem = true;
-            ld.dma.vmem_addr = a.addr;
-            ld.dma.rows = tm_e;
-            ld.dma.row_bytes = static_cast<Bytes>(tk_e * e);
-            ld.dma.vmem_stride = ld.dma.row_bytes;
-            ld.dma.hbm_stride = static_cast<Bytes>(op.k * e);
-            ld.dma.hbm_addr = lhs + static_cast<Bytes>(((b * op.m + jm * tm) * op.k + jk * tk) * e);
+            ld.dma().to_vmem = true;
+            ld.dma().vmem_addr = a.addr;
+            ld.dma().rows = tm_e;
+            ld.dma().row_bytes = static_cast<Bytes>(tk_e * e);
+            ld.dma().vmem_stride = ld.dma().row_bytes;
+            ld.dma().hbm_stride = static_cast<Bytes>(op.k * e);
+            ld.dma().hbm_addr =
+                lhs + static_cast<Bytes>(((b * op.m + jm * tm) * op.k + jk * tk) * e);
             const std::uint32_t a_id = emit(ld);
             vmem_.use(a.addr, a_id);
             s.loaded.push_back(a_id);
@@ -115,12 +116,12 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 bbuf = alloc(b_bytes, nk == 1, wb, i);
                 Instr lb = ld;
                 lb.waits = wb;
-                lb.dma.vmem_addr = bbuf.addr;
-                lb.dma.rows = tk_e;
-                lb.dma.row_bytes = static_cast<Bytes>(tn_e * e);
-                lb.dma.vmem_stride = lb.dma.row_bytes;
-                lb.dma.hbm_stride = static_cast<Bytes>(op.n * e);
-                lb.dma.hbm_addr =
+                lb.dma().vmem_addr = bbuf.addr;
+                lb.dma().rows = tk_e;
+                lb.dma().row_bytes = static_cast<Bytes>(tn_e * e);
+                lb.dma().vmem_stride = lb.dma().row_bytes;
+                lb.dma().hbm_stride = static_cast<Bytes>(op.n * e);
+                lb.dma().hbm_addr =
                     rhs + static_cast<Bytes>(((b * op.k + jk * tk) * op.n + jn * tn) * e);
                 b_load = emit(lb);
                 vmem_.use(bbuf.addr, b_load);
@@ -148,7 +149,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
                     mm.op = u32;
                     mm.waits = s.loaded;
                     if (jk == 0) append_waits(mm.waits, acc_waits);
-                    mm.mm = {x, std::min(share, tn_e - x * share), tk_e, tm_e};
+                    mm.mm() = {x, std::min(share, tn_e - x * share), tk_e, tm_e};
                     const std::uint32_t id = emit(std::move(mm));
                     for (Addr a : s.buffers) vmem_.use(a, id);
                     vmem_.use(acc.addr, id);
@@ -169,7 +170,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 mm.op = u32;
                 mm.waits = s.loaded;
                 if (jk == 0) append_waits(mm.waits, acc_waits);
-                mm.mm = {x, tm_e, tk_e, cols};
+                mm.mm() = {x, tm_e, tk_e, cols};
                 const std::uint32_t id = emit(std::move(mm));
                 for (Addr a : s.buffers) vmem_.use(a, id);
                 vmem_.use(acc.addr, id);

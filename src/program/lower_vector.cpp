@@ -66,13 +66,13 @@ void CoreLowering::lower_vector(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = u32;
             ld.waits = w;
-            ld.dma.to_vmem = true;
-            ld.dma.vmem_addr = buf.addr;
-            ld.dma.hbm_addr = src + static_cast<Bytes>(r0) * row_in;
-            ld.dma.rows = rows;
-            ld.dma.row_bytes = row_in;
-            ld.dma.hbm_stride = row_in;
-            ld.dma.vmem_stride = row_in;
+            ld.dma().to_vmem = true;
+            ld.dma().vmem_addr = buf.addr;
+            ld.dma().hbm_addr = src + static_cast<Bytes>(r0) * row_in;
+            ld.dma().rows = rows;
+            ld.dma().row_bytes = row_in;
+            ld.dma().hbm_stride = row_in;
+            ld.dma().vmem_stride = row_in;
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded.push_back(id);
@@ -90,7 +90,7 @@ void CoreLowering::lower_vector(std::size_t i) {
             v.unit = Unit::Vpu;
             v.op = u32;
             v.waits = w;
-            v.vec = {op.vop, rows, op.cols, op.in_bytes, op.out_bytes};
+            v.vec() = {op.vop, rows, op.cols, op.in_bytes, op.out_bytes};
             const std::uint32_t id = emit(std::move(v));
             for (Addr a : s.buffers) vmem_.use(a, id);
             vmem_.use(out.addr, id);
@@ -122,7 +122,7 @@ void CoreLowering::lower_copy(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = static_cast<std::uint32_t>(i);
             ld.waits = w;
-            ld.dma = {true, src + off, buf.addr, 1, bytes, bytes, bytes};
+            ld.dma() = {true, src + off, buf.addr, 1, bytes, bytes, bytes};
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded = {id};
@@ -147,7 +147,7 @@ void CoreLowering::lower_single(std::size_t i) {
     in.waits = dep_waits(op);
     if (op.kind == "infeed" || op.kind == "outfeed") {
         in.unit = Unit::Host;
-        in.host = {op.kind == "infeed", op.bytes};
+        in.host() = {op.kind == "infeed", op.bytes};
     } else {
         in.unit = Unit::Ici;
         CollectiveInstr coll;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tpusim/common/types.h"
@@ -65,12 +66,28 @@ struct Instr {
     Unit unit = Unit::Dma;
     std::uint32_t op = 0;              // index of the trace op it implements
     std::vector<std::uint32_t> waits;  // instruction indices that must have completed
-    DmaInstr dma;
-    MatmulInstr mm;
-    VectorInstr vec;
     // Collectives are rare and large (groups, pairs): held out of line, null on other units.
     std::shared_ptr<const CollectiveInstr> coll;
-    HostInstr host;
+
+    // The operands of the unit's instruction: one kind per instruction (compact encoding: an
+    // instruction holds only its own unit's fields). The const accessors require the kind to
+    // be the one held (std::bad_variant_access otherwise); the others make it so.
+    DmaInstr& dma() { return operands<DmaInstr>(); }
+    MatmulInstr& mm() { return operands<MatmulInstr>(); }
+    VectorInstr& vec() { return operands<VectorInstr>(); }
+    HostInstr& host() { return operands<HostInstr>(); }
+    const DmaInstr& dma() const { return std::get<DmaInstr>(operands_); }
+    const MatmulInstr& mm() const { return std::get<MatmulInstr>(operands_); }
+    const VectorInstr& vec() const { return std::get<VectorInstr>(operands_); }
+    const HostInstr& host() const { return std::get<HostInstr>(operands_); }
+
+ private:
+    template <class T>
+    T& operands() {
+        if (!std::holds_alternative<T>(operands_)) operands_.template emplace<T>();
+        return std::get<T>(operands_);
+    }
+    std::variant<DmaInstr, MatmulInstr, VectorInstr, HostInstr> operands_;
 };
 
 // A read-only instruction stream shared by the cores that run the same program: SPMD cores
