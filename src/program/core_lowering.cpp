@@ -137,7 +137,7 @@ void CoreLowering::run_pipeline(std::size_t count, const std::function<Step(std:
     if (prev.finish) prev.finish(prev);
 }
 
-std::vector<Instr> CoreLowering::run(std::vector<OpInfo>& infos) {
+InstrList CoreLowering::run(std::vector<OpInfo>& infos) {
     infos_ = &infos;
     for (std::size_t i = 0; i < ops_.size(); ++i) {
         const OpSpec& op = ops_[i];

@@ -29,7 +29,7 @@ class CoreLowering {
     CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, std::int64_t core,
                  const std::vector<OpSpec>& ops, std::string trace_name);
     // The core's instruction stream; DMA HBM addresses relative to the core's HBM share.
-    std::vector<Instr> run(std::vector<OpInfo>& infos);
+    InstrList run(std::vector<OpInfo>& infos);
     // Per op: the bytes it moves between HBM and VMEM on this core (after run()).
     const std::vector<Bytes>& hbm_bytes() const { return hbm_bytes_; }
 
@@ -74,7 +74,7 @@ class CoreLowering {
     std::int64_t core_;
     const std::vector<OpSpec>& ops_;
     std::string trace_name_;
-    std::vector<Instr> instrs_;
+    InstrList instrs_;
     std::vector<Bytes> hbm_bytes_;
     VmemRing vmem_;
     Addr hbm_size_, hbm_next_ = 0;

@@ -6,6 +6,7 @@
 // unit. Inner loops (weight tiles of a block, vector tiles of a chunk) are timed by the unit
 // models, so their cost follows from the hardware description.
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <utility>
@@ -90,26 +91,29 @@ struct Instr {
     std::variant<DmaInstr, MatmulInstr, VectorInstr, HostInstr> operands_;
 };
 
+// Instructions as lowering appends them: in blocks, so a long stream never holds a second copy
+// of itself while it grows (as a vector does when it reallocates).
+using InstrList = std::deque<Instr>;
+
 // A read-only instruction stream shared by the cores that run the same program: SPMD cores
 // whose ops and collective groups are the same are lowered once (lower_ops). Indexable and
-// iterable like the vector it wraps.
+// iterable like the list it wraps.
 class SharedInstrs {
  public:
-    SharedInstrs() : v_(std::make_shared<const std::vector<Instr>>()) {}
-    explicit SharedInstrs(std::vector<Instr> v)
-        : v_(std::make_shared<const std::vector<Instr>>(std::move(v))) {}
+    SharedInstrs() : v_(std::make_shared<const InstrList>()) {}
+    explicit SharedInstrs(InstrList v) : v_(std::make_shared<const InstrList>(std::move(v))) {}
     const Instr& operator[](std::size_t i) const { return (*v_)[i]; }
     std::size_t size() const { return v_->size(); }
     bool empty() const { return v_->empty(); }
-    std::vector<Instr>::const_iterator begin() const { return v_->begin(); }
-    std::vector<Instr>::const_iterator end() const { return v_->end(); }
+    InstrList::const_iterator begin() const { return v_->begin(); }
+    InstrList::const_iterator end() const { return v_->end(); }
     const Instr& front() const { return v_->front(); }
     const Instr& back() const { return v_->back(); }
     // The same stream (not a copy) as `o`.
     bool same_as(const SharedInstrs& o) const { return v_ == o.v_; }
 
  private:
-    std::shared_ptr<const std::vector<Instr>> v_;
+    std::shared_ptr<const InstrList> v_;
 };
 
 struct CoreProgram {
