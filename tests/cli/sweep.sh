@@ -29,14 +29,14 @@ EOF
 # The CSV without its last two columns (wall_seconds, peak_rss_mib: machine-dependent).
 stable_csv() { python3 -c 'import csv,sys; [print(",".join(r[:-2])) for r in csv.reader(open(sys.argv[1]))]' "$1"; }
 
-# --- a small sweep: 16 points, 8 of them failing on a bad MXU size --------------------------
+# --- a small sweep: 16 points, 8 of them failing on an MXU size above the limit --------------------------
 "$bin" sweep "$d/small.json" --db "$tmp/a.sqlite" -j 2 --quiet --csv "$tmp/a.csv" > "$tmp/a.out" ||
     fail "small sweep: exit $? $(cat "$tmp/a.out")"
 [ "$(q "$tmp/a.sqlite" "select count(*), count(distinct point) from points")" = "16|16" ] ||
     fail "small sweep: want 16 distinct rows"
 [ "$(q "$tmp/a.sqlite" "select count(*) from points where status='failed' and error like
-    '%/mxu/rows: expected a power of two%' and json_extract(coords_json, '\$.\"mxu.rows\"') = 100")" = 8 ] ||
-    fail "small sweep: the 8 points with a 100 x 100 MXU should fail with the config's error"
+    '%/mxu/rows: expected %, got 8192%' and json_extract(coords_json, '\$.\"mxu.rows\"') = 8192")" = 8 ] ||
+    fail "small sweep: the 8 points with an 8192 x 8192 MXU should fail with the config's error"
 [ "$(q "$tmp/a.sqlite" "select count(*) from points where status='ok' and cycles > 0 and
     json_extract(config_json, '\$.mxu.rows') = json_extract(coords_json, '\$.\"mxu.rows\"')")" = 8 ] ||
     fail "small sweep: 8 ok points whose config has the axis' MXU rows"
@@ -122,8 +122,10 @@ err=$("$bin" sweep "$d/resume64.json" --db "$db" --resume --quiet 2>&1 >/dev/nul
 rc=$?
 [ $rc -eq 2 ] && [[ "$err" == "error: $db: the database is locked by another tpusim sweep driver"* ]] ||
     fail "second driver on one database: rc=$rc $err"
-kill -9 "$driver"
-{ wait "$driver"; } 2>/dev/null
+{
+    kill -9 "$driver"
+    wait "$driver"
+} 2>/dev/null
 driver=""
 sleep 0.2  # the workers die with the driver (PR_SET_PDEATHSIG)
 n=$(q "$db" "select count(*) from points")
