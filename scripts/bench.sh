@@ -7,6 +7,8 @@
 #   ici      bench ici on v3-8 (and the v3-2048 pod unless --quick): 1 GiB all-reduce < 1 min
 #   replay   BERT-base layer (one core) and training step (8 cores) at tile fidelity:
 #            target < 2 s wall and < 500 MB RSS for the step
+#   train    a ResNet-50 epoch on v3-8 (1,251 steps of 1,024) by exact step reuse:
+#            target < 60 s wall and < 1 GB RSS
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 quick=0
@@ -44,3 +46,7 @@ measure $bin run --config configs/tpu_v3_8.json --trace traces/bert_base_layer_f
     sed -n '1,2p;$p'
 measure $bin run --config configs/tpu_v3_8.json --trace traces/bert_base_train_step.json -q |
     sed -n '1,2p;$p'
+echo "== train (ResNet-50 epoch on v3-8, 1,251 steps of 1,024, exact step reuse)"
+python3 scripts/gen_trace.py resnet50 --batch 128 -o build/bench_resnet50_b128.json
+measure $bin train --config configs/tpu_v3_8.json --trace build/bench_resnet50_b128.json \
+    --run examples/resnet50_imagenet.run.json -q | sed -n '1,3p;$p'
