@@ -10,6 +10,7 @@
 #include "tpusim/common/json_io.h"
 #include "tpusim/config/tpu_config.h"
 
+using tpusim::AllReduceAlgorithm;
 using tpusim::load_config;
 using tpusim::test::config_path;
 using tpusim::test::expect_input_error;
@@ -84,7 +85,8 @@ TEST_CASE("overrides: strings may be bare words or JSON", "[config][overrides]")
     CHECK(load_config(v3(), {"name=true"}).name == "true");
     CHECK(load_config(v3(), {"description="}).description.empty());
     CHECK(load_config(v3(), {"description=a=b"}).description == "a=b");  // first '=' splits
-    CHECK(load_config(v3(), {"ici.all_reduce_algorithm=ring"}).ici.all_reduce_algorithm == "ring");
+    CHECK(load_config(v3(), {"ici.all_reduce_algorithm=ring"}).ici.all_reduce_algorithm ==
+          AllReduceAlgorithm::kRing);
     // A whole section as a JSON object.
     const auto cfg = load_config(v3(), {R"(mxu={"rows": 64, "cols": 32})"});
     CHECK(cfg.mxu.rows == 64);

@@ -1,11 +1,17 @@
 #pragma once
 // Inter-chip interconnect (ICI) links and routers. Sources and uncertainty: docs/ici.md.
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include "tpusim/config/visitor.h"
 
 namespace tpusim {
+
+// ring: XLA's bidirectional ring over every participant (the -8 boards); torus2d: reduce-scatter
+// and all-gather along each torus dimension in turn (pod slices; docs/ici.md).
+enum class AllReduceAlgorithm { kRing, kTorus2d };
+inline constexpr std::array<const char*, 2> kAllReduceAlgorithmNames = {"ring", "torus2d"};
 
 struct IciConfig {
     std::int64_t links_per_chip = 4;
@@ -33,7 +39,7 @@ struct IciConfig {
     // link_efficiency (board files).
     double collective_setup_us = 0.0;
     // torus2d on pod slices; the -8 board files select XLA's ring (docs/ici.md).
-    std::string all_reduce_algorithm = "torus2d";
+    AllReduceAlgorithm all_reduce_algorithm = AllReduceAlgorithm::kTorus2d;
     // torus2d: pieces per dimension order, run as concurrent streams so that one piece's
     // on-chip reduction overlaps another's link transfers (docs/ici.md).
     std::int64_t all_reduce_pieces = 4;
@@ -56,8 +62,8 @@ struct IciConfig {
                 "payload fraction of the link rate (headers, CRC, flow control)");
         v.value("collective_setup_us", collective_setup_us, Limits::range(0, 1e6), "us",
                 "fixed cost of starting a collective on the cores (barrier, descriptors)");
-        v.value("all_reduce_algorithm", all_reduce_algorithm, {"ring", "torus2d"},
-                "all-reduce algorithm");
+        v.choice("all_reduce_algorithm", all_reduce_algorithm, kAllReduceAlgorithmNames,
+                 "all-reduce algorithm");
         v.value("all_reduce_pieces", all_reduce_pieces, Limits::range(1, 64), "pieces",
                 "torus2d: buffer pieces per dimension order, pipelined as concurrent streams");
     }
