@@ -24,7 +24,7 @@ namespace {
 
 struct TrainCliOptions {
     CommonOptions common;
-    std::string trace, hlo, run, report;
+    std::string trace, hlo, run, report, timeline;
     HloCliOptions hlo_opts;
     bool no_reuse = false, quiet = false;
     std::int64_t warmup = 3;
@@ -67,6 +67,9 @@ void add_train_command(CLI::App& app) {
     cmd->add_option("--run", o.run, "run description (dataset, batch, epochs, input pipeline)")
         ->required();
     cmd->add_option("--report,-r", o.report, "write the JSON report here");
+    cmd->add_option("--timeline", o.timeline,
+                    "write the first steps' input pipeline, infeed and device lanes here "
+                    "(Chrome trace events; ui.perfetto.dev)");
     cmd->add_flag("--no-reuse", o.no_reuse,
                   "simulate every step on the board instead of reusing the steady-state step");
     cmd->add_option("--warmup", o.warmup,
@@ -120,6 +123,7 @@ void add_train_command(CLI::App& app) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const nlohmann::json report = make_report("train", cfg, body);
         if (!o.report.empty()) write_json(o.report, report);
+        if (!o.timeline.empty()) write_json(o.timeline, train_timeline_json(r));
         if (o.common.json) {
             std::cout << report.dump(2) << "\n";
         } else {

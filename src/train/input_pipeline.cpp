@@ -81,8 +81,8 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
             const StepRecord* prev = k > 0 ? &s[static_cast<std::size_t>(k - 1)] : nullptr;
             const Cycle slot =
                 k >= h.prefetch ? s[static_cast<std::size_t>(k - h.prefetch)].infeed_start : t0;
-            const Cycle produce_start = std::max(prev ? prev->ready : t0, slot);
-            x.ready = produce_start + h.produce(run.samples_in_step(k), e);
+            x.produce_start = std::max(prev ? prev->ready : t0, slot);
+            x.ready = x.produce_start + h.produce(run.samples_in_step(k), e);
             x.infeed_start =
                 std::max({x.ready, prev ? prev->infeed_end : t0, prev ? prev->start : t0});
             x.infeed_end = x.infeed_start + h.infeed_per_batch;

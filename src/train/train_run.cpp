@@ -206,4 +206,42 @@ std::string train_summary_text(const TrainResult& r, const TrainInputs& in) {
     return s;
 }
 
+nlohmann::json train_timeline_json(const TrainResult& r) {
+    const double us_per_cycle = 1.0 / r.clock_mhz;
+    nlohmann::json ev = nlohmann::json::array();
+    const char* lanes[] = {"input pipeline", "infeed", "device"};
+    for (int t = 0; t < 3; ++t)
+        ev.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", 0},
+                      {"tid", t},
+                      {"args", {{"name", lanes[t]}}}});
+    ev.push_back(
+        {{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "host + board"}}}});
+    auto span = [&](int tid, const std::string& name, Cycle a, Cycle b) {
+        if (b <= a) return;
+        ev.push_back({{"ph", "X"},
+                      {"pid", 0},
+                      {"tid", tid},
+                      {"name", name},
+                      {"ts", static_cast<double>(a) * us_per_cycle},
+                      {"dur", static_cast<double>(b - a) * us_per_cycle}});
+    };
+    for (std::size_t i = 0; i < r.pipeline.first_steps.size(); ++i) {
+        const StepRecord& s = r.pipeline.first_steps[i];
+        const std::string n = fmt::format("batch {}", i);
+        span(0, n, s.produce_start, s.ready);
+        span(1, n, s.infeed_start, s.infeed_end);
+        const Cycle waited = s.wait_compile + s.wait_dispatch + s.wait_infeed;
+        Cycle at = s.start - waited;
+        span(2, "compile", at, at + s.wait_compile);
+        at += s.wait_compile;
+        span(2, "dispatch", at, at + s.wait_dispatch);
+        at += s.wait_dispatch;
+        span(2, "waiting for infeed", at, at + s.wait_infeed);
+        span(2, fmt::format("step {}", i), s.start, s.end);
+    }
+    return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
+}
+
 }  // namespace tpusim

@@ -92,5 +92,23 @@ compare "mlp, compute-bound" $v3 $d/mlp_step.json $d/compute_bound.run.json comp
 compare "mlp, input-bound" $v3 $d/mlp_step.json $d/input_bound.run.json input-bound
 compare "data-parallel" configs/tpu_v2_8.json $d/dp_step.json $d/dp.run.json communication-bound
 
+# The timeline has the three lanes, and every step lies on the device lane after its infeed.
+if "$bin" train --config $v3 --trace $d/mlp_step.json --run $d/input_bound.run.json -q \
+    --timeline "$tmp/tl.json" >/dev/null && python3 - "$tmp/tl.json" <<'PY'; then
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+lanes = {e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
+assert lanes == {"input pipeline", "infeed", "device"}, lanes
+spans = {(e["tid"], e["name"]): e for e in ev if e["ph"] == "X"}
+for i in range(10):
+    step, feed = spans[(2, f"step {i}")], spans[(1, f"batch {i}")]
+    assert step["ts"] >= feed["ts"] + feed["dur"] - 1e-6, i
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL timeline"
+    fails=$((fails + 1))
+fi
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

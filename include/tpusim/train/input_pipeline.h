@@ -46,7 +46,7 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
                        std::size_t ops, double clock_mhz);
 
 struct StepRecord {
-    Cycle ready = 0, infeed_start = 0, infeed_end = 0, start = 0, end = 0;
+    Cycle produce_start = 0, ready = 0, infeed_start = 0, infeed_end = 0, start = 0, end = 0;
     Cycle wait_compile = 0, wait_dispatch = 0, wait_infeed = 0;
 };
 

@@ -43,5 +43,8 @@ TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in);
 
 nlohmann::json train_report_body(const TrainResult& r, const TrainInputs& in);
 std::string train_summary_text(const TrainResult& r, const TrainInputs& in);
+// Chrome trace-event JSON (ui.perfetto.dev) of the run's first steps: one lane each for the
+// input pipeline (batch production), the infeed and the board's steps (with their waits).
+nlohmann::json train_timeline_json(const TrainResult& r);
 
 }  // namespace tpusim
