@@ -89,6 +89,42 @@ StepProgram device_step(const Trace& step) {
     return p;
 }
 
+namespace {
+
+// One core's stream repeated `n` times: waits and op indices shifted per step, each step's
+// collectives new instances, and the first instruction of step k + 1 waiting for the
+// instructions nothing in step k waits for (the step is over when they are).
+SharedInstrs repeat_stream(const SharedInstrs& step, std::int64_t n, std::uint32_t nops,
+                           std::uint64_t instances) {
+    const auto m = static_cast<std::uint32_t>(step.size());
+    std::vector<bool> waited_on(m, false);
+    for (const Instr& in : step)
+        for (std::uint32_t w : in.waits) waited_on[w] = true;
+    std::vector<std::uint32_t> sinks;
+    for (std::uint32_t i = 0; i < m; ++i)
+        if (!waited_on[i]) sinks.push_back(i);
+    InstrList out;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const auto base = m * static_cast<std::uint32_t>(k);
+        for (std::uint32_t i = 0; i < m; ++i) {
+            Instr in = step[i];
+            in.op += nops * static_cast<std::uint32_t>(k);
+            for (std::uint32_t& w : in.waits) w += base;
+            if (k > 0 && i == 0)
+                for (std::uint32_t s : sinks) in.waits.push_back(base - m + s);
+            if (in.coll && k > 0) {
+                auto c = std::make_shared<CollectiveInstr>(*in.coll);
+                c->instance += instances * static_cast<std::uint64_t>(k);
+                in.coll = std::move(c);
+            }
+            out.push_back(std::move(in));
+        }
+    }
+    return SharedInstrs(std::move(out));
+}
+
+}  // namespace
+
 Program repeat_steps(const Program& step, std::int64_t n) {
     Program p;
     p.name = step.name;
@@ -97,7 +133,7 @@ Program repeat_steps(const Program& step, std::int64_t n) {
     std::uint64_t instances = 0;
     for (const CoreProgram& c : step.cores)
         for (const Instr& in : c.instrs)
-            if (in.unit == Unit::Ici) instances = std::max(instances, in.coll.instance + 1);
+            if (in.coll) instances = std::max(instances, in.coll->instance + 1);
     for (std::int64_t k = 0; k < n; ++k) {
         for (const OpInfo& op : step.ops) {
             OpInfo o = op;
@@ -106,31 +142,18 @@ Program repeat_steps(const Program& step, std::int64_t n) {
             p.ops.push_back(std::move(o));
         }
     }
+    // Cores that share one stream (SPMD, lowered once) share its repetition too.
+    std::vector<std::pair<const CoreProgram*, SharedInstrs>> done;
     for (const CoreProgram& c : step.cores) {
-        CoreProgram out;
-        out.core = c.core;
-        out.vmem_peak_bytes = c.vmem_peak_bytes;
-        const auto m = static_cast<std::uint32_t>(c.instrs.size());
-        // The instructions nothing in the step waits for: the step is over when they are.
-        std::vector<bool> waited_on(m, false);
-        for (const Instr& in : c.instrs)
-            for (std::uint32_t w : in.waits) waited_on[w] = true;
-        std::vector<std::uint32_t> sinks;
-        for (std::uint32_t i = 0; i < m; ++i)
-            if (!waited_on[i]) sinks.push_back(i);
-        out.instrs.reserve(static_cast<std::size_t>(m) * static_cast<std::size_t>(n));
-        for (std::int64_t k = 0; k < n; ++k) {
-            const auto base = m * static_cast<std::uint32_t>(k);
-            for (std::uint32_t i = 0; i < m; ++i) {
-                Instr in = c.instrs[i];
-                in.op += nops * static_cast<std::uint32_t>(k);
-                for (std::uint32_t& w : in.waits) w += base;
-                if (k > 0 && i == 0)
-                    for (std::uint32_t s : sinks) in.waits.push_back(base - m + s);
-                if (in.unit == Unit::Ici)
-                    in.coll.instance += instances * static_cast<std::uint64_t>(k);
-                out.instrs.push_back(std::move(in));
-            }
+        CoreProgram out = c;
+        const auto it = std::find_if(done.begin(), done.end(), [&](const auto& d) {
+            return d.first->instrs.same_as(c.instrs);
+        });
+        if (it != done.end()) {
+            out.instrs = it->second;
+        } else {
+            out.instrs = repeat_stream(c.instrs, n, nops, instances);
+            done.emplace_back(&c, out.instrs);
         }
         p.cores.push_back(std::move(out));
     }

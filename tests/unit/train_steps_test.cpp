@@ -16,7 +16,7 @@ TEST_CASE("train: repeated steps keep their buffers and wait for the previous st
     CoreProgram core;
     Instr dma;
     dma.unit = Unit::Dma;
-    dma.dma.hbm_addr = 4096;
+    dma.dma().hbm_addr = 4096;
     Instr mm;
     mm.unit = Unit::Mxu;
     mm.op = 1;
@@ -24,9 +24,13 @@ TEST_CASE("train: repeated steps keep their buffers and wait for the previous st
     Instr ar;
     ar.unit = Unit::Ici;
     ar.op = 2;
-    ar.coll.instance = 2;
-    core.instrs = {dma, mm, ar};
-    step.cores = {core};
+    CollectiveInstr coll;
+    coll.instance = 2;
+    ar.coll = std::make_shared<const CollectiveInstr>(coll);
+    core.instrs = SharedInstrs(InstrList{dma, mm, ar});
+    CoreProgram twin = core;  // a second core running the same SPMD stream
+    twin.core = 1;
+    step.cores = {core, twin};
 
     const Program p = repeat_steps(step, 3);
     REQUIRE(p.ops.size() == 9);
@@ -38,11 +42,14 @@ TEST_CASE("train: repeated steps keep their buffers and wait for the previous st
     CHECK(in[6].waits == std::vector<std::uint32_t>{4, 5});
     CHECK(in[4].waits == std::vector<std::uint32_t>{3});
     CHECK(in[4].op == 4);
-    CHECK(in[6].dma.hbm_addr == 4096);  // the same executable, the same buffers
+    CHECK(in[6].dma().hbm_addr == 4096);  // the same executable, the same buffers
     // Each step's collective is a new instance (instances 0..2 per step).
-    CHECK(in[2].coll.instance == 2);
-    CHECK(in[5].coll.instance == 5);
-    CHECK(in[8].coll.instance == 8);
+    CHECK(in[2].coll->instance == 2);
+    CHECK(in[5].coll->instance == 5);
+    CHECK(in[8].coll->instance == 8);
+    // Cores that shared the step's stream share the repeated one.
+    CHECK(p.cores.at(1).instrs.same_as(p.cores.at(0).instrs));
+    CHECK(p.cores.at(1).core == 1);
 }
 
 TEST_CASE("train: steps are measured from the end of the previous step", "[train]") {

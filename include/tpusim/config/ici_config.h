@@ -13,6 +13,10 @@ namespace tpusim {
 enum class AllReduceAlgorithm { kRing, kTorus2d };
 inline constexpr std::array<const char*, 2> kAllReduceAlgorithmNames = {"ring", "torus2d"};
 
+// Why the ICI packet and chunk sizes are powers of two: a chunk (a train of packets on a
+// link) holds a whole number of packets (IciFabric divides one by the other).
+inline constexpr const char* kWholePackets = "a chunk holds a whole number of packets";
+
 struct IciConfig {
     std::int64_t links_per_chip = 4;
     // GB/s per direction: ~656 Gbit/s per v3 link [NORn] = 82 GB/s; [SB] quotes ~100 GB/s
@@ -51,12 +55,13 @@ struct IciConfig {
                 "bandwidth of one link in one direction");
         v.value("link_latency_ns", link_latency_ns, Limits::range(0, 1e6), "ns",
                 "latency of one link traversal");
-        v.value("packet_bytes", packet_bytes, Limits::pow2_max(1 << 20), "B", "ICI packet size");
+        v.value("packet_bytes", packet_bytes, Limits::pow2_max(1 << 20, kWholePackets), "B",
+                "ICI packet size");
         v.value("credits_per_link", credits_per_link, Limits::range(1, 1 << 16), "packets",
                 "receive buffer per link input and virtual channel (credit-based flow control)");
         v.value("router_latency_cycles", router_latency_cycles, Limits::range(0, 1e6), "cycles",
                 "router traversal, core clock");
-        v.value("chunk_bytes", chunk_bytes, Limits::pow2_max(1 << 26), "B",
+        v.value("chunk_bytes", chunk_bytes, Limits::pow2_max(1 << 26, kWholePackets), "B",
                 "simulation granularity: largest train of packets scheduled as one transfer");
         v.value("link_efficiency", link_efficiency, Limits::range(0.01, 1.0), "fraction",
                 "payload fraction of the link rate (headers, CRC, flow control)");
