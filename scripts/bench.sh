@@ -10,6 +10,8 @@
 #   scale    ResNet-50 training step on v3-8 (gen_trace.py resnet50 --batch 128 --cores 8):
 #            target <= 1.0 s wall and <= 300 MB; a matmul of m = 2^31 rows (k = n = 1, the
 #            widest that fits a v3 core's HBM): target < 500 MB (docs/program.md)
+#   train    a ResNet-50 epoch on v3-8 (1,251 steps of 1,024) by exact step reuse:
+#            target < 60 s wall and < 1 GB RSS
 # Every command prints wall time, CPU time and peak RSS (on a loaded machine CPU time is the
 # figure to compare with the targets).
 set -euo pipefail
@@ -61,3 +63,6 @@ printf '{"format": "tpusim.trace", "version": 1, "name": "tall", "cores": 1, "op
     '{"id": "mm", "kind": "matmul", "m": 2147483648, "k": 1, "n": 1, "dtype": "bf16"}' \
     > "$tmp/tall.json"
 measure $bin run --config configs/tpu_v3_8.json --trace "$tmp/tall.json" -q | sed -n '1,2p;$p'
+echo "== train (ResNet-50 epoch on v3-8, 1,251 steps of 1,024, exact step reuse)"
+measure $bin train --config configs/tpu_v3_8.json --trace "$tmp/resnet50.json" \
+    --run examples/resnet50_imagenet.run.json -q | sed -n '1,3p;$p'

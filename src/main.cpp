@@ -20,6 +20,7 @@ int run_cli(int argc, char* argv[]) {
     tpusim::cli::add_info_command(app);
     tpusim::cli::add_config_command(app);
     tpusim::cli::add_run_command(app);
+    tpusim::cli::add_train_command(app);
     tpusim::cli::add_trace_command(app);
     tpusim::cli::add_import_command(app);
     tpusim::cli::add_sweep_command(app);

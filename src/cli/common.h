@@ -29,6 +29,7 @@ void add_common_options(CLI::App* cmd, CommonOptions& opts, bool with_json = tru
 void add_info_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""One-way layers: common, config, stats, trace, program, arch, sim, cli. A file in src/<layer>/
+"""One-way layers: common, config, stats, trace, program, arch, sim, train, cli. A file in src/<layer>/
 or include/tpusim/<layer>/ may include only headers of its own layer or of layers before it,
 and another layer's internal headers (src/<layer>/...) not at all.
   check_layers.py [source root]       exit 1 and one line per offending include
@@ -8,7 +8,7 @@ import os
 import re
 import sys
 
-LAYERS = ["common", "config", "stats", "trace", "program", "arch", "sim", "cli"]
+LAYERS = ["common", "config", "stats", "trace", "program", "arch", "sim", "train", "cli"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 

@@ -1,5 +1,6 @@
 #pragma once
 // Board / slice topology, chip-level and host parameters.
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -47,15 +48,42 @@ struct ChipConfig {
     }
 };
 
-// The host feeds the board over PCIe and dispatches each program.
+// The host feeds the board over PCIe and dispatches each program. The keys past the PCIe link
+// are read by `tpusim train` (include/tpusim/train/input_pipeline.h): the host CPUs that run the
+// input pipeline, where the data comes from, the per-step launch cost and the XLA compile.
+enum class HostAccess { vm, node };
+inline constexpr std::array<const char*, 2> kHostAccessNames = {"vm", "node"};
+
 struct HostConfig {
-    // Only what a model reads is a key: host vCPUs and dispatch overhead come back with the
-    // host model that uses them (a key nothing reads would be a silent no-op).
     double pcie_bandwidth_gbps = 16.0;  // per chip [NORn]
+    // A TPU VM runs the input pipeline on the TPU host; a TPU Node (Colab, Kaggle in 2020-21)
+    // runs it on a separate user VM that sends every batch over the network to the TPU host.
+    HostAccess access = HostAccess::vm;
+    std::int64_t vcpus = 96;              // TPU VM v2-8 / v3-8 host [Cloud TPU docs]
+    double network_bandwidth_gbps = 4.0;  // user VM -> TPU host (node) and GCS reads
+    double disk_read_gbps = 0.5;          // local disk of the machine running the pipeline
+    double dispatch_us = 100.0;           // validation/README.md section 2: ~0.1 ms floor
+    double compile_base_s = 0.0;
+    double compile_ms_per_op = 0.0;
 
     void visit(ConfigVisitor& v) {
         v.value("pcie_bandwidth_gbps", pcie_bandwidth_gbps, Limits::range(0.01, 1000), "GB/s",
                 "host link bandwidth per chip");
+        v.choice("access", access, kHostAccessNames,
+                 "vm: input pipeline on the TPU host; node: on a user VM, batches cross the "
+                 "network to the TPU host (train)");
+        v.value("vcpus", vcpus, Limits::range(1, 4096), "vCPUs",
+                "CPUs that run the input pipeline's map stage (train)");
+        v.value("network_bandwidth_gbps", network_bandwidth_gbps, Limits::range(0.001, 1000),
+                "GB/s", "user VM -> TPU host (node access) and Cloud Storage reads (train)");
+        v.value("disk_read_gbps", disk_read_gbps, Limits::range(0.001, 1000), "GB/s",
+                "local disk read bandwidth of the pipeline's machine (train)");
+        v.value("dispatch_us", dispatch_us, Limits::range(0, 1e7), "us",
+                "host time to launch one step; the board idles meanwhile (train)");
+        v.value("compile_base_s", compile_base_s, Limits::range(0, 1e5), "s",
+                "XLA compile before the first step: fixed part (train)");
+        v.value("compile_ms_per_op", compile_ms_per_op, Limits::range(0, 1e6), "ms",
+                "XLA compile before the first step: per op of the step program (train)");
     }
 };
 

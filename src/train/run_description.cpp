@@ -1,0 +1,218 @@
+#include "tpusim/train/run_description.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "tpusim/common/error.h"
+#include "tpusim/common/json_io.h"
+
+namespace tpusim {
+
+namespace {
+
+using nlohmann::json;
+
+// Reads one object's keys with located errors; every key read is remembered so that a key no
+// model reads (a typo) is an error, not a silent no-op.
+class ObjectReader {
+ public:
+    ObjectReader(const json& j, std::string path, std::string ptr)
+        : j_(j), path_(std::move(path)), ptr_(std::move(ptr)) {
+        if (!j_.is_object())
+            throw InputError(path_, ptr_.empty() ? "/" : ptr_,
+                             fmt::format("expected an object, got {}", json_type_name(j_)));
+    }
+
+    const json* find(const char* key, bool required) {
+        seen_.insert(key);
+        const auto it = j_.find(key);
+        if (it == j_.end()) {
+            if (required) throw InputError(path_, at(key), "missing; expected a value here");
+            return nullptr;
+        }
+        return &*it;
+    }
+
+    void integer(const char* key, std::int64_t& v, std::int64_t lo, std::int64_t hi,
+                 bool required = false) {
+        const json* x = find(key, required);
+        if (!x) return;
+        if (!x->is_number_integer() &&
+            !(x->is_number_float() && std::floor(x->get<double>()) == x->get<double>()))
+            throw InputError(path_, at(key),
+                             fmt::format("expected an integer, got {}", json_type_name(*x)));
+        const double d = x->get<double>();
+        if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+            throw InputError(
+                path_, at(key),
+                fmt::format("expected an integer in [{}, {}], got {}", lo, hi, x->dump()));
+        v = static_cast<std::int64_t>(d);
+    }
+
+    void number(const char* key, double& v, double lo, double hi) {
+        const json* x = find(key, false);
+        if (!x) return;
+        if (!x->is_number())
+            throw InputError(path_, at(key),
+                             fmt::format("expected a number, got {}", json_type_name(*x)));
+        const double d = x->get<double>();
+        if (!(d >= lo && d <= hi))
+            throw InputError(
+                path_, at(key),
+                fmt::format("expected a number in [{}, {}], got {}", lo, hi, x->dump()));
+        v = d;
+    }
+
+    void boolean(const char* key, bool& v) {
+        const json* x = find(key, false);
+        if (!x) return;
+        if (!x->is_boolean())
+            throw InputError(path_, at(key),
+                             fmt::format("expected true or false, got {}", json_type_name(*x)));
+        v = x->get<bool>();
+    }
+
+    void string(const char* key, std::string& v, bool required = false) {
+        const json* x = find(key, required);
+        if (!x) return;
+        if (!x->is_string())
+            throw InputError(path_, at(key),
+                             fmt::format("expected a string, got {}", json_type_name(*x)));
+        v = x->get<std::string>();
+    }
+
+    void source(const char* key, SampleSource& v) {
+        std::string s;
+        string(key, s);
+        if (s.empty() && !j_.contains(key)) return;
+        for (SampleSource c : {SampleSource::memory, SampleSource::disk, SampleSource::gcs}) {
+            if (s == source_name(c)) {
+                v = c;
+                return;
+            }
+        }
+        throw InputError(path_, at(key),
+                         fmt::format("expected \"memory\", \"disk\" or \"gcs\", got \"{}\"", s));
+    }
+
+    // Calls `f` with a reader of the sub-object `key` (when present).
+    void object(const char* key, const std::function<void(ObjectReader&)>& f,
+                bool required = false) {
+        const json* x = find(key, required);
+        if (!x) return;
+        ObjectReader sub(*x, path_, at(key));
+        f(sub);
+        sub.reject_unknown();
+    }
+
+    void reject_unknown() const {
+        for (const auto& [k, v] : j_.items()) {
+            if (!seen_.count(k))
+                throw InputError(path_, at(k.c_str()),
+                                 "unknown key (docs/train.md lists the run description's keys)");
+        }
+    }
+
+    std::string at(const std::string& key) const { return json_pointer_child(ptr_, key); }
+    const json& value() const { return j_; }
+
+ private:
+    const json& j_;
+    std::string path_, ptr_;
+    std::set<std::string> seen_;
+};
+
+constexpr std::int64_t kMaxCount = std::int64_t{1} << 40;
+
+}  // namespace
+
+const char* source_name(SampleSource s) {
+    switch (s) {
+        case SampleSource::memory:
+            return "memory";
+        case SampleSource::disk:
+            return "disk";
+        case SampleSource::gcs:
+            return "gcs";
+    }
+    return "?";
+}
+
+std::int64_t RunDescription::steps_per_epoch() const {
+    return drop_remainder ? samples / global_batch : (samples + global_batch - 1) / global_batch;
+}
+
+std::int64_t RunDescription::samples_in_step(std::int64_t i) const {
+    const std::int64_t left = samples - i * global_batch;
+    return left < global_batch ? left : global_batch;
+}
+
+RunDescription parse_run_description(const nlohmann::json& j, const std::string& path) {
+    RunDescription r;
+    r.path = path;
+    ObjectReader top(j, path, "");
+    std::string format;
+    top.string("format", format, true);
+    if (format != "tpusim.run")
+        throw InputError(path, "/format",
+                         fmt::format("expected \"tpusim.run\", got \"{}\"", format));
+    std::int64_t version = 0;
+    top.integer("version", version, 1, 1, true);
+    top.string("name", r.name);
+    top.string("description", r.description);
+    top.integer("global_batch", r.global_batch, 1, kMaxCount, true);
+    top.integer("epochs", r.epochs, 1, 100000);
+    top.boolean("drop_remainder", r.drop_remainder);
+    top.object(
+        "dataset",
+        [&](ObjectReader& d) {
+            d.integer("samples", r.samples, 1, kMaxCount, true);
+            // Absent: taken from the step program's infeed ops (tpusim train).
+            d.integer("infeed_bytes_per_sample", r.infeed_bytes_per_sample, 1, kMaxCount);
+            r.stored_bytes_per_sample = r.infeed_bytes_per_sample;
+            d.integer("stored_bytes_per_sample", r.stored_bytes_per_sample, 0, kMaxCount);
+            d.source("source", r.source);
+        },
+        true);
+    top.object("pipeline", [&](ObjectReader& p) {
+        p.number("preprocess_ms_per_sample", r.preprocess_ms_per_sample, 0, 1e7);
+        p.integer("parallel_calls", r.parallel_calls, 1, 4096);
+        p.integer("prefetch_batches", r.prefetch_batches, 1, 4096);
+        p.boolean("cache", r.cache);
+        p.number("cached_ms_per_sample", r.cached_ms_per_sample, 0, 1e7);
+        p.source("cache_source", r.cache_source);
+        p.integer("cached_bytes_per_sample", r.cached_bytes_per_sample, 0, kMaxCount);
+    });
+    const nlohmann::json* src = top.find("sources", false);
+    if (src) {
+        const std::string ptr = "/sources";
+        if (!src->is_object())
+            throw InputError(path, ptr,
+                             fmt::format("expected an object of key -> source text, got {}",
+                                         json_type_name(*src)));
+        for (const auto& [k, v] : src->items()) {
+            if (!v.is_string())
+                throw InputError(
+                    path, json_pointer_child(ptr, k),
+                    fmt::format("expected a string naming the source, got {}", json_type_name(v)));
+            r.sources[k] = v.get<std::string>();
+        }
+    }
+    top.reject_unknown();
+    if (r.drop_remainder && r.samples < r.global_batch)
+        throw InputError(path, "/global_batch",
+                         fmt::format("larger than the {} samples with drop_remainder: no step "
+                                     "would run",
+                                     r.samples));
+    return r;
+}
+
+RunDescription read_run_description(const std::string& path) {
+    return parse_run_description(read_json_file(path), path);
+}
+
+}  // namespace tpusim

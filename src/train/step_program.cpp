@@ -1,0 +1,192 @@
+#include "tpusim/train/step_program.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tpusim {
+
+namespace {
+
+constexpr const char* kStepSuffix = "@step";
+
+void add_unique(std::vector<std::size_t>& v, std::size_t x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+// Total length of the union of [start, end) intervals.
+struct Interval {
+    Cycle start, end;
+};
+std::vector<Interval> merged(std::vector<Interval> v) {
+    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.start < b.start; });
+    std::vector<Interval> out;
+    for (const Interval& i : v) {
+        if (i.end <= i.start) continue;
+        if (!out.empty() && i.start <= out.back().end) {
+            out.back().end = std::max(out.back().end, i.end);
+        } else {
+            out.push_back(i);
+        }
+    }
+    return out;
+}
+
+// Length of `a` not covered by `b` (both merged).
+Cycle uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+    Cycle total = 0;
+    std::size_t j = 0;
+    for (const Interval& i : a) {
+        Cycle at = i.start;
+        while (j < b.size() && b[j].end <= at) ++j;
+        for (std::size_t k = j; k < b.size() && b[k].start < i.end; ++k) {
+            if (b[k].start > at) total += b[k].start - at;
+            at = std::max(at, b[k].end);
+            if (at >= i.end) break;
+        }
+        if (at < i.end) total += i.end - at;
+    }
+    return total;
+}
+
+}  // namespace
+
+StepProgram device_step(const Trace& step) {
+    StepProgram p;
+    p.ops = step.ops.size();
+    p.trace.name = step.name;
+    p.trace.version = step.version;
+    p.trace.cores = step.cores;
+    p.trace.path = step.path;
+    // new_index[i]: op i's index in the device program; an infeed maps to its own deps.
+    std::vector<std::ptrdiff_t> new_index(step.ops.size(), -1);
+    std::vector<std::vector<std::size_t>> infeed_deps(step.ops.size());
+    for (std::size_t i = 0; i < step.ops.size(); ++i) {
+        const TraceOp& op = step.ops[i];
+        std::vector<std::size_t> deps;
+        for (std::size_t d : op.deps) {
+            if (new_index[d] >= 0) {
+                add_unique(deps, static_cast<std::size_t>(new_index[d]));
+            } else {
+                for (std::size_t x : infeed_deps[d]) add_unique(deps, x);
+            }
+        }
+        if (op.kind == OpKind::Infeed) {
+            const auto cores =
+                op.cores.empty() ? step.cores : static_cast<std::int64_t>(op.cores.size());
+            p.infeed_bytes += op.bytes * cores;
+            infeed_deps[i] = deps;
+            continue;
+        }
+        TraceOp copy = op;
+        copy.deps = deps;
+        // The primary operand no longer arrives from a producer on chip if that was the infeed.
+        if (copy.fused && copy.deps.empty()) copy.fused = false;
+        new_index[i] = static_cast<std::ptrdiff_t>(p.trace.ops.size());
+        p.trace.ops.push_back(std::move(copy));
+    }
+    return p;
+}
+
+namespace {
+
+// One core's stream repeated `n` times: waits and op indices shifted per step, each step's
+// collectives new instances, and the first instruction of step k + 1 waiting for the
+// instructions nothing in step k waits for (the step is over when they are).
+SharedInstrs repeat_stream(const SharedInstrs& step, std::int64_t n, std::uint32_t nops,
+                           std::uint64_t instances) {
+    const auto m = static_cast<std::uint32_t>(step.size());
+    std::vector<bool> waited_on(m, false);
+    for (const Instr& in : step)
+        for (std::uint32_t w : in.waits) waited_on[w] = true;
+    std::vector<std::uint32_t> sinks;
+    for (std::uint32_t i = 0; i < m; ++i)
+        if (!waited_on[i]) sinks.push_back(i);
+    InstrList out;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const auto base = m * static_cast<std::uint32_t>(k);
+        for (std::uint32_t i = 0; i < m; ++i) {
+            Instr in = step[i];
+            in.op += nops * static_cast<std::uint32_t>(k);
+            for (std::uint32_t& w : in.waits) w += base;
+            if (k > 0 && i == 0)
+                for (std::uint32_t s : sinks) in.waits.push_back(base - m + s);
+            if (in.coll && k > 0) {
+                auto c = std::make_shared<CollectiveInstr>(*in.coll);
+                c->instance += instances * static_cast<std::uint64_t>(k);
+                in.coll = std::move(c);
+            }
+            out.push_back(std::move(in));
+        }
+    }
+    return SharedInstrs(std::move(out));
+}
+
+}  // namespace
+
+Program repeat_steps(const Program& step, std::int64_t n) {
+    Program p;
+    p.name = step.name;
+    p.warnings = step.warnings;
+    const auto nops = static_cast<std::uint32_t>(step.ops.size());
+    std::uint64_t instances = 0;
+    for (const CoreProgram& c : step.cores)
+        for (const Instr& in : c.instrs)
+            if (in.coll) instances = std::max(instances, in.coll->instance + 1);
+    for (std::int64_t k = 0; k < n; ++k) {
+        for (const OpInfo& op : step.ops) {
+            OpInfo o = op;
+            o.id += fmt::format("{}{}", kStepSuffix, k);
+            if (!o.fused_into.empty()) o.fused_into += fmt::format("{}{}", kStepSuffix, k);
+            p.ops.push_back(std::move(o));
+        }
+    }
+    // Cores that share one stream (SPMD, lowered once) share its repetition too.
+    std::vector<std::pair<const CoreProgram*, SharedInstrs>> done;
+    for (const CoreProgram& c : step.cores) {
+        CoreProgram out = c;
+        const auto it = std::find_if(done.begin(), done.end(), [&](const auto& d) {
+            return d.first->instrs.same_as(c.instrs);
+        });
+        if (it != done.end()) {
+            out.instrs = it->second;
+        } else {
+            out.instrs = repeat_stream(c.instrs, n, nops, instances);
+            done.emplace_back(&c, out.instrs);
+        }
+        p.cores.push_back(std::move(out));
+    }
+    return p;
+}
+
+std::vector<StepMeasure> measure_steps(const RunResult& r, std::int64_t n) {
+    std::vector<StepMeasure> s(static_cast<std::size_t>(n));
+    std::vector<Cycle> end(static_cast<std::size_t>(n), 0);
+    std::vector<std::vector<Interval>> coll(s.size()), other(s.size());
+    for (const OpResult& op : r.ops) {
+        const auto at = op.id.rfind(kStepSuffix);
+        if (at == std::string::npos) throw std::logic_error("op without a step: " + op.id);
+        const auto k = static_cast<std::size_t>(std::stoll(op.id.substr(at + 5)));
+        StepMeasure& m = s.at(k);
+        m.mxu_busy += op.busy[static_cast<int>(Unit::Mxu)];
+        if (op.kind == "matmul") m.mxu_flops += op.flops;
+        if (op.cores_ran == 0) continue;
+        end[k] = std::max(end[k], op.end_cycle);
+        const bool collective = op.kind == "all_reduce" || op.kind == "reduce_scatter" ||
+                                op.kind == "all_gather" || op.kind == "all_to_all" ||
+                                op.kind == "collective_permute" || op.kind == "send" ||
+                                op.kind == "recv";
+        (collective ? coll : other)[k].push_back({op.start_cycle, op.end_cycle});
+    }
+    Cycle prev = 0;
+    for (std::size_t k = 0; k < s.size(); ++k) {
+        end[k] = std::max(end[k], prev);
+        s[k].cycles = end[k] - prev;
+        s[k].exposed_ici = uncovered(merged(coll[k]), merged(other[k]));
+        prev = end[k];
+    }
+    return s;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,247 @@
+#include "tpusim/train/train_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace tpusim {
+
+namespace {
+
+double secs(Cycle c, double clock_mhz) { return static_cast<double>(c) / (clock_mhz * 1e6); }
+
+// The device time of each step of the run: simulated steps as measured; with reuse, the
+// later steps repeat the last simulated one (the CLI checked that the last two agree).
+std::function<Cycle(std::int64_t)> device_of(const TrainInputs& in) {
+    return [&in](std::int64_t step) {
+        const auto n = static_cast<std::int64_t>(in.steps.size());
+        return in.steps[static_cast<std::size_t>(std::min(step, n - 1))].cycles;
+    };
+}
+
+Cycle steady_epoch(const PipelineResult& p) { return p.epoch_cycles.back(); }
+
+struct Lever {
+    std::string change;
+    std::function<void(HostConfig&, RunDescription&)> apply;
+};
+
+}  // namespace
+
+TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
+    TrainResult r;
+    r.clock_mhz = cfg.chip.clock_mhz;
+    const auto device = device_of(in);
+    r.host = host_timing(cfg.host, in.run, cfg.chips(), in.program_ops, r.clock_mhz);
+    r.pipeline = simulate_pipeline(r.host, in.run, device);
+    r.steps = r.pipeline.steps;
+    r.simulated_steps = static_cast<std::int64_t>(in.steps.size());
+    r.reused_steps = std::max<std::int64_t>(0, r.steps - r.simulated_steps);
+    const StepMeasure& last = in.steps.back();
+    for (std::int64_t s = 0; s < r.steps; ++s) {
+        const auto& m = in.steps[static_cast<std::size_t>(std::min(s, r.simulated_steps - 1))];
+        r.exposed_ici += m.exposed_ici;
+        r.mxu_busy += m.mxu_busy;
+    }
+    const double mxus = static_cast<double>(in.cores * cfg.core.mxus);
+    r.mxu_busy_fraction = static_cast<double>(last.mxu_busy) *
+                          static_cast<double>(in.run.steps_per_epoch()) /
+                          (static_cast<double>(steady_epoch(r.pipeline)) * mxus);
+
+    Cycle first_busy = 0;
+    for (std::int64_t s = 0; s < in.run.steps_per_epoch(); ++s)
+        first_busy +=
+            in.steps[static_cast<std::size_t>(std::min(s, r.simulated_steps - 1))].mxu_busy;
+    r.mxu_busy_first_epoch = static_cast<double>(first_busy) /
+                             (static_cast<double>(r.pipeline.epoch_cycles.front()) * mxus);
+
+    const PipelineResult& p = r.pipeline;
+    const Cycle compute = p.device - r.exposed_ici;
+    const std::pair<Cycle, const char*> parts[] = {{compute, "compute-bound"},
+                                                   {r.exposed_ici, "communication-bound"},
+                                                   {p.infeed_wait, "input-bound"},
+                                                   {p.dispatch, "dispatch-bound"},
+                                                   {p.compile, "compile-bound"}};
+    r.verdict = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) {
+                    return a.first < b.first;
+                })->second;
+
+    // What-ifs re-run the host model with one change; the device steps are unchanged, so each
+    // figure is as exact as the run itself.
+    std::vector<Lever> levers = {
+        {"2x vCPUs and parallel calls",
+         [](HostConfig& h, RunDescription& d) {
+             h.vcpus *= 2;
+             d.parallel_calls *= 2;
+         }},
+        {"2x prefetch depth", [](HostConfig&, RunDescription& d) { d.prefetch_batches *= 2; }},
+        {"2x disk and network read bandwidth",
+         [](HostConfig& h, RunDescription&) {
+             h.disk_read_gbps *= 2;
+             h.network_bandwidth_gbps *= 2;
+         }},
+        {"no preprocessing cost (an infinitely fast host CPU)",
+         [](HostConfig&, RunDescription& d) {
+             d.preprocess_ms_per_sample = 0;
+             d.cached_ms_per_sample = 0;
+         }},
+        {"half the per-step dispatch", [](HostConfig& h, RunDescription&) { h.dispatch_us /= 2; }},
+    };
+    if (!in.run.cache && in.run.cached_ms_per_sample > 0)
+        levers.push_back(
+            {"dataset cache on", [](HostConfig&, RunDescription& d) { d.cache = true; }});
+    if (cfg.host.access == HostAccess::node)
+        levers.push_back({"TPU VM instead of TPU Node (pipeline on the TPU host)",
+                          [](HostConfig& h, RunDescription&) { h.access = HostAccess::vm; }});
+    const double now = secs(steady_epoch(p), r.clock_mhz);
+    for (const Lever& l : levers) {
+        HostConfig h = cfg.host;
+        RunDescription d = in.run;
+        l.apply(h, d);
+        const HostTiming t = host_timing(h, d, cfg.chips(), in.program_ops, r.clock_mhz);
+        const double e = secs(steady_epoch(simulate_pipeline(t, d, device, 0)), r.clock_mhz);
+        r.what_ifs.push_back({l.change, e, now > 0 ? (e - now) / now : 0.0});
+    }
+    std::stable_sort(r.what_ifs.begin(), r.what_ifs.end(),
+                     [](auto& a, auto& b) { return a.change_fraction < b.change_fraction; });
+    return r;
+}
+
+nlohmann::json train_report_body(const TrainResult& r, const TrainInputs& in) {
+    const PipelineResult& p = r.pipeline;
+    const double f = r.clock_mhz;
+    const double total = secs(p.total, f);
+    const double epoch = secs(p.epoch_cycles.back(), f);
+    nlohmann::json epochs = nlohmann::json::array();
+    for (Cycle c : p.epoch_cycles) epochs.push_back(secs(c, f));
+    nlohmann::json whatifs = nlohmann::json::array();
+    for (const WhatIf& w : r.what_ifs)
+        whatifs.push_back({{"change", w.change},
+                           {"epoch_seconds", w.epoch_seconds},
+                           {"epoch_change_fraction", w.change_fraction}});
+    nlohmann::json first = nlohmann::json::array();
+    for (const StepRecord& s : p.first_steps)
+        first.push_back({{"batch_ready_cycle", s.ready},
+                         {"infeed_start_cycle", s.infeed_start},
+                         {"infeed_end_cycle", s.infeed_end},
+                         {"start_cycle", s.start},
+                         {"end_cycle", s.end}});
+    nlohmann::json device_steps = nlohmann::json::array();
+    for (const StepMeasure& m : in.steps)
+        device_steps.push_back({{"cycles", m.cycles},
+                                {"exposed_ici_cycles", m.exposed_ici},
+                                {"mxu_busy_cycles", m.mxu_busy}});
+    const std::int64_t samples = in.run.samples * in.run.epochs;
+    return {
+        {"run", {{"path", in.run.path}, {"name", in.run.name}, {"sources", in.run.sources}}},
+        {"epochs", in.run.epochs},
+        {"steps", r.steps},
+        {"steps_per_epoch", in.run.steps_per_epoch()},
+        {"global_batch", in.run.global_batch},
+        {"total_seconds", total},
+        {"total_cycles", p.total},
+        {"epoch_seconds", epoch},
+        {"first_epoch_seconds", secs(p.epoch_cycles.front(), f)},
+        {"epochs_seconds", epochs},
+        {"steps_per_second", epoch > 0 ? static_cast<double>(in.run.steps_per_epoch()) / epoch : 0},
+        {"samples_per_second", epoch > 0 ? static_cast<double>(in.run.samples) / epoch : 0},
+        {"samples_per_second_run", total > 0 ? static_cast<double>(samples) / total : 0},
+        {"time_split",
+         {{"device", secs(p.device - r.exposed_ici, f)},
+          {"ici", secs(r.exposed_ici, f)},
+          {"infeed_wait", secs(p.infeed_wait, f)},
+          {"dispatch", secs(p.dispatch, f)},
+          {"compile", secs(p.compile, f)}}},
+        {"mxu_busy", r.mxu_busy_fraction},
+        {"mxu_busy_first_epoch", r.mxu_busy_first_epoch},
+        {"verdict", r.verdict},
+        {"what_ifs", whatifs},
+        {"reused_steps", r.reused_steps},
+        {"simulated_steps", r.simulated_steps},
+        {"device_steps", device_steps},
+        {"host",
+         {{"workers", r.host.workers},
+          {"batch_produce_seconds", secs(r.host.produce(in.run.global_batch, 0), f)},
+          {"batch_produce_cached_seconds",
+           in.run.cache ? secs(r.host.produce(in.run.global_batch, 1), f) : 0.0},
+          {"infeed_seconds_per_batch", secs(r.host.infeed_per_batch, f)},
+          {"dispatch_seconds", secs(r.host.dispatch, f)},
+          {"compile_seconds", secs(r.host.compile, f)},
+          {"infeed_bytes_per_sample", in.run.infeed_bytes_per_sample}}},
+        {"first_steps", first},
+    };
+}
+
+std::string train_summary_text(const TrainResult& r, const TrainInputs& in) {
+    const PipelineResult& p = r.pipeline;
+    const double f = r.clock_mhz;
+    const double total = secs(p.total, f);
+    auto pct = [&](Cycle c) { return total > 0 ? 100.0 * secs(c, f) / total : 0.0; };
+    std::string s = fmt::format("{}: {} epochs x {} steps of {} samples\n",
+                                in.run.name.empty() ? in.run.path : in.run.name, in.run.epochs,
+                                in.run.steps_per_epoch(), in.run.global_batch);
+    s += fmt::format(
+        "  epoch {:.4g} s (first {:.4g} s), run {:.4g} s, {:.4g} steps/s, {:.4g} "
+        "samples/s\n",
+        secs(p.epoch_cycles.back(), f), secs(p.epoch_cycles.front(), f), total,
+        static_cast<double>(in.run.steps_per_epoch()) / secs(p.epoch_cycles.back(), f),
+        static_cast<double>(in.run.samples) / secs(p.epoch_cycles.back(), f));
+    s += fmt::format(
+        "  time: device compute {:.1f}%, ICI (exposed) {:.1f}%, infeed wait {:.1f}%, "
+        "dispatch {:.1f}%, compile {:.1f}%\n",
+        pct(p.device - r.exposed_ici), pct(r.exposed_ici), pct(p.infeed_wait), pct(p.dispatch),
+        pct(p.compile));
+    s += fmt::format(
+        "  MXU busy {:.1f}% over the last epoch ({:.1f}% over the first); verdict: "
+        "{}\n",
+        100.0 * r.mxu_busy_fraction, 100.0 * r.mxu_busy_first_epoch, r.verdict);
+    if (p.infeed_wait > 0)
+        s += fmt::format("  the device waited {:.4g} s for input (starved)\n",
+                         secs(p.infeed_wait, f));
+    for (const WhatIf& w : r.what_ifs)
+        s += fmt::format("  what if {}: epoch {:.4g} s ({:+.0f}%)\n", w.change, w.epoch_seconds,
+                         100.0 * w.change_fraction);
+    s += fmt::format("  {} steps simulated, {} reused\n", r.simulated_steps, r.reused_steps);
+    return s;
+}
+
+nlohmann::json train_timeline_json(const TrainResult& r) {
+    const double us_per_cycle = 1.0 / r.clock_mhz;
+    nlohmann::json ev = nlohmann::json::array();
+    const char* lanes[] = {"input pipeline", "infeed", "device"};
+    for (int t = 0; t < 3; ++t)
+        ev.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", 0},
+                      {"tid", t},
+                      {"args", {{"name", lanes[t]}}}});
+    ev.push_back(
+        {{"ph", "M"}, {"name", "process_name"}, {"pid", 0}, {"args", {{"name", "host + board"}}}});
+    auto span = [&](int tid, const std::string& name, Cycle a, Cycle b) {
+        if (b <= a) return;
+        ev.push_back({{"ph", "X"},
+                      {"pid", 0},
+                      {"tid", tid},
+                      {"name", name},
+                      {"ts", static_cast<double>(a) * us_per_cycle},
+                      {"dur", static_cast<double>(b - a) * us_per_cycle}});
+    };
+    for (std::size_t i = 0; i < r.pipeline.first_steps.size(); ++i) {
+        const StepRecord& s = r.pipeline.first_steps[i];
+        const std::string n = fmt::format("batch {}", i);
+        span(0, n, s.produce_start, s.ready);
+        span(1, n, s.infeed_start, s.infeed_end);
+        const Cycle waited = s.wait_compile + s.wait_dispatch + s.wait_infeed;
+        Cycle at = s.start - waited;
+        span(2, "compile", at, at + s.wait_compile);
+        at += s.wait_compile;
+        span(2, "dispatch", at, at + s.wait_dispatch);
+        at += s.wait_dispatch;
+        span(2, "waiting for infeed", at, at + s.wait_infeed);
+        span(2, fmt::format("step {}", i), s.start, s.end);
+    }
+    return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace tpusim

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# `tpusim train`: bad run descriptions are located exit-2 errors, and exact step reuse gives the
+# same run, to the cycle, as simulating every step (three tiny workloads, one input-bound).
+# Usage: train.sh path/to/tpusim (run from the source root).
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+passes=0
+d=tests/data/train
+v3=configs/tpu_v3_8.json
+
+expect_error() {  # NAME WANT -- ARGS...
+    local name=$1 want=$2
+    shift 3
+    local err rc lines
+    err=$("$bin" "$@" 2>&1 >/dev/null)
+    rc=$?
+    lines=$(printf '%s\n' "$err" | grep -c .)
+    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]]; then
+        echo "FAIL $name: rc=$rc lines=$lines want '$want' got: $err"
+        fails=$((fails + 1))
+    else
+        passes=$((passes + 1))
+    fi
+}
+
+run_bad() {  # NAME WANT JSON
+    printf '%s' "$3" > "$tmp/$1.json"
+    expect_error "$1" "$tmp/$1.json: $2" -- train --config $v3 --trace $d/mlp_step.json \
+        --run "$tmp/$1.json" -q
+}
+ok='"format": "tpusim.run", "version": 1'
+run_bad format "/format: expected \"tpusim.run\"" '{"format": "tpusim.trace", "version": 1}'
+run_bad no_batch "/global_batch: missing" "{$ok, \"dataset\": {\"samples\": 10}}"
+run_bad no_dataset "/dataset: missing" "{$ok, \"global_batch\": 8}"
+run_bad batch_type "/global_batch: expected an integer" "{$ok, \"global_batch\": \"8\", \"dataset\": {\"samples\": 10}}"
+run_bad zero_samples "/dataset/samples: expected an integer in [1," "{$ok, \"global_batch\": 8, \"dataset\": {\"samples\": 0}}"
+run_bad unknown "/pipeline/prefetch: unknown key" "{$ok, \"global_batch\": 8, \"dataset\": {\"samples\": 10}, \"pipeline\": {\"prefetch\": 2}}"
+run_bad source "/dataset/source: expected \"memory\", \"disk\" or \"gcs\"" "{$ok, \"global_batch\": 8, \"dataset\": {\"samples\": 10, \"source\": \"s3\"}}"
+run_bad cost "/pipeline/preprocess_ms_per_sample: expected a number in [0," "{$ok, \"global_batch\": 8, \"dataset\": {\"samples\": 10}, \"pipeline\": {\"preprocess_ms_per_sample\": -1}}"
+run_bad cache "/pipeline/cache: expected true or false" "{$ok, \"global_batch\": 8, \"dataset\": {\"samples\": 10}, \"pipeline\": {\"cache\": 1}}"
+run_bad sources "/sources/x: expected a string" "{$ok, \"global_batch\": 8, \"dataset\": {\"samples\": 10}, \"sources\": {\"x\": 3}}"
+run_bad drop "/global_batch: larger than the 10 samples" "{$ok, \"global_batch\": 16, \"drop_remainder\": true, \"dataset\": {\"samples\": 10}}"
+run_bad top_array "/: expected an object" '[1]'
+printf '{%s, "global_batch": 8, "dataset": {"samples": 10}}' "$ok" > "$tmp/noinfeed.json"
+expect_error "no infeed anywhere" "/dataset/infeed_bytes_per_sample: missing" -- train --config $v3 \
+    --trace traces/gemm.json --run "$tmp/noinfeed.json" -q
+expect_error "missing run file" "cannot open" -- train --config $v3 --trace $d/mlp_step.json \
+    --run "$tmp/nope.json" -q
+expect_error "bad host key" "/host/vcpus" -- train --config $v3 --trace $d/mlp_step.json \
+    --run $d/compute_bound.run.json --set host.vcpus=0 -q
+
+# Reuse vs --no-reuse: the whole run (every epoch, the time split, each step's device cycles)
+# must agree to the cycle.
+compare() {  # NAME CONFIG TRACE RUN EXPECTED_VERDICT [--set ...]
+    local name=$1 cfg=$2 trace=$3 run=$4 verdict=$5
+    shift 5
+    if ! "$bin" train --config "$cfg" --trace "$trace" --run "$run" --json -q "$@" > "$tmp/reuse.json" ||
+        ! "$bin" train --config "$cfg" --trace "$trace" --run "$run" --json -q --no-reuse "$@" > "$tmp/full.json"; then
+        echo "FAIL $name: train failed"
+        fails=$((fails + 1))
+        return
+    fi
+    if python3 - "$tmp/reuse.json" "$tmp/full.json" "$verdict" <<'PY'; then
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+want = sys.argv[3]
+errs = []
+if a["reused_steps"] == 0: errs.append("reuse run reused nothing")
+if b["reused_steps"] != 0: errs.append("--no-reuse run reused steps")
+if b["simulated_steps"] != b["steps"]: errs.append("--no-reuse did not simulate every step")
+for k in ("total_cycles", "epochs_seconds", "time_split", "mxu_busy", "verdict", "first_steps"):
+    if a[k] != b[k]: errs.append(f"{k}: reuse {a[k]} != full {b[k]}")
+steady = a["device_steps"][-1]
+for i, s in enumerate(b["device_steps"][1:], 1):
+    if s != steady: errs.append(f"step {i}: {s} != steady {steady}")
+if a["verdict"] != want: errs.append(f"verdict {a['verdict']}, expected {want}")
+if errs: print("\n".join(errs))
+sys.exit(1 if errs else 0)
+PY
+        passes=$((passes + 1))
+    else
+        echo "FAIL $name: reuse and full simulation differ"
+        fails=$((fails + 1))
+    fi
+}
+# The tiny steps take microseconds: a 1 us dispatch keeps the first run compute-bound.
+compare "mlp, compute-bound" $v3 $d/mlp_step.json $d/compute_bound.run.json compute-bound \
+    --set host.dispatch_us=1
+compare "mlp, input-bound" $v3 $d/mlp_step.json $d/input_bound.run.json input-bound
+compare "data-parallel" configs/tpu_v2_8.json $d/dp_step.json $d/dp.run.json communication-bound
+
+# The timeline has the three lanes, and every step lies on the device lane after its infeed.
+if "$bin" train --config $v3 --trace $d/mlp_step.json --run $d/input_bound.run.json -q \
+    --timeline "$tmp/tl.json" >/dev/null && python3 - "$tmp/tl.json" <<'PY'; then
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+lanes = {e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
+assert lanes == {"input pipeline", "infeed", "device"}, lanes
+spans = {(e["tid"], e["name"]): e for e in ev if e["ph"] == "X"}
+for i in range(10):
+    step, feed = spans[(2, f"step {i}")], spans[(1, f"batch {i}")]
+    assert step["ts"] >= feed["ts"] + feed["dur"] - 1e-6, i
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL timeline"
+    fails=$((fails + 1))
+fi
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,117 @@
+// The host / input-pipeline timing class of `tpusim train`, stepped without SystemC. Expected
+// cycles follow from the rules in include/tpusim/train/input_pipeline.h.
+#include <catch2/catch.hpp>
+
+#include "tpusim/config/tpu_config.h"
+#include "tpusim/train/input_pipeline.h"
+
+using namespace tpusim;
+
+namespace {
+
+RunDescription run_of(std::int64_t samples, std::int64_t batch, std::int64_t epochs) {
+    RunDescription r;
+    r.samples = samples;
+    r.global_batch = batch;
+    r.epochs = epochs;
+    r.infeed_bytes_per_sample = 1;
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("train: an input-bound run is paced by the producer", "[train]") {
+    // 2 workers, 100 cycles per sample, 8 samples per batch: a batch takes 8/2 x 100 = 400.
+    HostTiming h;
+    h.workers = 2;
+    h.cpu_per_sample = 100;
+    h.prefetch = 1;
+    h.infeed_per_batch = 10;
+    const RunDescription run = run_of(32, 8, 1);
+    const PipelineResult p = simulate_pipeline(h, run, [](std::int64_t) { return Cycle{50}; });
+    // Step 0 starts after its batch (400) and infeed (10); every later batch is produced 400
+    // after the previous one (the producer never stalls: 400 > 10 + 50), so the run is
+    // 4 x 400 + 10 + 50.
+    CHECK(p.total == 4 * 400 + 10 + 50);
+    CHECK(p.device == 4 * 50);
+    CHECK(p.infeed_wait == p.total - p.device);
+    CHECK(p.dispatch == 0);
+    REQUIRE(p.first_steps.size() == 4);
+    CHECK(p.first_steps[1].start == 810);
+    CHECK(p.first_steps[1].wait_infeed == 810 - 460);
+}
+
+TEST_CASE("train: compile, dispatch and a compute-bound steady state", "[train]") {
+    HostTiming h;  // batches come from memory at no CPU cost
+    h.infeed_per_batch = 10;
+    h.dispatch = 5;
+    h.compile = 1000;
+    const RunDescription run = run_of(3, 1, 2);
+    const PipelineResult p = simulate_pipeline(h, run, [](std::int64_t) { return Cycle{100}; });
+    // Epoch 0: the compile (1000) hides the first infeed and launch; then each step follows
+    // the previous one's end by the dispatch (its infeed overlapped the previous step):
+    // 1000 + 100 + 2 x (5 + 100). Epoch 1 restarts the pipeline: the first batch's infeed (10)
+    // is exposed, 5 of it under the dispatch: 10 + 100 + 2 x (5 + 100).
+    REQUIRE(p.epoch_cycles.size() == 2);
+    CHECK(p.epoch_cycles[0] == 1000 + 100 + 2 * (5 + 100));
+    CHECK(p.epoch_cycles[1] == 10 + 100 + 2 * (5 + 100));
+    CHECK(p.compile == 1000);
+    CHECK(p.dispatch == 2 * 5 + 3 * 5);
+    CHECK(p.infeed_wait == 5);
+    CHECK(p.total == p.device + p.compile + p.dispatch + p.infeed_wait);
+}
+
+TEST_CASE("train: prefetch depth bounds how far the producer runs ahead", "[train]") {
+    // A fast producer (10 per batch) and a slow device (1000): with prefetch P the producer
+    // starts batch k only once batch k - P has left the host, i.e. its infeed started.
+    HostTiming h;
+    h.cpu_per_sample = 10;
+    h.prefetch = 2;
+    const RunDescription run = run_of(6, 1, 1);
+    const PipelineResult p = simulate_pipeline(h, run, [](std::int64_t) { return Cycle{1000}; });
+    // Batch 2's infeed waits for step 1 to start (at 1010, the board holds one batch beyond
+    // the running step), so batch 4, two behind it, is produced from then on: ready 1010 + 10.
+    CHECK(p.first_steps[2].infeed_start == 1010);
+    CHECK(p.first_steps[4].ready == 1010 + 10);
+    CHECK(p.total == 10 + 6 * 1000);
+}
+
+TEST_CASE("train: a cache makes later epochs cheaper to produce", "[train]") {
+    HostTiming h;
+    h.workers = 4;
+    h.cpu_per_sample = 400;
+    h.cpu_per_sample_cached = 100;
+    h.cache = true;
+    // A partial last batch (3 of 4 samples) costs ceil(3 / 4) rounds like a full one.
+    CHECK(h.produce(4, 0) == 400);
+    CHECK(h.produce(3, 0) == 400);
+    CHECK(h.produce(8, 1) == 200);
+    h.cache = false;
+    CHECK(h.produce(8, 1) == 800);
+}
+
+TEST_CASE("train: host costs from the config and the run", "[train]") {
+    HostConfig host;
+    host.vcpus = 2;
+    host.pcie_bandwidth_gbps = 16;
+    host.network_bandwidth_gbps = 1;
+    host.dispatch_us = 100;
+    host.compile_base_s = 1;
+    host.compile_ms_per_op = 2;
+    RunDescription run = run_of(1024, 1024, 1);
+    run.parallel_calls = 8;
+    run.infeed_bytes_per_sample = 1000;
+    run.preprocess_ms_per_sample = 1;
+    const double mhz = 1000;  // 1 cycle = 1 ns
+    HostTiming h = host_timing(host, run, 4, 500, mhz);
+    CHECK(h.workers == 2);  // parallel calls beyond the vCPUs share them
+    CHECK(h.cpu_per_sample == 1000000);
+    CHECK(h.dispatch == 100000);
+    CHECK(h.compile == 2000000000);  // 1 s + 500 x 2 ms
+    // TPU VM: each of 4 chips takes 1/4 of 1,024,000 bytes at 16 GB/s = 16,000 ns.
+    CHECK(h.infeed_per_batch == 16000);
+    // TPU Node: the whole batch crosses a 1 GB/s network first: 1,024,000 ns.
+    host.access = HostAccess::node;
+    h = host_timing(host, run, 4, 500, mhz);
+    CHECK(h.infeed_per_batch == 1024000);
+}

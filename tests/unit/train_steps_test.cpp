@@ -1,0 +1,78 @@
+// repeat_steps: the lowered step repeated with the same buffers and a barrier per step, and
+// measure_steps over its run; no SystemC kernel.
+#include <catch2/catch.hpp>
+
+#include "tpusim/train/step_program.h"
+
+using namespace tpusim;
+
+TEST_CASE("train: repeated steps keep their buffers and wait for the previous step", "[train]") {
+    Program step;
+    for (const char* id : {"load", "mm", "ar"}) {
+        OpInfo o;
+        o.id = id;
+        step.ops.push_back(o);
+    }
+    CoreProgram core;
+    Instr dma;
+    dma.unit = Unit::Dma;
+    dma.dma().hbm_addr = 4096;
+    Instr mm;
+    mm.unit = Unit::Mxu;
+    mm.op = 1;
+    mm.waits = {0};
+    Instr ar;
+    ar.unit = Unit::Ici;
+    ar.op = 2;
+    CollectiveInstr coll;
+    coll.instance = 2;
+    ar.coll = std::make_shared<const CollectiveInstr>(coll);
+    core.instrs = SharedInstrs(InstrList{dma, mm, ar});
+    CoreProgram twin = core;  // a second core running the same SPMD stream
+    twin.core = 1;
+    step.cores = {core, twin};
+
+    const Program p = repeat_steps(step, 3);
+    REQUIRE(p.ops.size() == 9);
+    CHECK(p.ops[4].id == "mm@step1");
+    const auto& in = p.cores.at(0).instrs;
+    REQUIRE(in.size() == 9);
+    // Step 1 starts after the instructions nothing in step 0 waits for (mm, ar: 1 and 2).
+    CHECK(in[3].waits == std::vector<std::uint32_t>{1, 2});
+    CHECK(in[6].waits == std::vector<std::uint32_t>{4, 5});
+    CHECK(in[4].waits == std::vector<std::uint32_t>{3});
+    CHECK(in[4].op == 4);
+    CHECK(in[6].dma().hbm_addr == 4096);  // the same executable, the same buffers
+    // Each step's collective is a new instance (instances 0..2 per step).
+    CHECK(in[2].coll->instance == 2);
+    CHECK(in[5].coll->instance == 5);
+    CHECK(in[8].coll->instance == 8);
+    // Cores that shared the step's stream share the repeated one.
+    CHECK(p.cores.at(1).instrs.same_as(p.cores.at(0).instrs));
+    CHECK(p.cores.at(1).core == 1);
+}
+
+TEST_CASE("train: steps are measured from the end of the previous step", "[train]") {
+    RunResult r;
+    auto op = [](std::string id, std::string kind, Cycle s, Cycle e) {
+        OpResult o;
+        o.id = std::move(id);
+        o.kind = std::move(kind);
+        o.start_cycle = s;
+        o.end_cycle = e;
+        o.cores_ran = 1;
+        o.busy[static_cast<int>(Unit::Mxu)] = o.kind == "matmul" ? e - s : 0;
+        return o;
+    };
+    // Step 0: a matmul 0-100 and an all-reduce 80-150 (70 cycles, 50 of them exposed).
+    // Step 1: the same shifted by 160 (a 10-cycle barrier gap counts in step 1).
+    r.ops = {op("mm@step0", "matmul", 0, 100), op("ar@step0", "all_reduce", 80, 150),
+             op("mm@step1", "matmul", 160, 260), op("ar@step1", "all_reduce", 240, 310)};
+    const auto s = measure_steps(r, 2);
+    REQUIRE(s.size() == 2);
+    CHECK(s[0].cycles == 150);
+    CHECK(s[1].cycles == 160);
+    CHECK(s[0].exposed_ici == 50);
+    CHECK(s[1].exposed_ici == 50);
+    CHECK(s[0].mxu_busy == 100);
+}
