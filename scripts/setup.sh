@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(cmake ninja-build g++ pkg-config libsystemc-dev libfmt-dev nlohmann-json3-dev
-          catch2 libcli11-dev python3 python3-matplotlib)
+          catch2 libcli11-dev libsqlite3-dev python3 python3-matplotlib)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
