@@ -65,8 +65,17 @@ std::uint32_t CoreLowering::emit(Instr in) {
     in.waits.erase(std::unique(in.waits.begin(), in.waits.end()), in.waits.end());
     for (std::uint32_t w : in.waits) covered_[w] = true;
     covered_.push_back(false);
-    instrs_.push_back(std::move(in));
-    return static_cast<std::uint32_t>(instrs_.size() - 1);
+    const auto id = static_cast<std::uint32_t>(count_++);
+    if (sink_) {
+        sink_(std::move(in));
+    } else if (count_ > hold_limit_) {
+        // Too long to hold: count on, and let the caller stream it.
+        if (!overflowed_) InstrList().swap(instrs_);
+        overflowed_ = true;
+    } else {
+        instrs_.push_back(std::move(in));
+    }
+    return id;
 }
 
 CoreLowering::Buffer CoreLowering::alloc(Bytes bytes, bool pinned, Waits& waits, std::size_t op) {

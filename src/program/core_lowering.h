@@ -29,7 +29,14 @@ class CoreLowering {
     CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, std::int64_t core,
                  const std::vector<OpSpec>& ops, std::string trace_name);
     // The core's instruction stream; DMA HBM addresses relative to the core's HBM share.
+    // Empty when the stream overflowed the held limit (hold_at_most) or went to a sink.
     InstrList run(std::vector<OpInfo>& infos);
+    // Holds at most `n` instructions: past that, run() only counts them (overflowed()).
+    void hold_at_most(std::size_t n) { hold_limit_ = n; }
+    // Hands every instruction to `sink` instead of holding it.
+    void set_sink(std::function<void(Instr&&)> sink) { sink_ = std::move(sink); }
+    bool overflowed() const { return overflowed_; }
+    std::size_t count() const { return count_; }  // instructions emitted
     // Per op: the bytes it moves between HBM and VMEM on this core (after run()).
     const std::vector<Bytes>& hbm_bytes() const { return hbm_bytes_; }
 
@@ -75,6 +82,9 @@ class CoreLowering {
     const std::vector<OpSpec>& ops_;
     std::string trace_name_;
     InstrList instrs_;
+    std::size_t count_ = 0, hold_limit_ = ~std::size_t{0};
+    bool overflowed_ = false;
+    std::function<void(Instr&&)> sink_;
     std::vector<Bytes> hbm_bytes_;
     VmemRing vmem_;
     Addr hbm_size_, hbm_next_ = 0;

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "core_lowering.h"
+#include "instr_stream.h"
 #include "tpusim/common/error.h"
 #include "tpusim/program/fusion.h"
 #include "tpusim/program/vector_lowering.h"
@@ -31,6 +33,11 @@ const char* unit_name(Unit u) {
 }
 
 namespace {
+
+// Instructions a streamed program's lowering runs ahead of its slowest reader: far more than
+// a core holds in flight (unit queues, DMA descriptors), so the lowering never waits on
+// the cores for long; about 10 MB.
+constexpr std::size_t kStreamWindow = std::size_t{1} << 16;
 
 // What makes core c's stream differ from another core's: per op, -1 where the op does not run
 // on c, else for a collective the ordinal of the replica group that holds c (CoreLowering
@@ -61,6 +68,33 @@ std::vector<std::int64_t> program_signature(const std::vector<OpSpec>& ops, std:
         key[i] = found;
     }
     return key;
+}
+
+// What a streamed program's lowering reads again while the simulation runs: copies shared by
+// the streams of one program (made when the first stream is).
+struct StreamInputs {
+    std::shared_ptr<const std::vector<OpSpec>> ops;
+    std::shared_ptr<const TpuConfig> cfg;
+    std::shared_ptr<const std::vector<OpInfo>> infos;
+};
+
+// Core c's stream lowered again on demand; `count` instructions, as the first lowering found.
+// The producer lowers into a private copy of the op infos (it notes fusions there again).
+SharedInstrs streamed(StreamInputs& in, const std::vector<OpSpec>& ops, const TpuConfig& cfg,
+                      const std::vector<OpInfo>& infos, const LoweringOptions& opts, std::int64_t c,
+                      const std::string& trace_name, std::size_t count) {
+    if (!in.ops) {
+        in.ops = std::make_shared<const std::vector<OpSpec>>(ops);
+        in.cfg = std::make_shared<const TpuConfig>(cfg);
+        in.infos = std::make_shared<const std::vector<OpInfo>>(infos);
+    }
+    auto produce = [in, opts, c, trace_name](const InstrStream::Push& push) {
+        std::vector<OpInfo> own = *in.infos;
+        CoreLowering lowering(*in.cfg, opts, c, *in.ops, trace_name);
+        lowering.set_sink(push);
+        lowering.run(own);
+    };
+    return SharedInstrs(std::make_shared<InstrStream>(produce, kStreamWindow), count);
 }
 
 }  // namespace
@@ -111,6 +145,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
     // collective groups get the same stream (addresses are relative to the core's HBM share),
     // shared read-only. An op's per-core HBM bytes come from the first core that runs it.
     std::map<std::vector<std::int64_t>, SharedInstrs> streams;
+    StreamInputs shared{nullptr, nullptr, nullptr};
     std::vector<bool> counted(ops.size(), false);
     const Bytes hbm_share = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
     for (std::int64_t c = 0; c < opts.cores; ++c) {
@@ -121,7 +156,11 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
         auto it = streams.find(key);
         if (it == streams.end()) {
             CoreLowering lowering(cfg, opts, c, ops, trace_name);
-            SharedInstrs s(lowering.run(prog.ops));
+            lowering.hold_at_most(static_cast<std::size_t>(cfg.sim.stream_above_instructions));
+            InstrList held = lowering.run(prog.ops);
+            SharedInstrs s = lowering.overflowed() ? streamed(shared, ops, cfg, prog.ops, opts, c,
+                                                              trace_name, lowering.count())
+                                                   : SharedInstrs(std::move(held));
             for (std::size_t i = 0; i < ops.size(); ++i) {
                 if (key[i] < 0 || counted[i]) continue;
                 counted[i] = true;

@@ -110,3 +110,20 @@ TEST_CASE("calibrated HBM charges read/write turnaround only to back-to-back dir
     const Cycle r2_end = m.transfer(3 * b, b, false, 0, late);
     CHECK(r2_end - lat_r == late + service(1.0 / cal.read_bytes_per_cycle, b));
 }
+
+TEST_CASE("the calibration's runs side by side give the serial numbers bit for bit",
+          "[hbm][calibrated]") {
+    for (const char* board : {"tpu_v2_8.json", "tpu_v3_8.json"}) {
+        const TpuConfig cfg = load_config(test::config_path(board));
+        const HbmCalibration serial = measure_hbm(cfg.hbm, cfg.chip.clock_mhz, 2, false);
+        const HbmCalibration& cached = calibrate_hbm(cfg.hbm, cfg.chip.clock_mhz, 2);
+        // Exact equality: the same doubles, not close ones.
+        CHECK(cached.read_bytes_per_cycle == serial.read_bytes_per_cycle);
+        CHECK(cached.write_bytes_per_cycle == serial.write_bytes_per_cycle);
+        CHECK(cached.copy_bytes_per_cycle == serial.copy_bytes_per_cycle);
+        CHECK(cached.read_latency == serial.read_latency);
+        CHECK(cached.write_latency == serial.write_latency);
+        CHECK(cached.calibration_bursts == serial.calibration_bursts);
+        CHECK(serial.read_bytes_per_cycle > 0);
+    }
+}

@@ -1,6 +1,7 @@
 #pragma once
 // Simulation-level choices that trade detail for speed (not hardware parameters).
 #include <array>
+#include <cstdint>
 
 #include "tpusim/config/visitor.h"
 
@@ -20,12 +21,20 @@ inline constexpr std::array<const char*, 2> kMxuFidelityNames = {"tile", "pe"};
 struct SimConfig {
     HbmModel hbm_model = HbmModel::calibrated;
     MxuFidelity mxu_fidelity = MxuFidelity::tile;
+    // A core's program longer than this is streamed (lowered again on demand, a bounded window
+    // ahead of the cores), not held (about 150 bytes an instruction). Memory and lowering time
+    // only: the instructions, hence every cycle, are the same (tests/cli/streaming.sh).
+    std::int64_t stream_above_instructions = std::int64_t{1} << 20;
 
     void visit(ConfigVisitor& v) {
         v.choice("hbm_model", hbm_model, kHbmModelNames,
                  "HBM model in whole-program runs: calibrated transfer queues or every burst");
         v.choice("mxu_fidelity", mxu_fidelity, kMxuFidelityNames,
                  "MXU model in whole-program runs: closed-form tile schedule or PE by PE");
+        v.value("stream_above_instructions", stream_above_instructions,
+                Limits::range(0, std::int64_t{1} << 40), "instructions",
+                "a core's program longer than this is lowered on demand while it runs, not "
+                "held (same cycles, less memory)");
     }
 };
 

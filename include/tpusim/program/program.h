@@ -95,25 +95,52 @@ struct Instr {
 // of itself while it grows (as a vector does when it reallocates).
 using InstrList = std::deque<Instr>;
 
+class InstrStream;  // lowered on demand (SharedInstrs::streamed)
+
 // A read-only instruction stream shared by the cores that run the same program: SPMD cores
-// whose ops and collective groups are the same are lowered once (lower_ops). Indexable and
-// iterable like the list it wraps.
+// whose ops and collective groups are the same are lowered once (lower_ops). Indexable like
+// the list it wraps. A program too long to hold (sim.stream_above_instructions) is instead
+// streamed: its lowering runs again on demand, a bounded window ahead of the cores that read
+// it, and frees the instructions every reader has released, so the simulator's memory follows
+// the window, not the program's length; the instructions are the same either way.
 class SharedInstrs {
  public:
     SharedInstrs() : v_(std::make_shared<const InstrList>()) {}
-    explicit SharedInstrs(InstrList v) : v_(std::make_shared<const InstrList>(std::move(v))) {}
-    const Instr& operator[](std::size_t i) const { return (*v_)[i]; }
-    std::size_t size() const { return v_->size(); }
-    bool empty() const { return v_->empty(); }
-    InstrList::const_iterator begin() const { return v_->begin(); }
-    InstrList::const_iterator end() const { return v_->end(); }
-    const Instr& front() const { return v_->front(); }
-    const Instr& back() const { return v_->back(); }
+    explicit SharedInstrs(InstrList v)
+        : v_(std::make_shared<const InstrList>(std::move(v))), size_(v_->size()) {}
+    // A stream of `size` instructions produced by `stream`.
+    SharedInstrs(std::shared_ptr<InstrStream> stream, std::size_t size);
+
+    // Streamed: waits for the lowering to reach i; i must not have been released by every
+    // reader (release()).
+    const Instr& operator[](std::size_t i) const { return stream_ ? streamed_at(i) : (*v_)[i]; }
+    std::size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    bool streamed() const { return stream_ != nullptr; }
+    // Whole-list access: held (not streamed) instructions only (std::logic_error otherwise).
+    InstrList::const_iterator begin() const { return held().begin(); }
+    InstrList::const_iterator end() const { return held().end(); }
+    const Instr& front() const { return held().front(); }
+    const Instr& back() const { return held().back(); }
     // The same stream (not a copy) as `o`.
-    bool same_as(const SharedInstrs& o) const { return v_ == o.v_; }
+    bool same_as(const SharedInstrs& o) const { return v_ == o.v_ && stream_ == o.stream_; }
+
+    // A reader of the stream (a core): add_reader() once, then release(reader, below) when it
+    // will read no instruction below `below` again. No-ops on held instructions.
+    std::size_t add_reader() const;
+    void release(std::size_t reader, std::size_t below) const {
+        if (stream_) release_streamed(reader, below);
+    }
+    // Instructions in memory now (all of them when held).
+    std::size_t resident() const;
 
  private:
+    const InstrList& held() const;
+    const Instr& streamed_at(std::size_t i) const;
+    void release_streamed(std::size_t reader, std::size_t below) const;
     std::shared_ptr<const InstrList> v_;
+    std::shared_ptr<InstrStream> stream_;
+    std::size_t size_ = 0;
 };
 
 struct CoreProgram {

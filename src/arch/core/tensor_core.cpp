@@ -99,6 +99,8 @@ void TensorCore::load(const CoreProgram& program, const std::vector<OpInfo>& ops
     sequencer_->load(program);
     const std::size_t op_count = ops.size();
     done_.assign(program.instrs.size(), 0);
+    first_pending_ = 0;
+    reader_ = program.instrs.add_reader();
     remaining_ = program.instrs.size();
     stats_.ops.assign(op_count, OpTiming{});
     finished_ = remaining_ == 0;
@@ -240,6 +242,11 @@ void TensorCore::on_completion() {
         op.end = std::max(op.end, now);
         end_cycle_ = std::max(end_cycle_, now);
         if (--remaining_ == 0) finished_ = true;
+    }
+    if (any) {
+        const std::size_t before = first_pending_;
+        while (first_pending_ < done_.size() && done_[first_pending_]) ++first_pending_;
+        if (first_pending_ != before) program_->instrs.release(reader_, first_pending_);
     }
     if (any) progress_.notify(sc_core::SC_ZERO_TIME);
 }

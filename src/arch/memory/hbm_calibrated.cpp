@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
 
 #include "tpusim/arch/memory/hbm_system.h"
 #include "tpusim/arch/memory/hbm_traffic.h"
@@ -69,17 +72,47 @@ const HbmCalibration& calibrate_hbm(const HbmConfig& cfg, double core_clock_mhz,
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
+    return cache.emplace(key, measure_hbm(cfg, core_clock_mhz, cores_per_chip, true)).first->second;
+}
+
+HbmCalibration measure_hbm(const HbmConfig& cfg, double core_clock_mhz, std::int64_t cores_per_chip,
+                           bool parallel) {
+    // Five independent runs of the burst-level model, each on its own HbmSystem: run side by
+    // side they give the same numbers (measure_hbm(..., false) is the serial reference,
+    // tests/unit/hbm_calibrated_test.cpp).
     HbmCalibration c;
     using K = HbmTraffic::Kind;
-    c.read_bytes_per_cycle =
-        streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Read, c.calibration_bursts);
-    c.write_bytes_per_cycle =
-        streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Write, c.calibration_bursts);
-    c.copy_bytes_per_cycle =
-        streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Copy, c.calibration_bursts);
-    c.read_latency = isolated_latency(cfg, core_clock_mhz, cores_per_chip, false);
-    c.write_latency = isolated_latency(cfg, core_clock_mhz, cores_per_chip, true);
-    return cache.emplace(key, c).first->second;
+    std::uint64_t bursts[3] = {0, 0, 0};
+    std::vector<std::function<void()>> runs = {
+        [&] {
+            c.read_bytes_per_cycle =
+                streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Read, bursts[0]);
+        },
+        [&] {
+            c.write_bytes_per_cycle =
+                streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Write, bursts[1]);
+        },
+        [&] {
+            c.copy_bytes_per_cycle =
+                streaming_rate(cfg, core_clock_mhz, cores_per_chip, K::Copy, bursts[2]);
+        },
+        [&] {
+            c.read_latency = isolated_latency(cfg, core_clock_mhz, cores_per_chip, false);
+            c.write_latency = isolated_latency(cfg, core_clock_mhz, cores_per_chip, true);
+        }};
+    if (parallel) {
+        // The longest run (the copy) on this thread, the others beside it.
+        std::vector<std::thread> threads;
+        for (std::size_t r = 0; r < runs.size(); ++r) {
+            if (r != 2) threads.emplace_back(runs[r]);
+        }
+        runs[2]();
+        for (auto& t : threads) t.join();
+    } else {
+        for (auto& r : runs) r();
+    }
+    c.calibration_bursts = bursts[0] + bursts[1] + bursts[2];
+    return c;
 }
 
 HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_mhz,

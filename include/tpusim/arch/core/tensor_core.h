@@ -106,6 +106,10 @@ class TensorCore : public sc_core::sc_module {
     std::vector<std::unique_ptr<Lane>> mxu_lanes_;
     Lane vpu_lane_;
     std::vector<std::uint8_t> done_;
+    // Lowest instruction not yet completed: the core reads none below it again, so a streamed
+    // program may free them (SharedInstrs::release).
+    std::size_t first_pending_ = 0;
+    std::size_t reader_ = 0;
     sc_core::sc_event progress_;
     sc_core::sc_event_queue completion_q_;
     struct Pending {

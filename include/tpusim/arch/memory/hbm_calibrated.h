@@ -37,6 +37,10 @@ struct HbmCalibration {
 // Runs the burst-level model; the result is cached per (HbmConfig, clock, cores).
 const HbmCalibration& calibrate_hbm(const HbmConfig& cfg, double core_clock_mhz,
                                     std::int64_t cores_per_chip);
+// The measurement behind calibrate_hbm, uncached: its independent runs on threads side by
+// side (parallel) or one after another (the same numbers, bit for bit).
+HbmCalibration measure_hbm(const HbmConfig& cfg, double core_clock_mhz, std::int64_t cores_per_chip,
+                           bool parallel);
 
 class HbmCalibratedModel {
  public:
