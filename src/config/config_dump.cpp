@@ -1,8 +1,9 @@
-// config_to_json (the config in effect, echoed in every report) and config_key_table (the key
-// reference in docs/config.md), both visitors over the structs' field lists.
-#include <cmath>
-
+// config_to_json (the config in effect, echoed in every report), config_key_table (the key
+// reference in docs/config.md) and config_keys_json (`config --keys --json`): visitors over
+// the structs' field lists.
 #include <fmt/format.h>
+
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "tpusim/common/json_io.h"
@@ -44,7 +45,7 @@ class Dumper : public ConfigVisitor {
     std::vector<json*> stack_;
 };
 
-class KeyTable : public ConfigVisitor {
+class KeyTable : public DottedKeyVisitor {
  public:
     std::string out =
         "| key | type | default | unit | range | meaning |\n|---|---|---|---|---|---|\n";
@@ -52,8 +53,7 @@ class KeyTable : public ConfigVisitor {
                const char* doc) override {
         row(key, "integer", fmt::format("{}", v), unit, range(lim, true), doc);
     }
-    void value(const char* key, double& v, Limits lim, const char* unit,
-               const char* doc) override {
+    void value(const char* key, double& v, Limits lim, const char* unit, const char* doc) override {
         row(key, "number", fmt::format("{}", v), unit, range(lim, false), doc);
     }
     void value(const char* key, bool& v, const char* doc) override {
@@ -66,13 +66,6 @@ class KeyTable : public ConfigVisitor {
         row(key, "string", v.empty() ? "\"\"" : "\"" + v + "\"", "", r, doc);
     }
 
- protected:
-    bool begin_section(const char* key, const char*) override {
-        prefix_.push_back(prefix_.empty() ? std::string(key) : prefix_.back() + "." + key);
-        return true;
-    }
-    void end_section() override { prefix_.pop_back(); }
-
  private:
     static std::string range(const Limits& l, bool integer) {
         auto num = [&](double x) {
@@ -83,17 +76,51 @@ class KeyTable : public ConfigVisitor {
         if (lo && hi) {
             s += fmt::format("{}[{}, {}]", s.empty() ? "" : " ", num(l.min), num(l.max));
         } else if (lo && !l.power_of_two) {
-            s += fmt::format("{}{} {}", s.empty() ? "" : " ", l.min_exclusive ? ">" : ">=",
-                             num(l.min));
+            s += fmt::format("{}{} {}", s.empty() ? "" : " ",
+                             l.min_exclusive ? ">" : ">=", num(l.min));
         }
         return s;
     }
     void row(const char* key, const char* type, const std::string& def, const char* unit,
              const std::string& range, const char* doc) {
-        const std::string k = prefix_.empty() ? key : prefix_.back() + "." + key;
-        out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", k, type, def, unit, range, doc);
+        out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", dotted(key), type, def, unit,
+                           range, doc);
     }
-    std::vector<std::string> prefix_;
+};
+
+// `config --keys --json`: the key table as data: key, type, default, unit, range, meaning.
+class KeyJson : public DottedKeyVisitor {
+ public:
+    json keys = json::array();
+    void value(const char* key, std::int64_t& v, Limits lim, const char* unit,
+               const char* doc) override {
+        add(key, "integer", v, unit, doc).update(range(lim));
+    }
+    void value(const char* key, double& v, Limits lim, const char* unit, const char* doc) override {
+        add(key, "number", v, unit, doc).update(range(lim));
+    }
+    void value(const char* key, bool& v, const char* doc) override {
+        add(key, "boolean", v, "", doc);
+    }
+    void value(const char* key, std::string& v, const std::vector<std::string>& choices,
+               const char* doc) override {
+        auto& k = add(key, "string", v, "", doc);
+        if (!choices.empty()) k["choices"] = choices;
+    }
+
+ private:
+    static json range(const Limits& l) {
+        json r = {{"min", l.min}, {"max", l.max}};
+        if (l.min_exclusive) r["min_exclusive"] = true;
+        if (l.power_of_two) r["power_of_two"] = true;
+        return r;
+    }
+    json& add(const char* key, const char* type, const json& def, const char* unit,
+              const char* doc) {
+        keys.push_back(
+            {{"key", dotted(key)}, {"type", type}, {"default", def}, {"unit", unit}, {"doc", doc}});
+        return keys.back();
+    }
 };
 
 }  // namespace
@@ -103,6 +130,13 @@ json config_to_json(const TpuConfig& cfg) {
     Dumper d;
     copy.visit(d);
     return d.take();
+}
+
+json config_keys_json() {
+    TpuConfig defaults;
+    KeyJson k;
+    defaults.visit(k);
+    return std::move(k.keys);
 }
 
 std::string config_key_table() {

@@ -68,4 +68,7 @@ nlohmann::json config_to_json(const TpuConfig& cfg);
 // Markdown table of every key: pointer, type, default, unit, meaning (docs/config.md).
 std::string config_key_table();
 
+// The same keys as data (`config --keys --json`): key, type, default, unit, range, meaning.
+nlohmann::json config_keys_json();
+
 }  // namespace tpusim

@@ -80,4 +80,21 @@ class ConfigVisitor {
     virtual void end_section() = 0;
 };
 
+// A visitor that knows each key's dotted name ("mxu.rows"): the section bookkeeping shared by
+// the visitors that list keys (the key table, `config --keys --json`).
+class DottedKeyVisitor : public ConfigVisitor {
+ protected:
+    std::string dotted(const char* key) const {
+        return prefix_.empty() ? std::string(key) : prefix_.back() + "." + key;
+    }
+    bool begin_section(const char* key, const char*) override {
+        prefix_.push_back(dotted(key));
+        return true;
+    }
+    void end_section() override { prefix_.pop_back(); }
+
+ private:
+    std::vector<std::string> prefix_;
+};
+
 }  // namespace tpusim
