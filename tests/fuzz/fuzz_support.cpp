@@ -60,7 +60,7 @@ bool small_enough_to_lower(const Trace& t) {
                  cores;
     }
     return flops <= (static_cast<unsigned __int128>(1) << 40) &&
-           bytes <= (static_cast<unsigned __int128>(1) << 32);
+           bytes <= (static_cast<unsigned __int128>(1) << 30);
 }
 
 std::string source_dir() {
