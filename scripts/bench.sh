@@ -6,7 +6,12 @@
 #   mxu      bench mxu --fidelity pe on v3          target >= 50,000 array cycles/s
 #   ici      bench ici on v3-8 (and the v3-2048 pod unless --quick): 1 GiB all-reduce < 1 min
 #   replay   BERT-base layer (one core) and training step (8 cores) at tile fidelity:
-#            target < 2 s wall and < 500 MB RSS for the step
+#            target <= 0.5 s wall and <= 150 MB RSS for the step
+#   scale    ResNet-50 training step on v3-8 (gen_trace.py resnet50 --batch 128 --cores 8):
+#            target <= 1.0 s wall and <= 300 MB; a matmul of m = 2^31 rows (k = n = 1, the
+#            widest that fits a v3 core's HBM): target < 500 MB (docs/program.md)
+# Every command prints wall time, CPU time and peak RSS (on a loaded machine CPU time is the
+# figure to compare with the targets).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 quick=0
@@ -15,27 +20,30 @@ bash scripts/build.sh >/dev/null
 bin=build/tpusim
 export SC_COPYRIGHT_MESSAGE=DISABLE
 
-# Runs a command, then prints its wall time and peak RSS (of the child process).
+# Runs a command, then prints (to stderr, so that a pipe on the output keeps it) its wall
+# time, CPU time and peak RSS (of the child process).
 measure() {
     python3 - "$@" <<'PY'
 import resource, subprocess, sys, time
 t0 = time.monotonic()
 rc = subprocess.call(sys.argv[1:])
 wall = time.monotonic() - t0
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print(f"  [measured] {wall:.2f} s wall, {rss:.0f} MB peak RSS, exit {rc}")
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"  [measured] {wall:.2f} s wall, {u.ru_utime + u.ru_stime:.2f} s CPU, "
+      f"{u.ru_maxrss / 1024:.0f} MB peak RSS, exit {rc}", file=sys.stderr)
 sys.exit(rc)
 PY
 }
 
 echo "== bench peak"
-for b in v2 v3; do $bin bench peak --config configs/tpu_${b}_8.json; done
+for b in v2 v3; do measure $bin bench peak --config configs/tpu_${b}_8.json; done
 echo "== bench hbm"
-for b in v2 v3; do $bin bench hbm --config configs/tpu_${b}_8.json | tail -1; done
+for b in v2 v3; do measure $bin bench hbm --config configs/tpu_${b}_8.json | tail -1; done
 echo "== bench mxu (PE fidelity)"
-$bin bench mxu --config configs/tpu_v3_8.json --m 4096 --k 512 --n 512 --fidelity pe | tail -2
+measure $bin bench mxu --config configs/tpu_v3_8.json --m 4096 --k 512 --n 512 --fidelity pe |
+    tail -2
 echo "== bench ici"
-$bin bench ici --config configs/tpu_v3_8.json --sizes 1KiB 1MiB 256MiB | tail -6
+measure $bin bench ici --config configs/tpu_v3_8.json --sizes 1KiB 1MiB 256MiB | tail -6
 if [[ $quick == 0 ]]; then
     measure $bin bench ici --config configs/tpu_v3_2048.json --sizes 1GiB
 fi
@@ -44,3 +52,12 @@ measure $bin run --config configs/tpu_v3_8.json --trace traces/bert_base_layer_f
     sed -n '1,2p;$p'
 measure $bin run --config configs/tpu_v3_8.json --trace traces/bert_base_train_step.json -q |
     sed -n '1,2p;$p'
+echo "== scale"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+python3 scripts/gen_trace.py resnet50 --batch 128 --cores 8 -o "$tmp/resnet50.json" >/dev/null
+measure $bin run --config configs/tpu_v3_8.json --trace "$tmp/resnet50.json" -q | sed -n '1,2p;$p'
+printf '{"format": "tpusim.trace", "version": 1, "name": "tall", "cores": 1, "ops": [%s]}\n' \
+    '{"id": "mm", "kind": "matmul", "m": 2147483648, "k": 1, "n": 1, "dtype": "bf16"}' \
+    > "$tmp/tall.json"
+measure $bin run --config configs/tpu_v3_8.json --trace "$tmp/tall.json" -q | sed -n '1,2p;$p'

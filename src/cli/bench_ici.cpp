@@ -22,6 +22,10 @@ struct BenchIciOptions {
     std::string dtype = "f32";
 };
 
+const char* algorithm_name(const TpuConfig& cfg) {
+    return kAllReduceAlgorithmNames[static_cast<std::size_t>(cfg.ici.all_reduce_algorithm)];
+}
+
 std::vector<Bytes> default_sizes() {
     std::vector<Bytes> sizes;
     for (Bytes b = kKiB; b <= 256 * kMiB; b *= 4) sizes.push_back(b);
@@ -67,7 +71,7 @@ void run_bench_ici(const BenchIciOptions& o) {
     const int n = results.empty() ? 0 : results.front().participants;
     if (o.common.json) {
         nlohmann::json body = {{"collective", o.collective},
-                               {"algorithm", cfg.ici.all_reduce_algorithm},
+                               {"algorithm", algorithm_name(cfg)},
                                {"participants", n},
                                {"busbw_factor", busbw_factor(spec.kind, n)},
                                {"points", points}};
@@ -77,7 +81,7 @@ void run_bench_ici(const BenchIciOptions& o) {
     std::cout << fmt::format(
         "{} on {} ({} x {} chips{}, {} cores), algorithm {}, {} GB/s per link and direction\n",
         o.collective, cfg.name, cfg.board.chips_x, cfg.board.chips_y,
-        cfg.board.wraparound ? ", torus" : ", mesh", n, cfg.ici.all_reduce_algorithm,
+        cfg.board.wraparound ? ", torus" : ", mesh", n, algorithm_name(cfg),
         cfg.ici.link_bandwidth_gbps);
     std::cout << fmt::format(
         "busbw = algbw x {:.4f} (NCCL convention); bound = link-limited "

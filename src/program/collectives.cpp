@@ -181,12 +181,6 @@ const char* collective_kind_name(CollectiveKind kind) {
     return "?";
 }
 
-AllReduceAlgorithm parse_all_reduce_algorithm(const std::string& name) {
-    if (name == "ring") return AllReduceAlgorithm::kRing;
-    if (name == "torus2d") return AllReduceAlgorithm::kTorus2d;
-    bad(fmt::format("unknown all-reduce algorithm \"{}\"; expected ring or torus2d", name));
-}
-
 Bytes dtype_bytes(const std::string& dtype) {
     static const std::map<std::string, Bytes> sizes = {
         {"f32", 4}, {"fp32", 4}, {"float32", 4}, {"s32", 4},  {"int32", 4},
@@ -237,8 +231,7 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
     const int n = static_cast<int>(s.cores.size());
     switch (spec.kind) {
         case CollectiveKind::kAllReduce: {
-            const auto alg =
-                spec.algorithm.value_or(parse_all_reduce_algorithm(ici.all_reduce_algorithm));
+            const auto alg = spec.algorithm.value_or(ici.all_reduce_algorithm);
             if (alg == AllReduceAlgorithm::kTorus2d && n == topo.cores()) {
                 // Participants are all cores in id order, so participant index == core id.
                 const bool both = topo.chips_x() > 1 && topo.chips_y() > 1;

@@ -34,10 +34,11 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
       ops_(ops),
       trace_name_(std::move(trace_name)),
       vmem_(static_cast<Bytes>(cfg.vmem.capacity_mib) * kMiB) {
-    // Each core allocates its tensors in its own half of the chip's HBM [TLs].
+    // Each core allocates its tensors in its own half of the chip's HBM [TLs]; addresses
+    // here are relative to that half (CoreProgram::hbm_base places it), so cores that run
+    // the same ops share one stream.
     hbm_size_ = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
-    hbm_base_ = static_cast<Addr>(core % cfg.chip.cores_per_chip) * hbm_size_;
-    prog_.core = core;
+    hbm_bytes_.assign(ops.size(), 0);
     out_addr_.assign(ops.size(), 0);
     done_.assign(ops.size(), {});
     consumer_.assign(ops.size(), -1);
@@ -64,8 +65,8 @@ std::uint32_t CoreLowering::emit(Instr in) {
     in.waits.erase(std::unique(in.waits.begin(), in.waits.end()), in.waits.end());
     for (std::uint32_t w : in.waits) covered_[w] = true;
     covered_.push_back(false);
-    prog_.instrs.push_back(std::move(in));
-    return static_cast<std::uint32_t>(prog_.instrs.size() - 1);
+    instrs_.push_back(std::move(in));
+    return static_cast<std::uint32_t>(instrs_.size() - 1);
 }
 
 CoreLowering::Buffer CoreLowering::alloc(Bytes bytes, bool pinned, Waits& waits, std::size_t op) {
@@ -87,16 +88,12 @@ Addr CoreLowering::hbm_alloc(Bytes bytes) {
     // does not fit before it is lowered).
     bytes = round_up(std::max<Bytes>(bytes, 1), 4096);
     if (hbm_next_ + bytes > hbm_size_) hbm_next_ = 0;
-    const Addr a = hbm_base_ + hbm_next_;
+    const Addr a = hbm_next_;
     hbm_next_ += bytes;
     return a;
 }
 
-void CoreLowering::count_hbm(std::size_t i, Bytes bytes) {
-    const auto& cores = ops_[i].cores;
-    const std::int64_t first = cores.empty() ? 0 : *std::min_element(cores.begin(), cores.end());
-    if (core_ == first) (*infos_)[i].hbm_bytes += bytes;
-}
+void CoreLowering::count_hbm(std::size_t i, Bytes bytes) { hbm_bytes_[i] += bytes; }
 
 bool CoreLowering::on_this_core(const OpSpec& op) const {
     if (op.cores.empty()) return core_ < opts_.cores;
@@ -120,18 +117,27 @@ std::optional<std::size_t> CoreLowering::inline_consumer(std::size_t op) const {
     return static_cast<std::size_t>(consumer_[op]);
 }
 
-void CoreLowering::run_pipeline(std::vector<Step>& steps) {
-    if (steps.empty()) return;
-    steps[0].load(steps[0]);
-    for (std::size_t s = 0; s < steps.size(); ++s) {
-        if (s + 1 < steps.size()) steps[s + 1].load(steps[s + 1]);
-        steps[s].compute(steps[s]);
-        if (s >= 1 && steps[s - 1].finish) steps[s - 1].finish(steps[s - 1]);
+void CoreLowering::run_pipeline(std::size_t count, const std::function<Step(std::size_t)>& make) {
+    if (count == 0) return;
+    // Step s loads before step s - 1 computes; step s - 1 finishes after step s computes.
+    Step prev, cur = make(0), next;
+    bool has_prev = false;
+    cur.load(cur);
+    for (std::size_t s = 0; s < count; ++s) {
+        if (s + 1 < count) {
+            next = make(s + 1);
+            next.load(next);
+        }
+        cur.compute(cur);
+        if (has_prev && prev.finish) prev.finish(prev);
+        prev = std::move(cur);
+        has_prev = true;
+        if (s + 1 < count) cur = std::move(next);
     }
-    if (steps.back().finish) steps.back().finish(steps.back());
+    if (prev.finish) prev.finish(prev);
 }
 
-CoreProgram CoreLowering::run(std::vector<OpInfo>& infos) {
+InstrList CoreLowering::run(std::vector<OpInfo>& infos) {
     infos_ = &infos;
     for (std::size_t i = 0; i < ops_.size(); ++i) {
         const OpSpec& op = ops_[i];
@@ -152,7 +158,7 @@ CoreProgram CoreLowering::run(std::vector<OpInfo>& infos) {
             lower_single(i);
         }
     }
-    return std::move(prog_);
+    return std::move(instrs_);
 }
 
 void CoreLowering::sink(std::size_t i, TileRef tile) {
@@ -175,13 +181,13 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
     out.unit = Unit::Dma;
     out.op = static_cast<std::uint32_t>(i);
     out.waits = tile.ready;
-    out.dma.to_vmem = false;
-    out.dma.vmem_addr = tile.vmem;
-    out.dma.rows = tile.rows;
-    out.dma.row_bytes = static_cast<Bytes>(tile.cols * tile.elem);
-    out.dma.hbm_stride = static_cast<Bytes>(tile.total_cols * tile.elem);
-    out.dma.vmem_stride = out.dma.row_bytes;
-    out.dma.hbm_addr =
+    out.dma().to_vmem = false;
+    out.dma().vmem_addr = tile.vmem;
+    out.dma().rows = tile.rows;
+    out.dma().row_bytes = static_cast<Bytes>(tile.cols * tile.elem);
+    out.dma().hbm_stride = static_cast<Bytes>(tile.total_cols * tile.elem);
+    out.dma().vmem_stride = out.dma().row_bytes;
+    out.dma().hbm_addr =
         out_addr_[i] + static_cast<Bytes>((tile.row0 * tile.total_cols + tile.col0) * tile.elem);
     const std::uint32_t id = emit(std::move(out));
     vmem_.use(tile.vmem, id);
@@ -206,14 +212,14 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         ld.unit = Unit::Dma;
         ld.op = static_cast<std::uint32_t>(i);
         ld.waits = w;
-        ld.dma.to_vmem = true;
-        ld.dma.vmem_addr = b.addr;
-        ld.dma.rows = in.rows;
-        ld.dma.row_bytes = static_cast<Bytes>(in.cols * op.in_bytes);
-        ld.dma.vmem_stride = ld.dma.row_bytes;
-        ld.dma.hbm_stride = static_cast<Bytes>(in.total_cols * op.in_bytes);
+        ld.dma().to_vmem = true;
+        ld.dma().vmem_addr = b.addr;
+        ld.dma().rows = in.rows;
+        ld.dma().row_bytes = static_cast<Bytes>(in.cols * op.in_bytes);
+        ld.dma().vmem_stride = ld.dma().row_bytes;
+        ld.dma().hbm_stride = static_cast<Bytes>(in.total_cols * op.in_bytes);
         const Addr src = operand(i, static_cast<std::size_t>(x), bytes);
-        ld.dma.hbm_addr =
+        ld.dma().hbm_addr =
             src + static_cast<Bytes>((in.row0 * in.total_cols + in.col0) * op.in_bytes);
         const std::uint32_t id = emit(std::move(ld));
         vmem_.use(b.addr, id);
@@ -225,7 +231,7 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     v.unit = Unit::Vpu;
     v.op = static_cast<std::uint32_t>(i);
     v.waits = waits;
-    v.vec = {op.vop, in.rows, in.cols, in.elem, op.out_bytes};
+    v.vec() = {op.vop, in.rows, in.cols, in.elem, op.out_bytes};
     const std::uint32_t id = emit(std::move(v));
     vmem_.use(in.vmem, id);
     vmem_.use(ob.addr, id);

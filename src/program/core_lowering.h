@@ -28,7 +28,10 @@ class CoreLowering {
  public:
     CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, std::int64_t core,
                  const std::vector<OpSpec>& ops, std::string trace_name);
-    CoreProgram run(std::vector<OpInfo>& infos);
+    // The core's instruction stream; DMA HBM addresses relative to the core's HBM share.
+    InstrList run(std::vector<OpInfo>& infos);
+    // Per op: the bytes it moves between HBM and VMEM on this core (after run()).
+    const std::vector<Bytes>& hbm_bytes() const { return hbm_bytes_; }
 
  private:
     using Waits = std::vector<std::uint32_t>;
@@ -42,7 +45,9 @@ class CoreLowering {
         std::vector<Addr> buffers;  // operand buffers the computes read
         Addr acc = 0, weights = 0;  // buffers released by finish
     };
-    void run_pipeline(std::vector<Step>& steps);
+    // Runs `count` steps made on demand by make(s): only three steps exist at a time, so an
+    // op's tiles are never all materialised (lowering memory follows the instructions).
+    void run_pipeline(std::size_t count, const std::function<Step(std::size_t)>& make);
 
     std::uint32_t emit(Instr in);
     Buffer alloc(Bytes bytes, bool pinned, Waits& waits, std::size_t op);
@@ -50,8 +55,7 @@ class CoreLowering {
     // HBM address of input operand `which` of op i: its dependency's result, or a parameter.
     Addr operand(std::size_t i, std::size_t which, Bytes bytes);
     bool on_this_core(const OpSpec& op) const;
-    // Adds to op i's per-core HBM bytes: counted by the first core that runs the op only
-    // (every core of an SPMD op moves the same bytes).
+    // Adds to op i's HBM bytes on this core.
     void count_hbm(std::size_t i, Bytes bytes);
     Waits dep_waits(const OpSpec& op) const;
     std::optional<std::size_t> inline_consumer(std::size_t op) const;
@@ -70,9 +74,10 @@ class CoreLowering {
     std::int64_t core_;
     const std::vector<OpSpec>& ops_;
     std::string trace_name_;
-    CoreProgram prog_;
+    InstrList instrs_;
+    std::vector<Bytes> hbm_bytes_;
     VmemRing vmem_;
-    Addr hbm_base_, hbm_size_, hbm_next_ = 0;
+    Addr hbm_size_, hbm_next_ = 0;
     std::vector<Addr> out_addr_;          // HBM address of each op's result
     std::vector<Waits> done_;             // per op: its final instructions on this core
     std::vector<std::int64_t> consumer_;  // fused consumer lowered inline, or -1

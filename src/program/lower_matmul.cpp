@@ -76,120 +76,119 @@ void CoreLowering::lower_matmul(std::size_t i) {
     std::uint32_t b_load = 0;
     Waits acc_waits;
 
-    std::vector<Step> steps;
-    steps.reserve(static_cast<std::size_t>(op.batch * nn * nm * nk));
-    for (std::int64_t b = 0; b < op.batch; ++b) {
-        for (std::int64_t jn = 0; jn < nn; ++jn) {
-            for (std::int64_t jm = 0; jm < nm; ++jm) {
-                for (std::int64_t jk = 0; jk < nk; ++jk) {
-                    const std::int64_t tm_e = std::min(tm, op.m - jm * tm);
-                    const std::int64_t tk_e = std::min(tk, op.k - jk * tk);
-                    const std::int64_t tn_e = std::min(tn, op.n - jn * tn);
-                    const bool reuse_b = nk == 1 && jm > 0;  // weights stay resident across M
-                    Step st;
-                    st.load = [=, &bbuf, &b_load](Step& s) {
-                        const Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * e);
-                        Waits w = deps;
-                        Buffer a = alloc(a_bytes, false, w, i);
-                        Instr ld;
-                        ld.unit = Unit::Dma;
-                        ld.op = u32;
-                        ld.waits = w;
-                        ld.dma.to_vmem = true;
-                        ld.dma.vmem_addr = a.addr;
-                        ld.dma.rows = tm_e;
-                        ld.dma.row_bytes = static_cast<Bytes>(tk_e * e);
-                        ld.dma.vmem_stride = ld.dma.row_bytes;
-                        ld.dma.hbm_stride = static_cast<Bytes>(op.k * e);
-                        ld.dma.hbm_addr =
-                            lhs + static_cast<Bytes>(((b * op.m + jm * tm) * op.k + jk * tk) * e);
-                        const std::uint32_t a_id = emit(ld);
-                        vmem_.use(a.addr, a_id);
-                        s.loaded.push_back(a_id);
-                        count_hbm(i, a_bytes);
-                        if (!reuse_b) {
-                            const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * e);
-                            Waits wb = deps;
-                            bbuf = alloc(b_bytes, nk == 1, wb, i);
-                            Instr lb = ld;
-                            lb.waits = wb;
-                            lb.dma.vmem_addr = bbuf.addr;
-                            lb.dma.rows = tk_e;
-                            lb.dma.row_bytes = static_cast<Bytes>(tn_e * e);
-                            lb.dma.vmem_stride = lb.dma.row_bytes;
-                            lb.dma.hbm_stride = static_cast<Bytes>(op.n * e);
-                            lb.dma.hbm_addr =
-                                rhs +
-                                static_cast<Bytes>(((b * op.k + jk * tk) * op.n + jn * tn) * e);
-                            b_load = emit(lb);
-                            vmem_.use(bbuf.addr, b_load);
-                            count_hbm(i, b_bytes);
-                        }
-                        s.loaded.push_back(b_load);
-                        s.buffers = {a.addr, bbuf.addr};
-                        s.weights = bbuf.addr;
-                    };
-                    st.compute = [=, &acc, &acc_waits](Step& s) {
-                        if (jk == 0) {
-                            acc_waits.clear();
-                            acc = alloc(static_cast<Bytes>(tm_e * tn_e * 4), true, acc_waits, i);
-                        }
-                        if (lhs_stationary) {
-                            // XLA's choice for a thin LHS: its tm_e x tk_e tile is the
-                            // stationary operand (one array width) and the weights' tn_e
-                            // columns stream through, split between the MXUs; same MACs,
-                            // ceil(tk_e / R) passes of tn_e / X rows instead of one
-                            // weight-tile swap per R x C block of B.
-                            const std::int64_t share = (tn_e + X - 1) / X;
-                            for (std::int64_t x = 0; x < X && x * share < tn_e; ++x) {
-                                Instr mm;
-                                mm.unit = Unit::Mxu;
-                                mm.op = u32;
-                                mm.waits = s.loaded;
-                                if (jk == 0) append_waits(mm.waits, acc_waits);
-                                mm.mm = {x, std::min(share, tn_e - x * share), tk_e, tm_e};
-                                const std::uint32_t id = emit(std::move(mm));
-                                for (Addr a : s.buffers) vmem_.use(a, id);
-                                vmem_.use(acc.addr, id);
-                                s.computed.push_back(id);
-                            }
-                            s.acc = acc.addr;
-                            return;
-                        }
-                        // Column groups of C go round-robin to the MXUs.
-                        const std::int64_t groups = static_cast<std::int64_t>(ceil_div(tn_e, C));
-                        for (std::int64_t x = 0; x < X && x < groups; ++x) {
-                            std::int64_t cols = 0;
-                            for (std::int64_t g = x; g < groups; g += X) {
-                                cols += std::min(C, tn_e - g * C);
-                            }
-                            Instr mm;
-                            mm.unit = Unit::Mxu;
-                            mm.op = u32;
-                            mm.waits = s.loaded;
-                            if (jk == 0) append_waits(mm.waits, acc_waits);
-                            mm.mm = {x, tm_e, tk_e, cols};
-                            const std::uint32_t id = emit(std::move(mm));
-                            for (Addr a : s.buffers) vmem_.use(a, id);
-                            vmem_.use(acc.addr, id);
-                            s.computed.push_back(id);
-                        }
-                        s.acc = acc.addr;
-                    };
-                    if (jk == nk - 1) {
-                        st.finish = [=](Step& s) {
-                            sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
-                                            consumer ? 4 : op.out_bytes, s.computed});
-                            vmem_.unpin(s.acc);
-                            if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
-                        };
-                    }
-                    steps.push_back(std::move(st));
-                }
+    // Step s is tile (b, jn, jm, jk), K innermost, then M, N and the batch.
+    const auto make = [&](std::size_t s_index) {
+        auto rest = static_cast<std::int64_t>(s_index);
+        const std::int64_t jk = rest % nk;
+        rest /= nk;
+        const std::int64_t jm = rest % nm;
+        rest /= nm;
+        const std::int64_t jn = rest % nn;
+        const std::int64_t b = rest / nn;
+        const std::int64_t tm_e = std::min(tm, op.m - jm * tm);
+        const std::int64_t tk_e = std::min(tk, op.k - jk * tk);
+        const std::int64_t tn_e = std::min(tn, op.n - jn * tn);
+        const bool reuse_b = nk == 1 && jm > 0;  // weights stay resident across M
+        Step st;
+        st.load = [=, &bbuf, &b_load](Step& s) {
+            const Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * e);
+            Waits w = deps;
+            Buffer a = alloc(a_bytes, false, w, i);
+            Instr ld;
+            ld.unit = Unit::Dma;
+            ld.op = u32;
+            ld.waits = w;
+            ld.dma().to_vmem = true;
+            ld.dma().vmem_addr = a.addr;
+            ld.dma().rows = tm_e;
+            ld.dma().row_bytes = static_cast<Bytes>(tk_e * e);
+            ld.dma().vmem_stride = ld.dma().row_bytes;
+            ld.dma().hbm_stride = static_cast<Bytes>(op.k * e);
+            ld.dma().hbm_addr =
+                lhs + static_cast<Bytes>(((b * op.m + jm * tm) * op.k + jk * tk) * e);
+            const std::uint32_t a_id = emit(ld);
+            vmem_.use(a.addr, a_id);
+            s.loaded.push_back(a_id);
+            count_hbm(i, a_bytes);
+            if (!reuse_b) {
+                const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * e);
+                Waits wb = deps;
+                bbuf = alloc(b_bytes, nk == 1, wb, i);
+                Instr lb = ld;
+                lb.waits = wb;
+                lb.dma().vmem_addr = bbuf.addr;
+                lb.dma().rows = tk_e;
+                lb.dma().row_bytes = static_cast<Bytes>(tn_e * e);
+                lb.dma().vmem_stride = lb.dma().row_bytes;
+                lb.dma().hbm_stride = static_cast<Bytes>(op.n * e);
+                lb.dma().hbm_addr =
+                    rhs + static_cast<Bytes>(((b * op.k + jk * tk) * op.n + jn * tn) * e);
+                b_load = emit(lb);
+                vmem_.use(bbuf.addr, b_load);
+                count_hbm(i, b_bytes);
             }
+            s.loaded.push_back(b_load);
+            s.buffers = {a.addr, bbuf.addr};
+            s.weights = bbuf.addr;
+        };
+        st.compute = [=, &acc, &acc_waits](Step& s) {
+            if (jk == 0) {
+                acc_waits.clear();
+                acc = alloc(static_cast<Bytes>(tm_e * tn_e * 4), true, acc_waits, i);
+            }
+            if (lhs_stationary) {
+                // XLA's choice for a thin LHS: its tm_e x tk_e tile is the
+                // stationary operand (one array width) and the weights' tn_e
+                // columns stream through, split between the MXUs; same MACs,
+                // ceil(tk_e / R) passes of tn_e / X rows instead of one
+                // weight-tile swap per R x C block of B.
+                const std::int64_t share = (tn_e + X - 1) / X;
+                for (std::int64_t x = 0; x < X && x * share < tn_e; ++x) {
+                    Instr mm;
+                    mm.unit = Unit::Mxu;
+                    mm.op = u32;
+                    mm.waits = s.loaded;
+                    if (jk == 0) append_waits(mm.waits, acc_waits);
+                    mm.mm() = {x, std::min(share, tn_e - x * share), tk_e, tm_e};
+                    const std::uint32_t id = emit(std::move(mm));
+                    for (Addr a : s.buffers) vmem_.use(a, id);
+                    vmem_.use(acc.addr, id);
+                    s.computed.push_back(id);
+                }
+                s.acc = acc.addr;
+                return;
+            }
+            // Column groups of C go round-robin to the MXUs.
+            const std::int64_t groups = static_cast<std::int64_t>(ceil_div(tn_e, C));
+            for (std::int64_t x = 0; x < X && x < groups; ++x) {
+                std::int64_t cols = 0;
+                for (std::int64_t g = x; g < groups; g += X) {
+                    cols += std::min(C, tn_e - g * C);
+                }
+                Instr mm;
+                mm.unit = Unit::Mxu;
+                mm.op = u32;
+                mm.waits = s.loaded;
+                if (jk == 0) append_waits(mm.waits, acc_waits);
+                mm.mm() = {x, tm_e, tk_e, cols};
+                const std::uint32_t id = emit(std::move(mm));
+                for (Addr a : s.buffers) vmem_.use(a, id);
+                vmem_.use(acc.addr, id);
+                s.computed.push_back(id);
+            }
+            s.acc = acc.addr;
+        };
+        if (jk == nk - 1) {
+            st.finish = [=](Step& s) {
+                sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
+                                consumer ? 4 : op.out_bytes, s.computed});
+                vmem_.unpin(s.acc);
+                if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
+            };
         }
-    }
-    run_pipeline(steps);
+        return st;
+    };
+    run_pipeline(static_cast<std::size_t>(op.batch * nn * nm * nk), make);
 }
 
 }  // namespace tpusim

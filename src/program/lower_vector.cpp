@@ -54,11 +54,10 @@ void CoreLowering::lower_vector(std::size_t i) {
             operand(i, static_cast<std::size_t>(x), static_cast<Bytes>(op.rows) * row_in));
     }
 
-    std::vector<Step> steps(static_cast<std::size_t>(chunks));
-    for (std::int64_t c = 0; c < chunks; ++c) {
-        const std::int64_t r0 = c * chunk_rows;
+    const auto make = [&](std::size_t chunk) {
+        const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
-        Step& st = steps[static_cast<std::size_t>(c)];
+        Step st;
         auto load_rows = [=](Step& s, Addr src) {
             const Bytes bytes = static_cast<Bytes>(rows) * row_in;
             Waits w = deps;
@@ -67,13 +66,13 @@ void CoreLowering::lower_vector(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = u32;
             ld.waits = w;
-            ld.dma.to_vmem = true;
-            ld.dma.vmem_addr = buf.addr;
-            ld.dma.hbm_addr = src + static_cast<Bytes>(r0) * row_in;
-            ld.dma.rows = rows;
-            ld.dma.row_bytes = row_in;
-            ld.dma.hbm_stride = row_in;
-            ld.dma.vmem_stride = row_in;
+            ld.dma().to_vmem = true;
+            ld.dma().vmem_addr = buf.addr;
+            ld.dma().hbm_addr = src + static_cast<Bytes>(r0) * row_in;
+            ld.dma().rows = rows;
+            ld.dma().row_bytes = row_in;
+            ld.dma().hbm_stride = row_in;
+            ld.dma().vmem_stride = row_in;
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded.push_back(id);
@@ -91,7 +90,7 @@ void CoreLowering::lower_vector(std::size_t i) {
             v.unit = Unit::Vpu;
             v.op = u32;
             v.waits = w;
-            v.vec = {op.vop, rows, op.cols, op.in_bytes, op.out_bytes};
+            v.vec() = {op.vop, rows, op.cols, op.in_bytes, op.out_bytes};
             const std::uint32_t id = emit(std::move(v));
             for (Addr a : s.buffers) vmem_.use(a, id);
             vmem_.use(out.addr, id);
@@ -101,8 +100,9 @@ void CoreLowering::lower_vector(std::size_t i) {
         st.finish = [=](Step& s) {
             sink(i, TileRef{s.acc, r0, 0, rows, out_cols, out_cols, op.out_bytes, s.computed});
         };
-    }
-    run_pipeline(steps);
+        return st;
+    };
+    run_pipeline(static_cast<std::size_t>(chunks), make);
 }
 
 void CoreLowering::lower_copy(std::size_t i) {
@@ -111,11 +111,10 @@ void CoreLowering::lower_copy(std::size_t i) {
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.bytes, chunk));
     const Addr src = operand(i, 0, op.bytes);
     const Waits deps = dep_waits(op);
-    std::vector<Step> steps(static_cast<std::size_t>(chunks));
-    for (std::int64_t c = 0; c < chunks; ++c) {
+    const auto make = [&](std::size_t c) {
         const Bytes off = static_cast<Bytes>(c) * chunk;
         const Bytes bytes = std::min(chunk, op.bytes - off);
-        Step& st = steps[static_cast<std::size_t>(c)];
+        Step st;
         st.load = [=](Step& s) {
             Waits w = deps;
             Buffer buf = alloc(bytes, false, w, i);
@@ -123,7 +122,7 @@ void CoreLowering::lower_copy(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = static_cast<std::uint32_t>(i);
             ld.waits = w;
-            ld.dma = {true, src + off, buf.addr, 1, bytes, bytes, bytes};
+            ld.dma() = {true, src + off, buf.addr, 1, bytes, bytes, bytes};
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded = {id};
@@ -136,8 +135,9 @@ void CoreLowering::lower_copy(std::size_t i) {
                             static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(op.bytes),
                             1, s.computed});
         };
-    }
-    run_pipeline(steps);
+        return st;
+    };
+    run_pipeline(static_cast<std::size_t>(chunks), make);
 }
 
 void CoreLowering::lower_single(std::size_t i) {
@@ -147,17 +147,18 @@ void CoreLowering::lower_single(std::size_t i) {
     in.waits = dep_waits(op);
     if (op.kind == "infeed" || op.kind == "outfeed") {
         in.unit = Unit::Host;
-        in.host = {op.kind == "infeed", op.bytes};
+        in.host() = {op.kind == "infeed", op.bytes};
     } else {
         in.unit = Unit::Ici;
+        CollectiveInstr coll;
         if (op.kind == "send" || op.kind == "recv") {
-            in.coll.role =
+            coll.role =
                 op.kind == "send" ? CollectiveInstr::Role::kSend : CollectiveInstr::Role::kRecv;
-            in.coll.kind = CollectiveKind::kSendRecv;
+            coll.kind = CollectiveKind::kSendRecv;
         } else {
-            in.coll.kind = parse_collective_kind(op.kind);
+            coll.kind = parse_collective_kind(op.kind);
         }
-        in.coll.bytes = op.bytes;
+        coll.bytes = op.bytes;
         // op.group lists the replica groups, each closed by -1; this core takes its own.
         std::vector<std::int64_t> cur;
         for (std::int64_t c : op.group) {
@@ -165,22 +166,23 @@ void CoreLowering::lower_single(std::size_t i) {
                 cur.push_back(c);
                 continue;
             }
-            if (std::find(cur.begin(), cur.end(), core_) != cur.end()) in.coll.group = cur;
+            if (std::find(cur.begin(), cur.end(), core_) != cur.end()) coll.group = cur;
             cur.clear();
         }
         if (!cur.empty() && std::find(cur.begin(), cur.end(), core_) != cur.end()) {
-            in.coll.group = cur;
+            coll.group = cur;
         }
-        if (in.coll.group.empty()) {
-            in.coll.group = op.cores;
-            if (in.coll.group.empty()) {
-                for (std::int64_t c = 0; c < opts_.cores; ++c) in.coll.group.push_back(c);
+        if (coll.group.empty()) {
+            coll.group = op.cores;
+            if (coll.group.empty()) {
+                for (std::int64_t c = 0; c < opts_.cores; ++c) coll.group.push_back(c);
             }
         }
-        in.coll.peer = op.peer;
-        in.coll.pairs = op.pairs;
-        in.coll.element_bytes = op.in_bytes;
-        in.coll.instance = i;
+        coll.peer = op.peer;
+        coll.pairs = op.pairs;
+        coll.element_bytes = op.in_bytes;
+        coll.instance = i;
+        in.coll = std::make_shared<const CollectiveInstr>(std::move(coll));
     }
     done_[i].push_back(emit(std::move(in)));
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "core_lowering.h"
 #include "tpusim/common/error.h"
@@ -28,6 +29,41 @@ const char* unit_name(Unit u) {
     }
     return "?";
 }
+
+namespace {
+
+// What makes core c's stream differ from another core's: per op, -1 where the op does not run
+// on c, else for a collective the ordinal of the replica group that holds c (CoreLowering
+// takes the last one that does; -2 for none), else 0. Everything else about a core (its HBM
+// share) is resolved at issue.
+std::vector<std::int64_t> program_signature(const std::vector<OpSpec>& ops, std::int64_t c) {
+    std::vector<std::int64_t> key(ops.size(), 0);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const OpSpec& op = ops[i];
+        if (!op.cores.empty() && std::find(op.cores.begin(), op.cores.end(), c) == op.cores.end()) {
+            key[i] = -1;
+            continue;
+        }
+        if (op.group.empty()) continue;
+        std::int64_t ordinal = 0, found = -2;
+        bool in_current = false, any = false;
+        for (std::int64_t g : op.group) {
+            if (g >= 0) {
+                any = true;
+                in_current = in_current || g == c;
+                continue;
+            }
+            if (in_current) found = ordinal;
+            ++ordinal;
+            in_current = any = false;
+        }
+        if (any && in_current) found = ordinal;
+        key[i] = found;
+    }
+    return key;
+}
+
+}  // namespace
 
 Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const LoweringOptions& opts,
                   const std::string& trace_name) {
@@ -71,9 +107,30 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
             fmt::format("{}: op \"{}\": \"fused\" has no effect: {}; its operand goes through HBM",
                         trace_name, ops[i].id, why));
     }
+    // Lower once per distinct per-core program: cores that run the same ops in the same
+    // collective groups get the same stream (addresses are relative to the core's HBM share),
+    // shared read-only. An op's per-core HBM bytes come from the first core that runs it.
+    std::map<std::vector<std::int64_t>, SharedInstrs> streams;
+    std::vector<bool> counted(ops.size(), false);
+    const Bytes hbm_share = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
     for (std::int64_t c = 0; c < opts.cores; ++c) {
-        CoreLowering lowering(cfg, opts, c, ops, trace_name);
-        prog.cores.push_back(lowering.run(prog.ops));
+        CoreProgram cp;
+        cp.core = c;
+        cp.hbm_base = static_cast<Addr>(c % cfg.chip.cores_per_chip) * hbm_share;
+        auto key = program_signature(ops, c);
+        auto it = streams.find(key);
+        if (it == streams.end()) {
+            CoreLowering lowering(cfg, opts, c, ops, trace_name);
+            SharedInstrs s(lowering.run(prog.ops));
+            for (std::size_t i = 0; i < ops.size(); ++i) {
+                if (key[i] < 0 || counted[i]) continue;
+                counted[i] = true;
+                prog.ops[i].hbm_bytes = lowering.hbm_bytes()[i];
+            }
+            it = streams.emplace(std::move(key), std::move(s)).first;
+        }
+        cp.instrs = it->second;
+        prog.cores.push_back(std::move(cp));
     }
     return prog;
 }

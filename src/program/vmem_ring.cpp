@@ -40,8 +40,10 @@ std::optional<VmemRing::Buffer> VmemRing::allocate(Bytes bytes, bool pinned,
         }
         regions_.emplace(begin, Region{end, pinned, {}});
         head_ = end;
-        std::sort(waits.begin(), waits.end());
-        waits.erase(std::unique(waits.begin(), waits.end()), waits.end());
+        // Not sorted here: `waits` often starts as a copy of a producer's every write-back,
+        // and sorting it on each allocation cost more than the rest of lowering. The
+        // instruction that takes these waits drops the covered ones and sorts the rest
+        // (CoreLowering::emit).
         return Buffer{begin, bytes};
     }
     return std::nullopt;

@@ -165,9 +165,14 @@ TEST_CASE("config: out-of-range values are rejected", "[config][errors]") {
         expect_file_error("{\"hbm\": {\"data_rate_mtps\": -1757.8}}", "/hbm/data_rate_mtps",
                           "in [100, 20000]");
     }
-    SECTION("non-power-of-two array") {
-        expect_file_error("{\"mxu\": {\"rows\": 100}}", "/mxu/rows",
-                          "expected a power of two in [1, 4096], got 100");
+    SECTION("non-power-of-two HBM geometry, with the reason") {
+        expect_file_error("{\"hbm\": {\"bank_groups\": 3}}", "/hbm/bank_groups",
+                          "expected a power of two (the HBM address map takes it as a bit "
+                          "field) in [1, 16], got 3");
+    }
+    SECTION("an array of no rows") {
+        expect_file_error("{\"mxu\": {\"rows\": 0}}", "/mxu/rows",
+                          "expected an integer in [1, 4096], got 0");
     }
     SECTION("above the maximum") {
         expect_file_error("{\"mxu\": {\"cols\": 8192}}", "/mxu/cols", "in [1, 4096]");

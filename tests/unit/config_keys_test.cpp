@@ -41,7 +41,7 @@ TEST_CASE("lowering.matmul_max_tile_m bounds the matmul M tile", "[lowering][con
         const Program p = lower_ops({mm}, cfg, {}, "t");
         const auto mxu = on_unit(p, Unit::Mxu);
         CHECK(mxu.size() == static_cast<std::size_t>(4096 / tm * 2));
-        for (const Instr* in : mxu) CHECK(in->mm.m == tm);
+        for (const Instr* in : mxu) CHECK(in->mm().m == tm);
     }
 }
 
@@ -62,7 +62,7 @@ TEST_CASE("lowering.vector_chunk_bytes sets the rows of a vector chunk", "[lower
         const Program p = lower_ops({v}, cfg, {}, "t");
         const auto vpu = on_unit(p, Unit::Vpu);
         CHECK(vpu.size() == static_cast<std::size_t>(4096 / rows));
-        for (const Instr* in : vpu) CHECK(in->vec.rows == rows);
+        for (const Instr* in : vpu) CHECK(in->vec().rows == rows);
     }
 }
 

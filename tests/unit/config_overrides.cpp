@@ -10,6 +10,7 @@
 #include "tpusim/common/json_io.h"
 #include "tpusim/config/tpu_config.h"
 
+using tpusim::AllReduceAlgorithm;
 using tpusim::load_config;
 using tpusim::test::config_path;
 using tpusim::test::expect_input_error;
@@ -75,6 +76,11 @@ TEST_CASE("overrides: values replace the file's and later ones win", "[config][o
     const auto big = load_config(config_path("tpu_v3_8_mxu256.json"), {"mxu.cols=64"});
     CHECK(big.mxu.rows == 256);
     CHECK(big.mxu.cols == 64);
+    // Arrays of any shape (issue 13): no power of two needed.
+    const auto odd =
+        load_config(v3(), {"mxu.rows=96", "mxu.cols=6", "mxu.weight_load_rows_per_cycle=3"});
+    CHECK(odd.mxu.rows == 96);
+    CHECK(odd.mxu.cols == 6);
 }
 
 TEST_CASE("overrides: strings may be bare words or JSON", "[config][overrides]") {
@@ -84,7 +90,8 @@ TEST_CASE("overrides: strings may be bare words or JSON", "[config][overrides]")
     CHECK(load_config(v3(), {"name=true"}).name == "true");
     CHECK(load_config(v3(), {"description="}).description.empty());
     CHECK(load_config(v3(), {"description=a=b"}).description == "a=b");  // first '=' splits
-    CHECK(load_config(v3(), {"ici.all_reduce_algorithm=ring"}).ici.all_reduce_algorithm == "ring");
+    CHECK(load_config(v3(), {"ici.all_reduce_algorithm=ring"}).ici.all_reduce_algorithm ==
+          AllReduceAlgorithm::kRing);
     // A whole section as a JSON object.
     const auto cfg = load_config(v3(), {R"(mxu={"rows": 64, "cols": 32})"});
     CHECK(cfg.mxu.rows == 64);
@@ -104,7 +111,9 @@ TEST_CASE("overrides: bad overrides name the override and the key", "[config][ov
     SECTION("negative") {
         expect("chip.clock_mhz=-1", "/chip/clock_mhz", "expected a number in [1, 10000], got -1");
     }
-    SECTION("non-power-of-two") { expect("mxu.rows=96", "/mxu/rows", "power of two"); }
+    SECTION("non-power-of-two where the address map needs one") {
+        expect("hbm.rows=1000", "/hbm/rows", "power of two (the HBM address map");
+    }
     SECTION("too large for a double") {
         expect("chip.clock_mhz=1e400", "/chip/clock_mhz", "range of a double");
     }

@@ -51,15 +51,15 @@ Totals totals(const CoreProgram& p) {
     for (const auto& in : p.instrs) {
         switch (in.unit) {
             case Unit::Mxu:
-                t.macs += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
+                t.macs += static_cast<std::uint64_t>(in.mm().m * in.mm().k * in.mm().n);
                 ++t.mxu_instrs;
                 break;
             case Unit::Dma:
-                (in.dma.to_vmem ? t.dma_in : t.dma_out) += in.dma.bytes();
+                (in.dma().to_vmem ? t.dma_in : t.dma_out) += in.dma().bytes();
                 ++t.dma_instrs;
                 break;
             case Unit::Vpu:
-                t.vec_elems += static_cast<std::uint64_t>(in.vec.rows * in.vec.cols);
+                t.vec_elems += static_cast<std::uint64_t>(in.vec().rows * in.vec().cols);
                 ++t.vpu_instrs;
                 break;
             default:
@@ -95,7 +95,7 @@ TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
     std::uint64_t per_mxu[2] = {0, 0};
     for (const auto& in : p.cores[0].instrs) {
         if (in.unit == Unit::Mxu)
-            per_mxu[in.mm.mxu] += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
+            per_mxu[in.mm().mxu] += static_cast<std::uint64_t>(in.mm().m * in.mm().k * in.mm().n);
     }
     CHECK(per_mxu[0] == per_mxu[1]);
     CHECK(per_mxu[0] + per_mxu[1] == 1024ull * 1024 * 1024);
@@ -110,16 +110,16 @@ TEST_CASE("a thin LHS is the stationary operand and B streams through both MXUs"
     std::uint64_t per_mxu[2] = {0, 0};
     for (const auto& in : p.cores[0].instrs) {
         if (in.unit != Unit::Mxu) continue;
-        CHECK(in.mm.n == 64);
-        CHECK(in.mm.k % R == 0);
-        per_mxu[in.mm.mxu] += static_cast<std::uint64_t>(in.mm.m * in.mm.k * in.mm.n);
+        CHECK(in.mm().n == 64);
+        CHECK(in.mm().k % R == 0);
+        per_mxu[in.mm().mxu] += static_cast<std::uint64_t>(in.mm().m * in.mm().k * in.mm().n);
     }
     CHECK(per_mxu[0] == per_mxu[1]);
     CHECK(per_mxu[0] + per_mxu[1] == 64ull * 4096 * 4096);
     // One array width more and B is stationary again (n = a multiple of C per MXU).
     const Program q = lower_ops({matmul("mm", C + 1, 4096, 4096)}, cfg, {}, "t");
     for (const auto& in : q.cores[0].instrs)
-        if (in.unit == Unit::Mxu) CHECK(in.mm.m == C + 1);
+        if (in.unit == Unit::Mxu) CHECK(in.mm().m == C + 1);
 }
 
 TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[lowering]") {
@@ -149,7 +149,7 @@ TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]")
     auto per_op = [](const Program& p, std::uint32_t op, bool in) {
         std::uint64_t b = 0;
         for (const auto& i : p.cores[0].instrs) {
-            if (i.unit == Unit::Dma && i.op == op && i.dma.to_vmem == in) b += i.dma.bytes();
+            if (i.unit == Unit::Dma && i.op == op && i.dma().to_vmem == in) b += i.dma().bytes();
         }
         return b;
     };
@@ -188,7 +188,7 @@ TEST_CASE("vector ops are chunked in whole rows and every element is processed o
     CHECK(t.dma_in == 3 * 1000ull * 4096 * 4);
     CHECK(t.dma_out == 1000ull * 4096 * 4);
     for (const auto& in : p.cores[0].instrs) {
-        if (in.unit == Unit::Vpu) CHECK(in.vec.cols == 4096);
+        if (in.unit == Unit::Vpu) CHECK(in.vec().cols == 4096);
     }
 }
 
@@ -204,7 +204,8 @@ TEST_CASE("an op that cannot fit VMEM is a located error", "[lowering]") {
     }
 }
 
-TEST_CASE("SPMD lowering gives every core its own stream in its own HBM half", "[lowering]") {
+TEST_CASE("SPMD lowering shares one stream; each core issues it in its own HBM half",
+          "[lowering]") {
     const TpuConfig cfg = v3();
     LoweringOptions o;
     o.cores = 8;
@@ -213,14 +214,42 @@ TEST_CASE("SPMD lowering gives every core its own stream in its own HBM half", "
     const Bytes half = cfg.hbm.capacity_bytes() / 2;
     for (std::int64_t c = 0; c < 8; ++c) {
         const auto& cp = p.cores[static_cast<std::size_t>(c)];
+        CHECK(cp.core == c);
+        CHECK(cp.instrs.same_as(p.cores[0].instrs));  // lowered once, not copied
         CHECK(totals(cp).macs == 512ull * 512 * 512);
+        const Bytes base = static_cast<Bytes>(c % 2) * half;
+        CHECK(cp.hbm_base == base);
         for (const auto& in : cp.instrs) {
             if (in.unit != Unit::Dma) continue;
-            const Bytes base = static_cast<Bytes>(c % 2) * half;
-            CHECK(in.dma.hbm_addr >= base);
-            CHECK(in.dma.hbm_addr < base + half);
+            // The address the core issues (TensorCore::issue adds hbm_base).
+            CHECK(cp.hbm_base + in.dma().hbm_addr >= base);
+            CHECK(cp.hbm_base + in.dma().hbm_addr < base + half);
         }
     }
+}
+
+TEST_CASE("cores in different replica groups or running different ops get their own streams",
+          "[lowering]") {
+    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "t", "cores": 4, "ops": [
+        {"id": "mm", "kind": "matmul", "m": 256, "k": 256, "n": 256},
+        {"id": "ar", "kind": "all_reduce", "bytes": 4096, "deps": ["mm"],
+         "replica_groups": [[0, 1], [2, 3]]},
+        {"id": "extra", "kind": "matmul", "m": 256, "k": 256, "n": 256, "cores": [3]}]})");
+    const Program p = lower_trace(parse_trace(j, "t.json", 8), v3());
+    REQUIRE(p.cores.size() == 4);
+    CHECK(p.cores[1].instrs.same_as(p.cores[0].instrs));
+    CHECK_FALSE(p.cores[2].instrs.same_as(p.cores[0].instrs));  // the other group
+    CHECK_FALSE(p.cores[3].instrs.same_as(p.cores[2].instrs));  // runs "extra" too
+    auto group_of = [&](std::size_t c) {
+        for (const auto& in : p.cores[c].instrs) {
+            if (in.unit == Unit::Ici) return in.coll->group;
+        }
+        return std::vector<std::int64_t>{};
+    };
+    CHECK(group_of(0) == std::vector<std::int64_t>{0, 1});
+    CHECK(group_of(2) == std::vector<std::int64_t>{2, 3});
+    CHECK(group_of(3) == std::vector<std::int64_t>{2, 3});
 }
 
 TEST_CASE("ops waiting on a collective are issued just before their first consumer",

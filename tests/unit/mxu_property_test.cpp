@@ -36,14 +36,15 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * 4) == 0;
 }
 
-// A random array configuration: small sizes, random switches and latencies.
+// A random array configuration: small sizes of any integer (most not powers of two, e.g.
+// 6 x 3), random switches and latencies.
 MxuConfig random_config(Rng& rng, const MxuConfig& base, bool keep_size) {
     MxuConfig c = base;
     if (!keep_size) {
-        c.rows = std::int64_t{1} << uniform(rng, 1, 4);
-        c.cols = std::int64_t{1} << uniform(rng, 1, 4);
+        c.rows = uniform(rng, 1, 16);
+        c.cols = uniform(rng, 1, 16);
     }
-    c.weight_load_rows_per_cycle = std::int64_t{1} << uniform(rng, 0, 2);
+    c.weight_load_rows_per_cycle = uniform(rng, 1, 5);
     if (c.weight_load_rows_per_cycle > c.rows) c.weight_load_rows_per_cycle = c.rows;
     c.weight_double_buffer = uniform(rng, 0, 1) == 1;
     c.overlap_tiles = uniform(rng, 0, 1) == 1;
@@ -128,8 +129,8 @@ TEST_CASE("mxu: tile timing equals PE timing with the SCALE-Sim compat config", 
     Rng rng(0x5eed0003);
     for (int i = 0; i < 40; ++i) {
         MxuConfig cfg = compat.mxu;
-        cfg.rows = std::int64_t{1} << uniform(rng, 1, 4);  // keep the compat switches
-        cfg.cols = std::int64_t{1} << uniform(rng, 1, 4);
+        cfg.rows = uniform(rng, 1, 16);  // keep the compat switches
+        cfg.cols = uniform(rng, 1, 16);
         std::vector<PassCase> cases(static_cast<std::size_t>(uniform(rng, 1, 3)));
         for (PassCase& p : cases) {
             p.pass = {uniform(rng, 1, cfg.rows), uniform(rng, 1, cfg.cols), uniform(rng, 1, 30)};
@@ -161,6 +162,29 @@ TEST_CASE("mxu: GEMM on the PE array equals mxu_gemm_timing and the reference", 
         CHECK(t.passes == run.timing.passes);
         CHECK(t.array_macs == run.timing.array_macs);
         CHECK(t.useful_macs == static_cast<std::uint64_t>(m * k * n));
+    }
+}
+
+// The shapes exploration studies ask for (issue 13): square and not, none a power of two in
+// both sides. The GEMM spans several K and N tiles with ragged edges on each.
+TEST_CASE("mxu: 96 x 96, 8 x 6 and 128 x 96 arrays: PE equals the closed form", "[mxu]") {
+    Rng rng(0x5eed0006);
+    const std::pair<std::int64_t, std::int64_t> shapes[] = {{96, 96}, {8, 6}, {128, 96}};
+    for (const auto& [rows, cols] : shapes) {
+        MxuConfig cfg;
+        cfg.rows = rows;
+        cfg.cols = cols;
+        const std::int64_t m = 37, k = 2 * rows + 5, n = 2 * cols + 3;
+        INFO("rows " << rows << " cols " << cols);
+        const std::vector<float> a = random_values(rng, m * k), b = random_values(rng, k * n);
+        std::vector<float> c(static_cast<std::size_t>(m * n)), ref(c.size());
+        const PeGemmRun run = mxu_pe_gemm(cfg, m, k, n, a.data(), b.data(), c.data());
+        mxu_reference_gemm(cfg.rows, m, k, n, a.data(), k, b.data(), n, ref.data(), n);
+        CHECK(same_bits(c, ref));
+        const GemmTiming t = mxu_gemm_timing(cfg, 1, m, k, n);
+        CHECK(t.cycles == run.timing.cycles);
+        CHECK(t.passes == 9);  // ceil(k / rows) x ceil(n / cols) = 3 x 3 weight tiles
+        CHECK(t.array_macs == static_cast<std::uint64_t>(rows * cols * m * 9));
     }
 }
 

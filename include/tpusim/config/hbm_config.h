@@ -8,6 +8,10 @@
 
 namespace tpusim {
 
+// Why the HBM geometry keys are powers of two: HbmAddressMap cuts a physical address into
+// offset, column, bank, bank-group, row, pseudo-channel, channel and stack bit fields.
+inline constexpr const char* kAddressBits = "the HBM address map takes it as a bit field";
+
 struct HbmTimingConfig {
     // Defaults: TPU v3 (HBM clock 878.9 MHz, tCK 1.138 ns). The nanosecond values of
     // DRAMsim3's configs/HBM2_8Gb_x128.ini (tCK = 1 ns) converted to this tCK, rounded up
@@ -34,7 +38,8 @@ struct HbmTimingConfig {
     void visit(ConfigVisitor& v) {
         const auto pos = Limits::range(1, 1 << 16);  // JEDEC timings, in tCK
         const auto nn = Limits::range(0, 1 << 16);
-        v.value("burst_length", burst_length, Limits::pow2_max(64), "beats", "burst length (BL)");
+        v.value("burst_length", burst_length, Limits::pow2_max(64, kAddressBits), "beats",
+                "burst length (BL)");
         v.value("tCL", tCL, pos, "tCK", "read column access latency (CAS)");
         v.value("tWL", tWL, nn, "tCK", "write latency");
         v.value("tRCD", tRCD, pos, "tCK", "activate to column command");
@@ -97,19 +102,19 @@ struct HbmConfig {
 
     void visit(ConfigVisitor& v) {
         v.value("stacks", stacks, Limits::range(1, 16), "stacks", "HBM stacks per chip");
-        v.value("channels_per_stack", channels_per_stack, Limits::pow2_max(64), "channels",
-                "channels per stack");
-        v.value("pseudo_channels", pseudo_channels, Limits::pow2_max(4), "pseudo-channels",
-                "pseudo-channels per channel");
-        v.value("bank_groups", bank_groups, Limits::pow2_max(16), "bank groups",
+        v.value("channels_per_stack", channels_per_stack, Limits::pow2_max(64, kAddressBits),
+                "channels", "channels per stack");
+        v.value("pseudo_channels", pseudo_channels, Limits::pow2_max(4, kAddressBits),
+                "pseudo-channels", "pseudo-channels per channel");
+        v.value("bank_groups", bank_groups, Limits::pow2_max(16, kAddressBits), "bank groups",
                 "bank groups per pseudo-channel");
-        v.value("banks_per_group", banks_per_group, Limits::pow2_max(16), "banks",
+        v.value("banks_per_group", banks_per_group, Limits::pow2_max(16, kAddressBits), "banks",
                 "banks per bank group");
-        v.value("rows", rows, Limits::pow2_max(1 << 20), "rows", "rows per bank");
-        v.value("row_bytes", row_bytes, Limits::pow2_max(1 << 16), "B",
+        v.value("rows", rows, Limits::pow2_max(1 << 20, kAddressBits), "rows", "rows per bank");
+        v.value("row_bytes", row_bytes, Limits::pow2_max(1 << 16, kAddressBits), "B",
                 "row (page) size per pseudo-channel");
-        v.value("channel_width_bits", channel_width_bits, Limits::pow2_max(1024), "bits",
-                "data bus width per channel");
+        v.value("channel_width_bits", channel_width_bits, Limits::pow2_max(1024, kAddressBits),
+                "bits", "data bus width per channel");
         v.value("data_rate_mtps", data_rate_mtps, Limits::range(100, 20000), "MT/s",
                 "data rate per pin (the HBM clock is half of it)");
         v.section("timing", timing, "JEDEC HBM2 timing parameters");

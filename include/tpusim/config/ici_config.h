@@ -1,11 +1,21 @@
 #pragma once
 // Inter-chip interconnect (ICI) links and routers. Sources and uncertainty: docs/ici.md.
+#include <array>
 #include <cstdint>
 #include <string>
 
 #include "tpusim/config/visitor.h"
 
 namespace tpusim {
+
+// ring: XLA's bidirectional ring over every participant (the -8 boards); torus2d: reduce-scatter
+// and all-gather along each torus dimension in turn (pod slices; docs/ici.md).
+enum class AllReduceAlgorithm { kRing, kTorus2d };
+inline constexpr std::array<const char*, 2> kAllReduceAlgorithmNames = {"ring", "torus2d"};
+
+// Why the ICI packet and chunk sizes are powers of two: a chunk (a train of packets on a
+// link) holds a whole number of packets (IciFabric divides one by the other).
+inline constexpr const char* kWholePackets = "a chunk holds a whole number of packets";
 
 struct IciConfig {
     std::int64_t links_per_chip = 4;
@@ -33,7 +43,7 @@ struct IciConfig {
     // link_efficiency (board files).
     double collective_setup_us = 0.0;
     // torus2d on pod slices; the -8 board files select XLA's ring (docs/ici.md).
-    std::string all_reduce_algorithm = "torus2d";
+    AllReduceAlgorithm all_reduce_algorithm = AllReduceAlgorithm::kTorus2d;
     // torus2d: pieces per dimension order, run as concurrent streams so that one piece's
     // on-chip reduction overlaps another's link transfers (docs/ici.md).
     std::int64_t all_reduce_pieces = 4;
@@ -45,19 +55,20 @@ struct IciConfig {
                 "bandwidth of one link in one direction");
         v.value("link_latency_ns", link_latency_ns, Limits::range(0, 1e6), "ns",
                 "latency of one link traversal");
-        v.value("packet_bytes", packet_bytes, Limits::pow2_max(1 << 20), "B", "ICI packet size");
+        v.value("packet_bytes", packet_bytes, Limits::pow2_max(1 << 20, kWholePackets), "B",
+                "ICI packet size");
         v.value("credits_per_link", credits_per_link, Limits::range(1, 1 << 16), "packets",
                 "receive buffer per link input and virtual channel (credit-based flow control)");
         v.value("router_latency_cycles", router_latency_cycles, Limits::range(0, 1e6), "cycles",
                 "router traversal, core clock");
-        v.value("chunk_bytes", chunk_bytes, Limits::pow2_max(1 << 26), "B",
+        v.value("chunk_bytes", chunk_bytes, Limits::pow2_max(1 << 26, kWholePackets), "B",
                 "simulation granularity: largest train of packets scheduled as one transfer");
         v.value("link_efficiency", link_efficiency, Limits::range(0.01, 1.0), "fraction",
                 "payload fraction of the link rate (headers, CRC, flow control)");
         v.value("collective_setup_us", collective_setup_us, Limits::range(0, 1e6), "us",
                 "fixed cost of starting a collective on the cores (barrier, descriptors)");
-        v.value("all_reduce_algorithm", all_reduce_algorithm, {"ring", "torus2d"},
-                "all-reduce algorithm");
+        v.choice("all_reduce_algorithm", all_reduce_algorithm, kAllReduceAlgorithmNames,
+                 "all-reduce algorithm");
         v.value("all_reduce_pieces", all_reduce_pieces, Limits::range(1, 64), "pieces",
                 "torus2d: buffer pieces per dimension order, pipelined as concurrent streams");
     }

@@ -25,9 +25,10 @@ struct MxuConfig {
     std::int64_t pass_gap_cycles = 0;
 
     void visit(ConfigVisitor& v) {
-        v.value("rows", rows, Limits::pow2_max(4096), "PEs", "systolic array rows (K)");
-        v.value("cols", cols, Limits::pow2_max(4096), "PEs", "systolic array columns (N)");
-        v.value("weight_load_rows_per_cycle", weight_load_rows_per_cycle, Limits::pow2_max(4096),
+        // Any shape: the PE model and the closed form need no power of two (docs/mxu.md).
+        v.value("rows", rows, Limits::range(1, 4096), "PEs", "systolic array rows (K)");
+        v.value("cols", cols, Limits::range(1, 4096), "PEs", "systolic array columns (N)");
+        v.value("weight_load_rows_per_cycle", weight_load_rows_per_cycle, Limits::range(1, 4096),
                 "rows/cycle", "weight rows shifted into the shadow buffer per cycle");
         v.value("weight_double_buffer", weight_double_buffer,
                 "load the next weight tile into a shadow buffer while the current one computes");

@@ -22,6 +22,9 @@ struct Limits {
     double max = std::numeric_limits<double>::infinity();
     bool min_exclusive = false;
     bool power_of_two = false;
+    // Why a power of two is needed (the hardware structure that takes the value as a bit
+    // field), said in the error; null when no reason is recorded.
+    const char* pow2_why = nullptr;
 
     static Limits any() { return {}; }
     static Limits positive() { return {0, std::numeric_limits<double>::infinity(), true, false}; }
@@ -32,8 +35,12 @@ struct Limits {
         return {lo, std::numeric_limits<double>::infinity(), false, false};
     }
     static Limits range(double lo, double hi) { return {lo, hi, false, false}; }
-    static Limits pow2() { return {1, std::numeric_limits<double>::infinity(), false, true}; }
-    static Limits pow2_max(double hi) { return {1, hi, false, true}; }
+    static Limits pow2(const char* why = nullptr) {
+        return {1, std::numeric_limits<double>::infinity(), false, true, why};
+    }
+    static Limits pow2_max(double hi, const char* why = nullptr) {
+        return {1, hi, false, true, why};
+    }
     // Fraction in [0, 1].
     static Limits fraction() { return {0, 1, false, false}; }
 

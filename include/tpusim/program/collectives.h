@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "tpusim/common/types.h"
+#include "tpusim/config/ici_config.h"
 
 namespace tpusim {
 
 class Topology;
-struct IciConfig;
 
 enum class CollectiveKind {
     kAllReduce,
@@ -31,13 +31,11 @@ enum class CollectiveKind {
     kCollectivePermute,
     kSendRecv
 };
-enum class AllReduceAlgorithm { kRing, kTorus2d };
 
 // Names as in traces: all_reduce, reduce_scatter, all_gather, all_to_all,
 // collective_permute, send_recv. Throws InputError for an unknown name.
 CollectiveKind parse_collective_kind(const std::string& name);
 const char* collective_kind_name(CollectiveKind kind);
-AllReduceAlgorithm parse_all_reduce_algorithm(const std::string& name);  // ring | torus2d
 // Element size of a dtype name (f32, bf16, f16, s32, ...). Throws InputError if unknown.
 Bytes dtype_bytes(const std::string& dtype);
 

@@ -6,8 +6,11 @@
 // unit. Inner loops (weight tiles of a block, vector tiles of a chunk) are timed by the unit
 // models, so their cost follows from the hardware description.
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "tpusim/common/types.h"
@@ -64,17 +67,61 @@ struct Instr {
     Unit unit = Unit::Dma;
     std::uint32_t op = 0;              // index of the trace op it implements
     std::vector<std::uint32_t> waits;  // instruction indices that must have completed
-    DmaInstr dma;
-    MatmulInstr mm;
-    VectorInstr vec;
-    CollectiveInstr coll;
-    HostInstr host;
+    // Collectives are rare and large (groups, pairs): held out of line, null on other units.
+    std::shared_ptr<const CollectiveInstr> coll;
+
+    // The operands of the unit's instruction: one kind per instruction (compact encoding: an
+    // instruction holds only its own unit's fields). The const accessors require the kind to
+    // be the one held (std::bad_variant_access otherwise); the others make it so.
+    DmaInstr& dma() { return operands<DmaInstr>(); }
+    MatmulInstr& mm() { return operands<MatmulInstr>(); }
+    VectorInstr& vec() { return operands<VectorInstr>(); }
+    HostInstr& host() { return operands<HostInstr>(); }
+    const DmaInstr& dma() const { return std::get<DmaInstr>(operands_); }
+    const MatmulInstr& mm() const { return std::get<MatmulInstr>(operands_); }
+    const VectorInstr& vec() const { return std::get<VectorInstr>(operands_); }
+    const HostInstr& host() const { return std::get<HostInstr>(operands_); }
+
+ private:
+    template <class T>
+    T& operands() {
+        if (!std::holds_alternative<T>(operands_)) operands_.template emplace<T>();
+        return std::get<T>(operands_);
+    }
+    std::variant<DmaInstr, MatmulInstr, VectorInstr, HostInstr> operands_;
+};
+
+// Instructions as lowering appends them: in blocks, so a long stream never holds a second copy
+// of itself while it grows (as a vector does when it reallocates).
+using InstrList = std::deque<Instr>;
+
+// A read-only instruction stream shared by the cores that run the same program: SPMD cores
+// whose ops and collective groups are the same are lowered once (lower_ops). Indexable and
+// iterable like the list it wraps.
+class SharedInstrs {
+ public:
+    SharedInstrs() : v_(std::make_shared<const InstrList>()) {}
+    explicit SharedInstrs(InstrList v) : v_(std::make_shared<const InstrList>(std::move(v))) {}
+    const Instr& operator[](std::size_t i) const { return (*v_)[i]; }
+    std::size_t size() const { return v_->size(); }
+    bool empty() const { return v_->empty(); }
+    InstrList::const_iterator begin() const { return v_->begin(); }
+    InstrList::const_iterator end() const { return v_->end(); }
+    const Instr& front() const { return v_->front(); }
+    const Instr& back() const { return v_->back(); }
+    // The same stream (not a copy) as `o`.
+    bool same_as(const SharedInstrs& o) const { return v_ == o.v_; }
+
+ private:
+    std::shared_ptr<const InstrList> v_;
 };
 
 struct CoreProgram {
     std::int64_t core = 0;
-    std::vector<Instr> instrs;
-    Bytes vmem_peak_bytes = 0;
+    // DMA HBM addresses in `instrs` are relative to the core's own share of its chip's HBM;
+    // the core adds hbm_base at issue (the only core-specific part of a shared stream).
+    Addr hbm_base = 0;
+    SharedInstrs instrs;
 };
 
 // Per-op accounting the program layer knows before simulation.

@@ -21,9 +21,9 @@ class VmemRing {
         Addr addr;
         Bytes bytes;
     };
-    // Allocates `bytes`; appends to `waits` the instructions that must complete before the
-    // region may be written. Returns nullopt when it cannot fit (larger than VMEM, or blocked
-    // by pinned buffers).
+    // Allocates `bytes`; appends to `waits` (unsorted, possibly repeated) the instructions that
+    // must complete before the region may be written. Returns nullopt when it cannot fit
+    // (larger than VMEM, or blocked by pinned buffers).
     std::optional<Buffer> allocate(Bytes bytes, bool pinned, std::vector<std::uint32_t>& waits);
     // Records that instruction `instr` reads or writes the buffer at `addr`.
     void use(Addr addr, std::uint32_t instr);

@@ -24,7 +24,7 @@ class TensorCore::IssueTarget : public IssueIf {
     const sc_event& unit_freed(const Instr& in) const override {
         switch (in.unit) {
             case Unit::Mxu:
-                return core_.mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->popped;
+                return core_.mxu_lanes_[static_cast<std::size_t>(in.mm().mxu)]->popped;
             case Unit::Vpu:
                 return core_.vpu_lane_.popped;
             default:
@@ -108,7 +108,7 @@ bool TensorCore::lane_full(Unit u, const Instr& in) const {
     const auto depth = static_cast<std::size_t>(cfg_.sequencer.unit_queue_depth);
     switch (u) {
         case Unit::Mxu:
-            return mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)]->queue.size() >= depth;
+            return mxu_lanes_[static_cast<std::size_t>(in.mm().mxu)]->queue.size() >= depth;
         case Unit::Vpu:
             return vpu_lane_.queue.size() >= depth;
         case Unit::Dma:
@@ -128,7 +128,7 @@ void TensorCore::issue(std::uint32_t idx, Cycle stall) {
     ++stats_.instructions;
     switch (in.unit) {
         case Unit::Mxu: {
-            Lane& lane = *mxu_lanes_[static_cast<std::size_t>(in.mm.mxu)];
+            Lane& lane = *mxu_lanes_[static_cast<std::size_t>(in.mm().mxu)];
             lane.queue.push_back(idx);
             lane.pushed.notify(sc_core::SC_ZERO_TIME);
             break;
@@ -140,8 +140,12 @@ void TensorCore::issue(std::uint32_t idx, Cycle stall) {
         case Unit::Dma: {
             if (dma_in_flight_++ == 0) dma_busy_since_ = now;
             ++stats_.dma_descriptors;
-            (in.dma.to_vmem ? stats_.dma_bytes_read : stats_.dma_bytes_written) += in.dma.bytes();
-            dma_out->transfer(in.dma, [this, idx, now](Cycle t) {
+            (in.dma().to_vmem ? stats_.dma_bytes_read : stats_.dma_bytes_written) +=
+                in.dma().bytes();
+            // The shared stream's addresses are relative to this core's HBM share.
+            DmaInstr d = in.dma();
+            d.hbm_addr += program_->hbm_base;
+            dma_out->transfer(d, [this, idx, now](Cycle t) {
                 if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;
                 dma_slot_free_.notify(sc_core::SC_ZERO_TIME);
                 complete_at(idx, t, Unit::Dma, t - now);
@@ -150,14 +154,14 @@ void TensorCore::issue(std::uint32_t idx, Cycle stall) {
             break;
         }
         case Unit::Ici:
-            ici_out->arrive(in.coll, id_, [this, idx, now](Cycle t) {
+            ici_out->arrive(*in.coll, id_, [this, idx, now](Cycle t) {
                 stats_.ici_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Ici, t - now);
                 span(ici_track_, program_->instrs[idx].op, now, t);
             });
             break;
         case Unit::Host:
-            host_out->transfer(in.host, [this, idx, now](Cycle t) {
+            host_out->transfer(in.host(), [this, idx, now](Cycle t) {
                 stats_.host_busy_cycles += t - now;
                 complete_at(idx, t, Unit::Host, t - now);
                 span(host_track_, program_->instrs[idx].op, now, t);
@@ -172,7 +176,7 @@ void TensorCore::mxu_lane(std::size_t x) {
     while (true) {
         while (lane.queue.empty()) wait(lane.pushed);
         const std::uint32_t idx = lane.queue.front();
-        const MatmulInstr& mm = program_->instrs[idx].mm;
+        const MatmulInstr& mm = program_->instrs[idx].mm();
         const Cycle now = now_cycles();
         // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
         const MxuBlockTiming t = mxu.run_block(mxu_gemm_tiles(cfg_.mxu, mm.m, mm.k, mm.n), now);
@@ -196,7 +200,7 @@ void TensorCore::vpu_lane() {
     while (true) {
         while (vpu_lane_.queue.empty()) wait(vpu_lane_.pushed);
         const std::uint32_t idx = vpu_lane_.queue.front();
-        const VectorInstr& v = program_->instrs[idx].vec;
+        const VectorInstr& v = program_->instrs[idx].vec();
         const VectorOpCost& cost =
             vpu_->op_cost(VectorOpDesc{v.op, v.rows, v.cols, v.in_bytes, v.out_bytes});
         const Cycle now = now_cycles();
