@@ -6,7 +6,7 @@ set -euo pipefail
 
 # clang and libclang-rt-14-dev: the libFuzzer harnesses (scripts/fuzz.sh, docs/fuzzing.md).
 PACKAGES=(cmake ninja-build g++ pkg-config libsystemc-dev libfmt-dev nlohmann-json3-dev
-          catch2 libcli11-dev python3 python3-matplotlib clang libclang-rt-14-dev)
+          catch2 libcli11-dev libsqlite3-dev python3 python3-matplotlib clang libclang-rt-14-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -22,6 +22,7 @@ int run_cli(int argc, char* argv[]) {
     tpusim::cli::add_run_command(app);
     tpusim::cli::add_trace_command(app);
     tpusim::cli::add_import_command(app);
+    tpusim::cli::add_sweep_command(app);
     auto* bench = app.add_subcommand("bench", "microbenchmarks run through the simulator");
     bench->require_subcommand(1);
     tpusim::cli::add_bench_commands(*bench);
@@ -36,6 +37,8 @@ int run_cli(int argc, char* argv[]) {
     } catch (const CLI::ParseError& e) {
         std::cerr << "error: tpusim: " << e.what() << " (see tpusim --help)\n";
         return 2;
+    } catch (const tpusim::cli::CliExit& e) {
+        return e.status;
     } catch (const tpusim::InputError& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 2;

@@ -8,6 +8,12 @@
 
 namespace tpusim::cli {
 
+// Thrown by a command that ends with a status other than 0 after saying why on stderr
+// (an interrupted or incomplete sweep); main() returns `status`.
+struct CliExit {
+    int status = 1;
+};
+
 struct CommonOptions {
     std::string config;
     std::vector<std::string> sets;
@@ -25,6 +31,7 @@ void add_config_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_import_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
 // Sub-commands of `tpusim bench`.
 void add_bench_commands(CLI::App& bench);
 void add_bench_peak_command(CLI::App& bench);

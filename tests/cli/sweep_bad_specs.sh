@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Every bad sweep spec in tests/data/sweep/bad/ and every bad database path gets exit status 2
+# and one located line "error: <file>: <JSON pointer>: <what was expected>" before any point
+# runs. Usage: sweep_bad_specs.sh path/to/tpusim (run from the source root).
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+passes=0
+b=tests/data/sweep/bad
+
+# expect_error NAME EXPECTED_SUBSTRING -- ARGS...
+expect_error() {
+    local name=$1 want=$2
+    shift 3
+    local err rc lines
+    err=$(cd "$tmp" && "$bin" "$@" 2>&1 >/dev/null)
+    rc=$?
+    lines=$(printf '%s\n' "$err" | grep -c .)
+    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]]; then
+        echo "FAIL $name: rc=$rc lines=$lines want '$want' got: $err"
+        fails=$((fails + 1))
+    else
+        passes=$((passes + 1))
+    fi
+}
+bin=$(realpath "$bin")
+b=$(realpath "$b")
+good=$(realpath tests/data/sweep/small.json)
+
+expect_error "unknown top-level key" "bad/unknown_top_key.json: /axis: unknown key \"axis\"" -- sweep "$b/unknown_top_key.json"
+expect_error "unknown config key" "/axes/0/values/0: unknown config key \"mxu.rowz\"" -- sweep "$b/unknown_config_key.json"
+expect_error "empty axis" "/axes/0/values: empty axis" -- sweep "$b/empty_axis.json"
+expect_error "empty range" "/axes/0/range: empty axis" -- sweep "$b/empty_range.json"
+expect_error "type mismatch" "/axes/0/values/1: mxu.rows takes an integer, got a string \"big\"" -- sweep "$b/type_mismatch.json"
+expect_error "type mismatch, boolean" "/axes/0/values/0: board.wraparound takes a boolean" -- sweep "$b/type_mismatch_bool.json"
+expect_error "zip of unequal lengths" "/axes/0/zip/1: zipped axes need equal lengths" -- sweep "$b/zip_lengths.json"
+expect_error "unknown workload parameter" "/axes/0/values/0: no workload has a parameter \"batch\"" -- sweep "$b/unknown_param.json"
+expect_error "a section, not a key" "/axes/0/values/0: \"mxu\" is a config section" -- sweep "$b/section_key.json"
+expect_error "scale gives a fraction" "/axes/0/scale/0: 128 x 1.3 is not an integer" -- sweep "$b/scale_not_integer.json"
+expect_error "no variants" "/axes/0/variants: empty axis" -- sweep "$b/empty_variants.json"
+expect_error "no workloads" "/workloads: expected a non-empty array" -- sweep "$b/no_workloads.json"
+expect_error "no base" "no_base.json: missing \"base\"" -- sweep "$b/no_base.json"
+expect_error "missing base config" "/base: config" -- sweep "$b/missing_base.json"
+expect_error "generator without output" "/workloads/0/generate: the generator's argv must name \"{output}\"" -- sweep "$b/generate_no_output.json"
+expect_error "truncated JSON" "truncated.json: line 1" -- sweep "$b/truncated.json"
+expect_error "no spec file" "nope.json" -- sweep nope.json
+expect_error "bad shard" "--shard: 3/3: expected I/N" -- sweep "$good" --shard 3/3 --db x.sqlite
+expect_error "database in a missing folder" "cannot write the database: no directory" -- sweep "$good" --db /nonexistent/x.sqlite
+expect_error "database path is a folder" "the database path is a directory" -- sweep "$good" --db "$tmp"
+printf 'not sqlite at all, just text that is long enough to hold a header......................................' > "$tmp/text.sqlite"
+expect_error "database that is not SQLite" "text.sqlite: cannot use the database" -- sweep "$good" --db "$tmp/text.sqlite"
+mkdir -p "$tmp/ro" && touch "$tmp/ro/x.sqlite" && chmod 0444 "$tmp/ro/x.sqlite" && chmod 0555 "$tmp/ro"
+if [ "$(id -u)" -ne 0 ]; then
+    expect_error "read-only database" "x.sqlite: cannot write the database" -- sweep "$good" --db "$tmp/ro/x.sqlite"
+fi
+chmod 0755 "$tmp/ro"
+expect_error "merge of a missing file" "nope.sqlite: no such database file" -- sweep merge --db m.sqlite nope.sqlite
+expect_error "csv of a missing database" "nope.sqlite: no such database file" -- sweep --db nope.sqlite --csv -
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
