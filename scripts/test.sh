@@ -2,12 +2,16 @@
 # The whole test suite, as CI runs it (.ci/run):
 #   1. scripts/setup.sh (missing Debian packages only)
 #   2. build/ (RelWithDebInfo, -Werror) and ctest over every test: unit, system, CLI
-#   3. build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer, -O1) and ctest again
-# Exits non-zero if any build or test fails. Wall times of both parts are printed at the end.
+#   3. fuzz smoke: every libFuzzer harness for FUZZ_SMOKE_SECONDS (scripts/fuzz.sh, build-fuzz/)
+#   4. build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer, -O1) and ctest again
+# Exits non-zero if any build or test fails or a fuzzer finds anything. Wall times of the parts
+# are printed at the end.
 #
 # Environment:
 #   JOBS=N             parallel build and test jobs (default: nproc)
-#   TPUSIM_SKIP_ASAN=1 skip part 3 (quick local runs; CI never sets it)
+#   TPUSIM_SKIP_FUZZ=1 skip part 3 (quick local runs; CI never sets it)
+#   FUZZ_SMOKE_SECONDS=N  seconds per harness in part 3 (default 20; two harnesses at a time)
+#   TPUSIM_SKIP_ASAN=1 skip part 4 (quick local runs; CI never sets it)
 #   ASAN_EXCLUDE=REGEX ctest names not run under the sanitizers. Default: system tests whose
 #                      Catch2 name ends in "(slow)" — give a system TEST_CASE that suffix when it
 #                      takes more than ~10 s under ASan, so the suite stays within CI's 15 min.
@@ -30,8 +34,19 @@ bash scripts/build.sh -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 normal_s=$((SECONDS - start))
 
+# --- fuzz smoke -----------------------------------------------------------------------------
+# A short run of every harness from the seed corpus: a regression that a fuzzer finds within
+# seconds cannot land (docs/fuzzing.md; scripts/fuzz.sh 600 is the long run).
+fuzz_s=skipped
+if [[ "${TPUSIM_SKIP_FUZZ:-0}" != "1" ]]; then
+    start=$SECONDS
+    bash scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-20}"
+    fuzz_s="$((SECONDS - start)) s"
+fi
+
 if [[ "${TPUSIM_SKIP_ASAN:-0}" == "1" ]]; then
-    echo "test.sh: normal part ${normal_s} s; sanitizer part skipped (TPUSIM_SKIP_ASAN=1)"
+    echo "test.sh: normal part ${normal_s} s; fuzz smoke ${fuzz_s};" \
+         "sanitizer part skipped (TPUSIM_SKIP_ASAN=1)"
     exit 0
 fi
 
@@ -72,5 +87,6 @@ ctest --test-dir build-asan --output-on-failure -j "$JOBS" -R '^system:' -E "$AS
     --repeat "until-fail:$SYSTEM_REPEAT"
 asan_s=$((SECONDS - start))
 
-echo "test.sh: all passed; normal part ${normal_s} s, ASan+UBSan part ${asan_s} s" \
+echo "test.sh: all passed; normal part ${normal_s} s, fuzz smoke ${fuzz_s}," \
+     "ASan+UBSan part ${asan_s} s" \
      "(system tests ${SYSTEM_REPEAT}x under ASan; excluded: /${ASAN_EXCLUDE}/)"

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "tpusim/common/error.h"
@@ -139,21 +138,31 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& name)
     }
 }
 
-void check_regular_file(const std::string& path) {
+std::string read_input_file(const std::string& path, std::size_t max_bytes, const char* expected) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) {
-        throw InputError(path, "", "is a directory (expected a JSON file)");
+        throw InputError(path, "", fmt::format("is a directory (expected {})", expected));
     }
-}
-
-nlohmann::json read_json_file(const std::string& path) {
-    check_regular_file(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path, "", "cannot open file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
+    // In chunks up to the cap: the size a file claims is not trusted (a device, a pipe).
+    std::string text;
+    char chunk[1 << 16];
+    while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+        const auto got = static_cast<std::size_t>(in.gcount());
+        if (text.size() + got > max_bytes) {
+            throw InputError(path, "",
+                             fmt::format("larger than {} MiB (expected {} of at most that size)",
+                                         max_bytes >> 20, expected));
+        }
+        text.append(chunk, got);
+    }
     if (in.bad()) throw InputError(path, "", "cannot read file");
-    return parse_json_text(ss.str(), path);
+    return text;
+}
+
+nlohmann::json read_json_file(const std::string& path, std::size_t max_bytes) {
+    return parse_json_text(read_input_file(path, max_bytes, "a JSON file"), path);
 }
 
 std::string json_pointer_child(const std::string& parent, const std::string& key) {

@@ -115,7 +115,8 @@ class SchemaChecker : public ConfigVisitor {
     }
     static std::string describe(const json& j) {
         if (j.is_object() || j.is_array()) return json_type_name(j);
-        return fmt::format("{} ({})", json_type_name(j), j.dump());
+        return fmt::format("{} ({})", json_type_name(j),
+                           j.dump(-1, ' ', false, json::error_handler_t::replace));
     }
     static std::string join(const std::vector<std::string>& v) {
         std::string s;
@@ -254,6 +255,11 @@ json load_chain(const std::string& path, std::vector<std::string>& stack,
             throw InputError(path, "/extends", "expected a file name relative to this file");
         }
         const fs::path base = fs::path(path).parent_path() / it->get<std::string>();
+        // A config names only files: a device or a pipe (/dev/zero, /dev/stdin) could block.
+        if (fs::exists(base, ec) && !fs::is_regular_file(base, ec)) {
+            throw InputError(path, "/extends",
+                             fmt::format("names {}, which is not a regular file", base.string()));
+        }
         stack.push_back(key);
         merged = load_chain(base.string(), stack, origin, quotes);
         stack.pop_back();
@@ -264,6 +270,13 @@ json load_chain(const std::string& path, std::vector<std::string>& stack,
 }
 
 json parse_override(const std::string& text, std::string& source) {
+    // A command-line argument is any bytes; the value ends up in JSON (the report echoes the
+    // config), which holds UTF-8 only.
+    try {
+        (void)json(text).dump();
+    } catch (const json::type_error&) {
+        throw InputError("--set", "", "the override is not valid UTF-8");
+    }
     source = "--set " + text;
     const auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0) {

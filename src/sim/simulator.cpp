@@ -143,6 +143,11 @@ RunResult Simulator::run(const Program& program) {
             throw std::logic_error(fmt::format(
                 "simulation stalled at cycle {} with instructions outstanding", now_cycles()));
         }
+        if (opts_.max_cycles > 0 && now_cycles() >= opts_.max_cycles && !all_done()) {
+            throw CycleBudgetExceeded(fmt::format(
+                "simulation passed its budget of {} cycles with instructions outstanding",
+                opts_.max_cycles));
+        }
         std::size_t completed = 0;
         for (std::int64_t c = 0; c < ncores; ++c) completed += board_->core(c).completed();
         progress.update(

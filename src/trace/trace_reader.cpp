@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
@@ -143,15 +141,13 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
 }
 
 Trace read_trace(const std::string& path, std::int64_t board_cores) {
-    check_regular_file(path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path, "", "cannot open file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) throw InputError(path, "", "cannot read file");
-    const std::string text = ss.str();
-    const json j = parse_json_text(text, path);
-    return parse_trace(j, path, board_cores, op_lines(text));
+    return parse_trace_text(read_input_file(path, kMaxProgramFileBytes, "a JSON file"), path,
+                            board_cores);
+}
+
+Trace parse_trace_text(const std::string& text, const std::string& name, std::int64_t board_cores) {
+    const json j = parse_json_text(text, name);
+    return parse_trace(j, name, board_cores, op_lines(text));
 }
 
 }  // namespace tpusim

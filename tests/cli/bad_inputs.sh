@@ -41,6 +41,8 @@ python3 -c 'print("[" * 100000 + "]" * 100000)' > "$tmp/deep.json"
 printf '[1, 2]' > "$tmp/array.json"
 printf '{"mxu": {"rows": 1.5}}' > "$tmp/float.json"
 printf '{"mxu": {"rows": 99999999999999999999999}}' > "$tmp/huge.json"
+printf '{"extends": "/dev/zero"}' > "$tmp/device.json"
+head -c 17000000 /dev/zero > "$tmp/big.json"
 
 expect_error "missing file" "cannot open" -- info --config "$tmp/nope.json"
 expect_error "empty file" "empty file" -- info --config "$tmp/empty.json"
@@ -62,6 +64,13 @@ expect_error "unknown command" "tpusim" -- frobnicate
 expect_error "--set without =" "--set mxu.rows" -- info --config $v3 --set mxu.rows
 expect_error "--set unknown key" "/mxu/depth" -- info --config $v3 --set mxu.depth=3
 expect_error "--set bad choice" "/ici/all_reduce_algorithm" -- info --config $v3 --set ici.all_reduce_algorithm=tree
+# Found by the fuzzers (docs/fuzzing.md; tests/fuzz/regressions/config/): a --set value that is
+# not UTF-8 once escaped as an internal error from the JSON writer.
+expect_error "--set not UTF-8" "--set: the override is not valid UTF-8" -- info --config $v3 --set $'mxu=\xbd'
+expect_error "--set not UTF-8, config dump" "not valid UTF-8" -- config --dump --config $v3 --set $'name=\xbd'
+# Reads stop at a cap (docs/limits.md): a device or an endless file cannot fill the memory.
+expect_error "extends a device" "which is not a regular file" -- info --config "$tmp/device.json"
+expect_error "config over 16 MiB" "larger than 16 MiB" -- info --config "$tmp/big.json"
 
 # Every numeric parameter set to -1 or to a non-number is rejected, naming the key.
 keys=$("$bin" config --keys | awk -F'|' '$3 ~ /integer|number/ {gsub(/[ `]/, "", $2); print $2}')

@@ -1,17 +1,24 @@
 #pragma once
 // Reading JSON input files (configs, traces) with located, one-line errors: missing or
 // unreadable file, empty file, absurd nesting, malformed JSON or bad UTF-8 (line and column).
+#include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace tpusim {
 
 inline constexpr int kMaxJsonNesting = 64;
+// The largest input files read (docs/limits.md): a config, and a trace or HLO module. Reading
+// stops at the cap, so a path such as /dev/zero fails instead of filling the memory.
+inline constexpr std::size_t kMaxConfigFileBytes = std::size_t{16} << 20;
+inline constexpr std::size_t kMaxProgramFileBytes = std::size_t{1} << 30;
 
-// Throws InputError(path, "line L, column C" or "", what).
-nlohmann::json read_json_file(const std::string& path);
-// Throws InputError(path, "", "is a directory ...") for a directory.
-void check_regular_file(const std::string& path);
+// The whole file as bytes, at most max_bytes. Throws InputError(path, "", what) for a missing,
+// unreadable or larger file and for a directory; `expected` names the content ("a JSON file").
+std::string read_input_file(const std::string& path, std::size_t max_bytes, const char* expected);
+
+// Throws InputError(path, "line L, column C" or "", what). At most max_bytes are read.
+nlohmann::json read_json_file(const std::string& path, std::size_t max_bytes = kMaxConfigFileBytes);
 nlohmann::json parse_json_text(const std::string& text, const std::string& name);
 
 // "/a/b" for {"a","b"}; escapes '~' and '/' per RFC 6901.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "tpusim/config/tpu_config.h"
@@ -18,6 +19,15 @@ namespace tpusim {
 struct RunOptions {
     bool timeline = false;
     bool progress = true;  // a progress line on stderr for runs longer than a few seconds
+    // Stop with CycleBudgetExceeded once simulated time passes this many cycles (0: no limit).
+    // The check comes between simulation slices, so a run may overshoot by one slice.
+    Cycle max_cycles = 0;
+};
+
+// Thrown by Simulator::run when RunOptions::max_cycles is reached before the program ends.
+class CycleBudgetExceeded : public std::runtime_error {
+ public:
+    using std::runtime_error::runtime_error;
 };
 
 struct OpResult {

@@ -86,6 +86,13 @@ struct HloModule {
 HloModule parse_hlo(std::string text, const std::string& path);
 HloModule read_hlo(const std::string& path);
 
+// Limits of the import (docs/limits.md): how deep computations may call each other (the import
+// recurses once per level), and how many instructions it visits by default, counting a loop
+// body once per trip and a computation once per call (so that a while loop of 10^12 trips or
+// calls that fan out exponentially fail with a located error instead of running for ever).
+inline constexpr int kMaxHloCallDepth = 64;
+inline constexpr std::int64_t kMaxHloInstructions = std::int64_t{1} << 20;
+
 // What the import does besides translating opcodes (docs/hlo.md, "Passes").
 struct HloImportOptions {
     bool fusion = true;            // fuse producers into consumers in modules that have no fusions
@@ -94,6 +101,7 @@ struct HloImportOptions {
     // The MXU array (mxu.rows x mxu.cols of the config): grouped convolutions pack as many
     // groups into one pass as it holds, as XLA's block-diagonal packing does.
     std::int64_t mxu_rows = 128, mxu_cols = 128;
+    std::int64_t max_instructions = kMaxHloInstructions;  // visited; more is an InputError
 };
 
 // Parses "--hlo-passes" values: "all", "none" or a comma list of "fusion", "tile-padding".
@@ -124,5 +132,8 @@ nlohmann::json trace_to_json_object(const Trace& t);
 // `trace check --hlo` use.
 Trace read_hlo_trace(const std::string& path, const HloImportOptions& opts,
                      std::int64_t board_cores, HloImportStats* stats = nullptr);
+// The same for a module already parsed (read_hlo_trace without the read).
+Trace hlo_to_checked_trace(const HloModule& m, const HloImportOptions& opts,
+                           std::int64_t board_cores, HloImportStats* stats = nullptr);
 
 }  // namespace tpusim

@@ -127,6 +127,8 @@ inline constexpr const char* kTraceFormat = "tpusim.trace";
 // "line L, column C" (JSON syntax) or op "<id>" / ops[<index>] (one op).
 // board_cores: TensorCores of the configured board; the trace's `cores` defaults to it.
 Trace read_trace(const std::string& path, std::int64_t board_cores);
+// read_trace on text already in memory; `name` stands for the file in messages.
+Trace parse_trace_text(const std::string& text, const std::string& name, std::int64_t board_cores);
 Trace parse_trace(const nlohmann::json& j, const std::string& name, std::int64_t board_cores);
 // As parse_trace, with the 1-based source line of each op (op_lines[i] for ops[i]).
 Trace parse_trace(const nlohmann::json& j, const std::string& name, std::int64_t board_cores,

@@ -187,11 +187,15 @@ std::string_view Cursor::value() {
 HloShape Cursor::shape() {
     HloShape s;
     if (accept('(')) {
+        if (shape_depth_ >= kMaxTupleDepth)
+            fail(fmt::format("tuple shapes nested deeper than {} levels", kMaxTupleDepth));
         s.tuple = true;
         if (accept(')')) return s;
+        ++shape_depth_;
         do {
             s.elements.push_back(shape());
         } while (accept(','));
+        --shape_depth_;
         expect(')', "to close a tuple shape");
         return s;
     }
@@ -255,7 +259,7 @@ void Cursor::layout(HloShape& s) {
         if (g[i] == 'S' && g[i + 1] == '(' && (g[i - 1] == ')' || g[i - 1] == ':')) {
             int v = 0;
             std::size_t j = i + 2;
-            while (j < g.size() && std::isdigit(static_cast<unsigned char>(g[j])))
+            while (j < g.size() && std::isdigit(static_cast<unsigned char>(g[j])) && v <= 255)
                 v = v * 10 + (g[j++] - '0');
             if (j >= g.size() || g[j] != ')' || v > 255)
                 fail_at(start + j, "expected S(<memory space>) in the layout");

@@ -13,6 +13,9 @@ namespace tpusim::hlo_detail {
 // Array dimensions and element counts beyond these are "huge" (bad input, not a tensor).
 inline constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 62;
+// Tuple shapes nest at most this deep (XLA's own modules nest a few levels): the reader
+// recurses once per level, so the cap bounds its stack (docs/limits.md).
+inline constexpr int kMaxTupleDepth = 64;
 
 // The element type named `name`, or nullptr.
 const HloType* find_type(std::string_view name);
@@ -66,6 +69,7 @@ class Cursor {
     std::string_view text_;
     const HloModule& m_;
     std::size_t p_ = 0;
+    int shape_depth_ = 0;  // tuple shapes open at the cursor
 };
 
 // Helpers for attribute values (hlo_attrs.cpp). Each throws through m.fail at `at`.

@@ -26,7 +26,13 @@ struct Value {
     std::vector<std::uint32_t> ops;
     std::vector<Value> elems;
     bool tuple = false;
+    std::uint32_t nodes = 1, depth = 0;  // of the tree of elements: bounded (tuple_of)
 };
+
+// A tuple instruction's value. Tuples of tuples could otherwise grow without bound (each level
+// copying the one below twice doubles it); past a small tree the producers are merged into one
+// flat value, which only makes get-tuple-element wait for more producers than it needs.
+constexpr std::uint32_t kMaxValueNodes = 4096, kMaxValueDepth = 32;
 
 void flatten(const Value& v, std::vector<std::uint32_t>& out) {
     out.insert(out.end(), v.ops.begin(), v.ops.end());
@@ -100,7 +106,9 @@ class Importer {
     std::string unique_id(std::string_view name, const std::string& suffix) {
         std::string id = std::string(name) + suffix;
         if (ids_.insert(id).second) return id;
-        for (int k = 2;; ++k) {
+        // The next number to try for this id: a name inlined N times costs N tries, not N^2.
+        std::int64_t& k = next_copy_[id];
+        for (k = std::max<std::int64_t>(k, 2);; ++k) {
             std::string alt = fmt::format("{}/{}", id, k);
             if (ids_.insert(alt).second) return alt;
         }
@@ -114,6 +122,15 @@ class Importer {
 
     Value walk(std::int32_t ci, const std::vector<Value>& args, const std::string& suffix) {
         const HloComputation& c = m_.computations[static_cast<std::size_t>(ci)];
+        // One level of recursion per call, while body or branch: a bounded stack.
+        if (depth_ >= kMaxHloCallDepth)
+            m_.fail(c.offset, fmt::format("computations call each other more than {} levels deep",
+                                          kMaxHloCallDepth));
+        ++depth_;
+        struct Leave {
+            int& depth;
+            ~Leave() { --depth; }
+        } leave{depth_};
         std::vector<Value> vals(c.instrs.size());
         std::vector<std::int32_t> cluster;
         std::unordered_map<std::int32_t, std::vector<std::int32_t>> members;
@@ -132,7 +149,11 @@ class Importer {
         };
         for (std::size_t i = 0; i < c.instrs.size(); ++i) {
             const HloInstr& in = c.instrs[i];
-            ++stats_.instructions;
+            if (++stats_.instructions > opts_.max_instructions)
+                m_.fail(in.offset,
+                        fmt::format("the module expands to more than {} instructions (loop "
+                                    "bodies count once per trip)",
+                                    opts_.max_instructions));
             if (!is_known_opcode(in.opcode))
                 m_.fail(in.offset, fmt::format("unknown opcode {}", in.opcode));
             if (pass_ && cluster[i] >= 0 && cluster[i] != static_cast<std::int32_t>(i)) continue;
@@ -147,7 +168,15 @@ class Importer {
                         if (n < args.size()) out = args[n];
                     } else if (in.opcode == "tuple") {
                         out.tuple = true;
-                        for (const auto& o : in.operands) out.elems.push_back(val(o));
+                        for (const auto& o : in.operands) {
+                            out.elems.push_back(val(o));
+                            out.nodes += out.elems.back().nodes;
+                            out.depth = std::max(out.depth, out.elems.back().depth + 1);
+                            if (out.nodes > kMaxValueNodes || out.depth > kMaxValueDepth) {
+                                out = all_operands(in);
+                                break;
+                            }
+                        }
                     } else if (in.opcode == "get-tuple-element") {
                         const HloAttr* a = in.attr("index");
                         const auto idx =
@@ -313,7 +342,9 @@ class Importer {
     HloImportStats& stats_;
     Trace trace_;
     std::unordered_set<std::string> ids_;
+    std::unordered_map<std::string, std::int64_t> next_copy_;
     std::unordered_set<std::uint32_t> warned_;
+    int depth_ = 0;  // walk() calls open
     bool has_fusions_ = false, pass_ = false;
     mutable std::size_t line_pos_ = 0;
     mutable int line_no_ = 1;

@@ -92,7 +92,12 @@ std::string trace_to_json(const Trace& t) {
 
 Trace read_hlo_trace(const std::string& path, const HloImportOptions& opts,
                      std::int64_t board_cores, HloImportStats* stats) {
-    const HloModule m = read_hlo(path);
+    return hlo_to_checked_trace(read_hlo(path), opts, board_cores, stats);
+}
+
+Trace hlo_to_checked_trace(const HloModule& m, const HloImportOptions& opts,
+                           std::int64_t board_cores, HloImportStats* stats) {
+    const std::string& path = m.path;
     const Trace t = hlo_to_trace(m, opts, board_cores, stats);
     std::vector<int> lines;
     lines.reserve(t.ops.size());

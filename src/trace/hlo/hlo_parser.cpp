@@ -6,12 +6,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 
 #include "hlo_cursor.h"
 #include "tpusim/common/error.h"
+#include "tpusim/common/json_io.h"
 
 namespace tpusim {
 
@@ -385,11 +384,7 @@ HloModule parse_hlo(std::string text, const std::string& path) {
 }
 
 HloModule read_hlo(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path, "", "cannot open file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return parse_hlo(ss.str(), path);
+    return parse_hlo(read_input_file(path, kMaxProgramFileBytes, "an HLO text file"), path);
 }
 
 }  // namespace tpusim
