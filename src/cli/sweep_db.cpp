@@ -120,10 +120,7 @@ Database::Database(const std::string& path, bool read_only)
     impl_->load_columns("main", "ops");
 }
 
-Database::~Database() {
-    if (impl_->db) sqlite3_close(impl_->db);
-    if (impl_->lock_fd >= 0) close(impl_->lock_fd);  // releases the flock
-}
+Database::~Database() = default;
 
 std::set<std::int64_t> Database::begin_sweep(const Spec& spec) {
     sqlite3_stmt* st = impl_->prepare("SELECT spec_hash FROM sweeps WHERE sweep_id = ?");

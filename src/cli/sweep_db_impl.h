@@ -3,6 +3,7 @@
 // and sweep_db_io.cpp (merge, CSV). Internal to the sweep command.
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <map>
 #include <set>
@@ -18,6 +19,13 @@ struct Database::Impl {
     int lock_fd = -1;
     std::string path;
     std::map<std::string, std::set<std::string>> columns;  // table -> column names
+
+    // Here rather than in ~Database, so that a constructor that throws (a file that is not
+    // SQLite, a locked database) still closes the handle and releases the lock.
+    ~Impl() {
+        if (db) sqlite3_close(db);
+        if (lock_fd >= 0) ::close(lock_fd);  // releases the flock
+    }
 
     [[noreturn]] void fail(const std::string& what) const {
         throw InputError(path, "", fmt::format("{}: {}", what, sqlite3_errmsg(db)));
