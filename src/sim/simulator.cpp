@@ -8,6 +8,7 @@
 
 #include "board.h"
 #include "tpusim/common/progress.h"
+#include "tpusim/common/sanitizer.h"
 #include "tpusim/common/sim_time.h"
 #include "tpusim/sim/derived.h"
 
@@ -132,6 +133,10 @@ RunResult Simulator::run(const Program& program) {
     while (!all_done()) {
         const auto w0 = std::chrono::steady_clock::now();
         sc_core::sc_start(cycles(slice));
+        // Back on the main stack: tell ASan so (a no-op without sanitizers) before anything
+        // here throws; otherwise it unwinds with the last coroutine's stack bounds
+        // (include/tpusim/common/sanitizer.h) and reports false stack overflows.
+        announce_main_stack_to_sanitizers();
         const double w =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
         if (w < 0.05 && slice < (Cycle{1} << 26)) {
