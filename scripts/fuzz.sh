@@ -91,9 +91,9 @@ for h in "${harnesses[@]}"; do
     last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
     cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
     ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
-    eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-    rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
+    eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
     result=ok
     if [[ $rc != 0 ]]; then
         result="FINDING (exit $rc): $(grep -m1 -E '^==[0-9]+==ERROR|^SUMMARY|runtime error|fuzz: ' \

@@ -10,7 +10,7 @@
 # Environment:
 #   JOBS=N             parallel build and test jobs (default: nproc)
 #   TPUSIM_SKIP_FUZZ=1 skip part 3 (quick local runs; CI never sets it)
-#   FUZZ_SMOKE_SECONDS=N  seconds per harness in part 3 (default 20; two harnesses at a time)
+#   FUZZ_SMOKE_SECONDS=N  seconds per harness in part 3 (default 15; two harnesses at a time)
 #   TPUSIM_SKIP_ASAN=1 skip part 4 (quick local runs; CI never sets it)
 #   ASAN_EXCLUDE=REGEX ctest names not run under the sanitizers. Default: system tests whose
 #                      Catch2 name ends in "(slow)" — give a system TEST_CASE that suffix when it
@@ -40,7 +40,7 @@ normal_s=$((SECONDS - start))
 fuzz_s=skipped
 if [[ "${TPUSIM_SKIP_FUZZ:-0}" != "1" ]]; then
     start=$SECONDS
-    bash scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-20}"
+    bash scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-15}"
     fuzz_s="$((SECONDS - start)) s"
 fi
 

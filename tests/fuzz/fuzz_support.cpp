@@ -73,7 +73,9 @@ std::string source_dir() {
 
 const std::string& scratch_with_configs() {
     namespace fs = std::filesystem;
-    static const std::string dir = [] {
+    // Never destroyed: the exit handler that removes the folder runs after the destructors of
+    // statics constructed later than its registration, this string's among them.
+    static const std::string* const dir = [] {
         const fs::path base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path();
         std::string tmpl = (base / "tpusim-fuzz-XXXXXX").string();
         if (!mkdtemp(tmpl.data())) std::abort();
@@ -84,13 +86,14 @@ const std::string& scratch_with_configs() {
                                   fs::copy_options::overwrite_existing);
             }
         }
+        auto* d = new std::string(tmpl);
         std::atexit([] {
             std::error_code ec;
             fs::remove_all(scratch_with_configs(), ec);
         });
-        return tmpl;
+        return d;
     }();
-    return dir;
+    return *dir;
 }
 
 const TpuConfig& committed_config(const std::string& file_name) {
