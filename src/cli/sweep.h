@@ -24,6 +24,7 @@ struct Workload {
     std::string name;
     std::string trace, hlo;             // exactly one of trace / hlo / generate
     std::vector<std::string> generate;  // argv; "{output}" is the trace file to write
+    std::string run;  // a train run description: each point is `tpusim train --run` (empty: run)
     nlohmann::json params = nlohmann::json::object();  // defaults of the workload parameters
 };
 
@@ -62,6 +63,9 @@ Spec parse_spec(const std::string& text, const std::string& path, const std::str
 // generated workload, the generator's argv (with "{output}" left in).
 std::string substitute(const std::string& text, const nlohmann::json& params);
 std::string workload_source(const Spec& spec, const Point& p);
+// A train workload's run description after substitution, relative to the spec's folder;
+// empty for a `tpusim run` workload.
+std::string run_source(const Spec& spec, const Point& p);
 
 // 64-bit FNV-1a as 16 hex digits: config hashes and spec hashes (stable across machines).
 std::string fnv1a_hex(const std::string& text);

@@ -209,8 +209,13 @@ int run_sweep(const SweepOptions& o) {
                     .string();
         }
         Job j;
-        j.argv = {exe, "run", "--config", p->base};
+        // A train workload: the same program as the step of `tpusim train --run`.
+        j.argv = {exe, w.run.empty() ? "run" : "train", "--config", p->base};
         for (const auto& s : sets) j.argv.insert(j.argv.end(), {"--set", s});
+        if (!w.run.empty())
+            j.argv.insert(
+                j.argv.end(),
+                {"--run", (fs::path(spec.dir) / run_source(spec, *p)).lexically_normal().string()});
         const std::string report = (work / fmt::format("p{}.json", p->index)).string();
         j.argv.insert(j.argv.end(), {program_flag, program, "--report", report, "--quiet"});
         j.log_path = (work / fmt::format("p{}.log", p->index)).string();

@@ -153,7 +153,9 @@ void Database::record(const Spec& spec, const Point& p, const PointResult& r) {
         {"point", p.index},
         {"label", p.label},
         {"workload", spec.workloads[p.workload].name},
-        {"workload_source", workload_source(spec, p)},
+        {"workload_source", workload_source(spec, p) + (spec.workloads[p.workload].run.empty()
+                                                            ? std::string()
+                                                            : " --run " + run_source(spec, p))},
         {"params_json", p.params.dump()},
         {"coords_json", p.coords.dump()},
         {"config_hash", r.config_json.empty() ? json() : json(fnv1a_hex(r.config_json))},
@@ -169,7 +171,9 @@ void Database::record(const Spec& spec, const Point& p, const PointResult& r) {
     if (r.report.is_object()) {
         json body = r.report;
         for (const char* k : {"config", "ops", "stats", "wall_seconds"}) body.erase(k);
-        if (body.contains("trace")) body["trace"].erase("path");  // a per-run path: not a result
+        // Per-point paths (the workload_source column has them): not results.
+        if (body.contains("trace")) body["trace"].erase("path");
+        if (body.contains("run")) body["run"].erase("path");
         flatten(body, "", figures);
     }
     impl_->exec("BEGIN IMMEDIATE");

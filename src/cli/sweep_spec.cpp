@@ -19,7 +19,7 @@ namespace {
 
 Workload parse_workload(const Ctx& c, const json& w, const std::string& where) {
     if (!w.is_object()) c.fail(where, "a workload is an object (docs/sweep.md)");
-    check_keys(c, w, where, {"name", "trace", "hlo", "generate", "params"});
+    check_keys(c, w, where, {"name", "trace", "hlo", "generate", "run", "params"});
     Workload out;
     out.name = need_string(c, need(c, w, where, "name"), json_pointer_child(where, "name"));
     const int forms =
@@ -27,6 +27,7 @@ Workload parse_workload(const Ctx& c, const json& w, const std::string& where) {
     if (forms != 1) c.fail(where, "give exactly one of \"trace\", \"hlo\" or \"generate\"");
     if (w.contains("trace"))
         out.trace = need_string(c, w.at("trace"), json_pointer_child(where, "trace"));
+    if (w.contains("run")) out.run = need_string(c, w.at("run"), json_pointer_child(where, "run"));
     if (w.contains("hlo")) out.hlo = need_string(c, w.at("hlo"), json_pointer_child(where, "hlo"));
     if (w.contains("generate")) {
         const std::string gw = json_pointer_child(where, "generate");
@@ -81,6 +82,11 @@ std::string workload_source(const Spec& spec, const Point& p) {
     std::string s;
     for (const auto& a : w.generate) s += (s.empty() ? "" : " ") + substitute(a, p.params);
     return s;
+}
+
+std::string run_source(const Spec& spec, const Point& p) {
+    const Workload& w = spec.workloads[p.workload];
+    return w.run.empty() ? std::string() : substitute(w.run, p.params);
 }
 
 Spec load_spec(const std::string& path) {

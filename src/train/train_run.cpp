@@ -144,6 +144,8 @@ nlohmann::json train_report_body(const TrainResult& r, const TrainInputs& in) {
         {"epoch_seconds", epoch},
         {"first_epoch_seconds", secs(p.epoch_cycles.front(), f)},
         {"epochs_seconds", epochs},
+        // The steady device step (the last simulated one): the board's share of a step.
+        {"step_seconds", in.steps.empty() ? 0.0 : secs(in.steps.back().cycles, f)},
         {"steps_per_second", epoch > 0 ? static_cast<double>(in.run.steps_per_epoch()) / epoch : 0},
         {"samples_per_second", epoch > 0 ? static_cast<double>(in.run.samples) / epoch : 0},
         {"samples_per_second_run", total > 0 ? static_cast<double>(samples) / total : 0},
