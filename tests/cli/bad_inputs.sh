@@ -2,28 +2,7 @@
 # Every kind of bad input gets exit status 2 and exactly one line "error: <file>: ...", never
 # a crash. Usage: bad_inputs.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-passes=0
-
-# expect_error NAME EXPECTED_SUBSTRING -- ARGS...
-expect_error() {
-    local name=$1 want=$2
-    shift 3
-    local out err rc
-    err=$("$bin" "$@" 2>&1 >/dev/null)
-    rc=$?
-    local lines
-    lines=$(printf '%s\n' "$err" | grep -c .)
-    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]]; then
-        echo "FAIL $name: rc=$rc lines=$lines want '$want' got: $err"
-        fails=$((fails + 1))
-    else
-        passes=$((passes + 1))
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 v3=configs/tpu_v3_8.json
 printf '' > "$tmp/empty.json"
@@ -83,5 +62,4 @@ for key in $keys; do
 done
 [ "$nkeys" -ge 20 ] || { echo "FAIL: only $nkeys numeric keys found"; fails=$((fails + 1)); }
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -3,30 +3,9 @@
 # and one located line "error: <file>: <JSON pointer>: <what was expected>" before any point
 # runs. Usage: sweep_bad_specs.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-passes=0
-b=tests/data/sweep/bad
-
-# expect_error NAME EXPECTED_SUBSTRING -- ARGS...
-expect_error() {
-    local name=$1 want=$2
-    shift 3
-    local err rc lines
-    err=$(cd "$tmp" && "$bin" "$@" 2>&1 >/dev/null)
-    rc=$?
-    lines=$(printf '%s\n' "$err" | grep -c .)
-    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]]; then
-        echo "FAIL $name: rc=$rc lines=$lines want '$want' got: $err"
-        fails=$((fails + 1))
-    else
-        passes=$((passes + 1))
-    fi
-}
-bin=$(realpath "$bin")
-b=$(realpath "$b")
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+b=$(realpath tests/data/sweep/bad)
+expect_cwd=$tmp  # a relative --db lands in the scratch folder
 good=$(realpath tests/data/sweep/small.json)
 
 expect_error "unknown top-level key" "bad/unknown_top_key.json: /axis: unknown key \"axis\"" -- sweep "$b/unknown_top_key.json"
@@ -61,5 +40,4 @@ chmod 0755 "$tmp/ro"
 expect_error "merge of a missing file" "nope.sqlite: no such database file" -- sweep merge --db m.sqlite nope.sqlite
 expect_error "csv of a missing database" "nope.sqlite: no such database file" -- sweep --db nope.sqlite --csv -
 
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

@@ -3,28 +3,9 @@
 # same run, to the cycle, as simulating every step (three tiny workloads, one input-bound).
 # Usage: train.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-passes=0
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 d=tests/data/train
 v3=configs/tpu_v3_8.json
-
-expect_error() {  # NAME WANT -- ARGS...
-    local name=$1 want=$2
-    shift 3
-    local err rc lines
-    err=$("$bin" "$@" 2>&1 >/dev/null)
-    rc=$?
-    lines=$(printf '%s\n' "$err" | grep -c .)
-    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]]; then
-        echo "FAIL $name: rc=$rc lines=$lines want '$want' got: $err"
-        fails=$((fails + 1))
-    else
-        passes=$((passes + 1))
-    fi
-}
 
 run_bad() {  # NAME WANT JSON
     printf '%s' "$3" > "$tmp/$1.json"
@@ -110,5 +91,4 @@ else
     fails=$((fails + 1))
 fi
 
-echo "$passes passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

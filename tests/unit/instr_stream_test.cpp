@@ -4,21 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include "../test_util.h"
+#include "op_spec_util.h"
 #include "tpusim/program/lowering.h"
 
 using namespace tpusim;
 
 namespace {
 
-OpSpec matmul(const char* id, std::int64_t m, std::int64_t k, std::int64_t n) {
-    OpSpec s;
-    s.id = id;
-    s.kind = "matmul";
-    s.m = m;
-    s.k = k;
-    s.n = n;
-    return s;
-}
+using test::matmul_spec;
 
 OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t cols, bool fused,
               std::size_t dep) {
@@ -37,9 +30,9 @@ OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t co
 // A layer's worth of op kinds: a matmul with a fused GELU, a matmul on its result, an unfused
 // row-wise softmax and an all-reduce.
 std::vector<OpSpec> ops() {
-    std::vector<OpSpec> v{matmul("a", 4096, 1024, 1024), vector("g", "gelu", 4096, 1024, true, 0),
-                          matmul("b", 4096, 1024, 1024),
-                          vector("s", "softmax", 4096, 1024, false, 2)};
+    std::vector<OpSpec> v{
+        matmul_spec("a", 4096, 1024, 1024), vector("g", "gelu", 4096, 1024, true, 0),
+        matmul_spec("b", 4096, 1024, 1024), vector("s", "softmax", 4096, 1024, false, 2)};
     v[2].deps = {1};
     v[3].rowwise = true;
     OpSpec ar;
@@ -120,7 +113,7 @@ TEST_CASE("a stream holds a bounded window, not the whole program", "[lowering]"
     TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
     cfg.sim.stream_above_instructions = 1000;
     // m = 2^26 rows: 2^16 tiles of three instructions each.
-    const Program p = lower_ops({matmul("tall", std::int64_t{1} << 26, 1, 1)}, cfg, {}, "t");
+    const Program p = lower_ops({matmul_spec("tall", std::int64_t{1} << 26, 1, 1)}, cfg, {}, "t");
     const SharedInstrs& s = p.cores[0].instrs;
     REQUIRE(s.streamed());
     CHECK(s.size() == 3 * (std::size_t{1} << 16) + 1);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../test_util.h"
+#include "op_spec_util.h"
 #include "tpusim/common/error.h"
 #include "tpusim/program/from_trace.h"
 #include "tpusim/trace/trace.h"
@@ -17,15 +18,7 @@ namespace {
 
 TpuConfig v3() { return load_config(test::config_path("tpu_v3_8.json")); }
 
-OpSpec matmul(const char* id, std::int64_t m, std::int64_t k, std::int64_t n) {
-    OpSpec s;
-    s.id = id;
-    s.kind = "matmul";
-    s.m = m;
-    s.k = k;
-    s.n = n;
-    return s;
-}
+using test::matmul_spec;
 
 OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t cols,
               std::int64_t inputs = 1, bool rowwise = false) {
@@ -77,7 +70,7 @@ TEST_CASE("matmul lowering covers every MAC once and writes the result once", "[
                            {300, 200, 130},
                            {2048, 4096, 1024},
                            {8, 12288, 12288}}) {
-        const Program p = lower_ops({matmul("mm", m, k, n)}, cfg, {}, "t");
+        const Program p = lower_ops({matmul_spec("mm", m, k, n)}, cfg, {}, "t");
         REQUIRE(p.cores.size() == 1);
         const Totals t = totals(p.cores[0]);
         CHECK(t.macs == static_cast<std::uint64_t>(m * k * n));
@@ -91,7 +84,7 @@ TEST_CASE("matmul lowering covers every MAC once and writes the result once", "[
 
 TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
     const TpuConfig cfg = v3();
-    const Program p = lower_ops({matmul("mm", 1024, 1024, 1024)}, cfg, {}, "t");
+    const Program p = lower_ops({matmul_spec("mm", 1024, 1024, 1024)}, cfg, {}, "t");
     std::uint64_t per_mxu[2] = {0, 0};
     for (const auto& in : p.cores[0].instrs) {
         if (in.unit == Unit::Mxu)
@@ -106,7 +99,7 @@ TEST_CASE("a thin LHS is the stationary operand and B streams through both MXUs"
     const std::int64_t R = cfg.mxu.rows, C = cfg.mxu.cols;
     // M = 64 <= C: each MXU instruction keeps the M x K tile stationary (n = M) and streams
     // its share of B's columns (m = tn / 2), so every block has ceil(k / R) passes.
-    const Program p = lower_ops({matmul("mm", 64, 4096, 4096)}, cfg, {}, "t");
+    const Program p = lower_ops({matmul_spec("mm", 64, 4096, 4096)}, cfg, {}, "t");
     std::uint64_t per_mxu[2] = {0, 0};
     for (const auto& in : p.cores[0].instrs) {
         if (in.unit != Unit::Mxu) continue;
@@ -117,15 +110,15 @@ TEST_CASE("a thin LHS is the stationary operand and B streams through both MXUs"
     CHECK(per_mxu[0] == per_mxu[1]);
     CHECK(per_mxu[0] + per_mxu[1] == 64ull * 4096 * 4096);
     // One array width more and B is stationary again (n = a multiple of C per MXU).
-    const Program q = lower_ops({matmul("mm", C + 1, 4096, 4096)}, cfg, {}, "t");
+    const Program q = lower_ops({matmul_spec("mm", C + 1, 4096, 4096)}, cfg, {}, "t");
     for (const auto& in : q.cores[0].instrs)
         if (in.unit == Unit::Mxu) CHECK(in.mm().m == C + 1);
 }
 
 TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[lowering]") {
     const TpuConfig cfg = v3();
-    const Program p =
-        lower_ops({matmul("a", 4096, 4096, 4096), vector("g", "gelu", 4096, 4096)}, cfg, {}, "t");
+    const Program p = lower_ops(
+        {matmul_spec("a", 4096, 4096, 4096), vector("g", "gelu", 4096, 4096)}, cfg, {}, "t");
     const auto& in = p.cores[0].instrs;
     bool dma_before_first_mxu_done = false;
     std::size_t first_mxu = in.size();
@@ -142,7 +135,7 @@ TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[
 
 TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]") {
     const TpuConfig cfg = v3();
-    OpSpec mm = matmul("mm", 2048, 768, 3072);
+    OpSpec mm = matmul_spec("mm", 2048, 768, 3072);
     OpSpec g = vector("gelu", "gelu", 2048, 3072);
     g.deps = {0};
     // Bytes each op moves in each direction.
@@ -209,7 +202,7 @@ TEST_CASE("SPMD lowering shares one stream; each core issues it in its own HBM h
     const TpuConfig cfg = v3();
     LoweringOptions o;
     o.cores = 8;
-    const Program p = lower_ops({matmul("mm", 512, 512, 512)}, cfg, o, "t");
+    const Program p = lower_ops({matmul_spec("mm", 512, 512, 512)}, cfg, o, "t");
     REQUIRE(p.cores.size() == 8);
     const Bytes half = cfg.hbm.capacity_bytes() / 2;
     for (std::int64_t c = 0; c < 8; ++c) {
