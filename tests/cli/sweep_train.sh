@@ -4,10 +4,7 @@
 # whose figures are the row's columns, equal to a direct `tpusim train --json` of that point.
 # Usage: sweep_train.sh path/to/tpusim (run from the source root).
 set -u
-bin=$(realpath "$1")
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 d=tests/data
 fail() {
     echo "FAIL $*"
@@ -58,8 +55,4 @@ done
   "../train/mlp_step.json --run ../train/compute_bound.run.json" ] ||
     fail "workload_source: $(q "$tmp/t.sqlite" "select workload_source from points where point = 1")"
 
-if [ "$fails" -ne 0 ]; then
-    echo "$fails failed"
-    exit 1
-fi
-echo "sweep of train runs: all passed"
+[ "$fails" -eq 0 ] && echo "sweep of train runs: all passed" || { echo "$fails failed"; exit 1; }
