@@ -29,6 +29,7 @@ struct RunCliOptions {
     std::string trace, hlo, report, timeline, ops, fidelity;
     HloCliOptions hlo_opts;
     bool quiet = false;
+    bool no_symmetry = false;
 };
 
 // Before a long run: an output path that cannot be written is bad input now, not after it.
@@ -90,6 +91,15 @@ void print_warnings(const std::vector<std::string>& warnings) {
     }
 }
 
+// A program over several chips that could not use SPMD symmetry says why, once.
+void print_symmetry_info(const RunResult& r, const TpuConfig& cfg) {
+    if (r.symmetry.used || r.cores <= cfg.chip.cores_per_chip ||
+        r.symmetry.reason == "--no-symmetry")
+        return;
+    std::cerr << fmt::format("info: SPMD symmetry not used ({}): all {} cores simulated\n",
+                             r.symmetry.reason, r.cores);
+}
+
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path);
     if (!out) throw InputError(path, "", "cannot write file");
@@ -112,6 +122,9 @@ void add_run_command(CLI::App& app) {
                     "write a Chrome trace-event timeline here (open it in ui.perfetto.dev)");
     cmd->add_option("--ops", o.ops, "write per-op timing as CSV here");
     cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
+    cmd->add_flag("--no-symmetry", o.no_symmetry,
+                  "simulate every core even when an SPMD program lets one chip stand for all "
+                  "(docs/pods.md, SPMD symmetry)");
     cmd->add_option("--fidelity", o.fidelity,
                     "MXU model: tile (closed-form schedule, default) or pe (every processing "
                     "element, every cycle; same cycles, much slower); sets sim.mxu_fidelity")
@@ -134,8 +147,10 @@ void add_run_command(CLI::App& app) {
         RunOptions ro;
         ro.timeline = !o.timeline.empty();
         ro.progress = !o.quiet;
+        ro.symmetry = !o.no_symmetry;
         Simulator sim(cfg, ro);
         RunResult r = sim.run(program);
+        print_symmetry_info(r, cfg);
         r.wall_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         nlohmann::json body = run_report_body(r, cfg);

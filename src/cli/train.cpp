@@ -26,7 +26,7 @@ struct TrainCliOptions {
     CommonOptions common;
     std::string trace, hlo, run, report, timeline;
     HloCliOptions hlo_opts;
-    bool no_reuse = false, quiet = false;
+    bool no_reuse = false, quiet = false, no_symmetry = false;
     std::int64_t warmup = 3;
 };
 
@@ -76,6 +76,9 @@ void add_train_command(CLI::App& app) {
                     "steps simulated before reuse; the last two must agree to the cycle")
         ->check(CLI::Range(2, 1000));
     cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
+    cmd->add_flag("--no-symmetry", o.no_symmetry,
+                  "simulate every core even when an SPMD program lets one chip stand for all "
+                  "(docs/pods.md, SPMD symmetry)");
     cmd->callback([] {
         const auto t0 = std::chrono::steady_clock::now();
         const TpuConfig cfg = o.common.load();
@@ -109,6 +112,7 @@ void add_train_command(CLI::App& app) {
         const Program program = repeat_steps(lower_trace(step.trace, cfg), n);
         RunOptions ro;
         ro.progress = !o.quiet;
+        ro.symmetry = !o.no_symmetry;
         Simulator sim(cfg, ro);
         const RunResult rr = sim.run(program);
         in.steps = measure_steps(rr, n);
