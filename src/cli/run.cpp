@@ -91,15 +91,6 @@ void print_warnings(const std::vector<std::string>& warnings) {
     }
 }
 
-// A program over several chips that could not use SPMD symmetry says why, once.
-void print_symmetry_info(const RunResult& r, const TpuConfig& cfg) {
-    if (r.symmetry.used || r.cores <= cfg.chip.cores_per_chip ||
-        r.symmetry.reason == "--no-symmetry")
-        return;
-    std::cerr << fmt::format("info: SPMD symmetry not used ({}): all {} cores simulated\n",
-                             r.symmetry.reason, r.cores);
-}
-
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path);
     if (!out) throw InputError(path, "", "cannot write file");

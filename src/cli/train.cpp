@@ -115,6 +115,7 @@ void add_train_command(CLI::App& app) {
         ro.symmetry = !o.no_symmetry;
         Simulator sim(cfg, ro);
         const RunResult rr = sim.run(program);
+        print_symmetry_info(rr, cfg);
         in.steps = measure_steps(rr, n);
         if (in.reuse && n >= 2 && n < total && !(in.steps[n - 1] == in.steps[n - 2]))
             rerun_without_reuse();
@@ -123,6 +124,9 @@ void add_train_command(CLI::App& app) {
         body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
                          {"name", trace.name},
                          {"ops", trace.ops.size()}};
+        body["symmetry"] = {{"used", rr.symmetry.used},
+                            {"simulated_cores", rr.symmetry.simulated_cores},
+                            {"reason", rr.symmetry.reason}};
         body["wall_seconds"] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const nlohmann::json report = make_report("train", cfg, body);

@@ -21,7 +21,7 @@ std::string collective_breaks_symmetry(const CollectiveInstr& c, std::int64_t co
                                        const Program& program, std::uint32_t op) {
     const std::string& id = program.ops[op].id;
     if (c.role != CollectiveInstr::Role::kGroup) {
-        return fmt::format("op \"{}\" is a point-to-point {} (only its two cores wait on it)", id,
+        return fmt::format("op \"{}\" is a point-to-point {}: only its two cores wait on it", id,
                            c.role == CollectiveInstr::Role::kSend ? "send" : "recv");
     }
     std::vector<std::int64_t> g = c.group;
@@ -29,8 +29,8 @@ std::string collective_breaks_symmetry(const CollectiveInstr& c, std::int64_t co
     bool all = static_cast<std::int64_t>(g.size()) == cores;
     for (std::size_t i = 0; all && i < g.size(); ++i) all = g[i] == static_cast<std::int64_t>(i);
     if (!all) {
-        return fmt::format("op \"{}\" is a collective over {} of the {} cores (not all of them)",
-                           id, g.size(), cores);
+        return fmt::format("op \"{}\" is a collective over {} of the {} cores, not all of them", id,
+                           g.size(), cores);
     }
     return "";
 }
@@ -54,8 +54,8 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
         const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
         if (!cp.instrs.same_as(first.instrs)) {
             return full(program, cfg,
-                        fmt::format("core {} runs another instruction stream than core 0 (its "
-                                    "ops or collective groups differ)",
+                        fmt::format("core {} runs another instruction stream than core 0: its "
+                                    "ops or collective groups differ",
                                     c));
         }
         if (cp.hbm_base != program.cores[static_cast<std::size_t>(c % per_chip)].hbm_base) {
@@ -66,8 +66,8 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
     }
     if (first.instrs.streamed()) {
         return full(program, cfg,
-                    "the program is streamed (sim.stream_above_instructions): its collectives are "
-                    "not read before the run");
+                    "the program is streamed (longer than sim.stream_above_instructions), so its "
+                    "collectives are not read before the run");
     }
     for (const Instr& in : first.instrs) {
         if (in.unit != Unit::Ici || !in.coll) continue;

@@ -79,7 +79,7 @@ if s["used"] or reason not in s["reason"] or s["simulated_cores"] != r["cores"]:
     print(f"FAIL {name}: expected a full run because {reason!r}, got {s}"); sys.exit(1)
 print(f"ok {name}: full run, {s['reason']}")
 PY
-    [[ $(grep -c "^info: SPMD symmetry not used (.*$reason" "$tmp/$name.err") == 1 ]] ||
+    [[ $(grep -c "^info: SPMD symmetry not used: .*$reason" "$tmp/$name.err") == 1 ]] ||
         fail "$name: expected one info line naming \"$reason\"; stderr: $(cat "$tmp/$name.err")"
 }
 # A collective over half of the cores (two replica groups): the groups' streams differ.
