@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
 #include "tpusim/common/progress.h"
+#include "tpusim/common/threads.h"
 #include "tpusim/config/tpu_config.h"
 
 namespace tpusim::cli {
@@ -96,6 +98,12 @@ int run_sweep(const SweepOptions& o) {
         return 0;
     }
     const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+    // Each worker may keep cores / jobs threads busy (TPUSIM_THREADS; the HBM calibration runs
+    // side by side when it may), so that N workers use the machine's cores, not N times them.
+    // A value the user set is kept (and checked here, before any point runs).
+    const int threads = worker_threads();
+    if (std::getenv("TPUSIM_THREADS") == nullptr)
+        setenv("TPUSIM_THREADS", std::to_string(std::max(1, threads / jobs)).c_str(), 1);
     const std::string db_path = o.db.empty() ? spec.name + ".sqlite" : o.db;
     Database db(db_path);
     const auto done = db.begin_sweep(spec);

@@ -72,6 +72,12 @@ expect_error "--set not UTF-8, config dump" "not valid UTF-8" -- config --dump -
 expect_error "extends a device" "which is not a regular file" -- info --config "$tmp/device.json"
 expect_error "config over 16 MiB" "larger than 16 MiB" -- info --config "$tmp/big.json"
 
+# The thread cap of one process (include/tpusim/common/threads.h), for run and for sweep.
+TPUSIM_THREADS=abc expect_error "TPUSIM_THREADS=abc" 'TPUSIM_THREADS: expected an integer' -- \
+    run --config $v3 --trace traces/gemm.json -q
+TPUSIM_THREADS=0 expect_error "TPUSIM_THREADS=0" 'TPUSIM_THREADS: expected an integer' -- \
+    sweep scripts/bench_sweep.json --db "$tmp/threads.sqlite" --quiet
+
 # Every numeric parameter set to -1 or to a non-number is rejected, naming the key.
 keys=$("$bin" config --keys | awk -F'|' '$3 ~ /integer|number/ {gsub(/[ `]/, "", $2); print $2}')
 nkeys=0

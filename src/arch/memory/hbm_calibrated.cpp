@@ -13,6 +13,7 @@
 
 #include "tpusim/arch/memory/hbm_system.h"
 #include "tpusim/arch/memory/hbm_traffic.h"
+#include "tpusim/common/threads.h"
 #include "tpusim/config/tpu_config.h"
 
 namespace tpusim {
@@ -72,7 +73,11 @@ const HbmCalibration& calibrate_hbm(const HbmConfig& cfg, double core_clock_mhz,
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
-    return cache.emplace(key, measure_hbm(cfg, core_clock_mhz, cores_per_chip, true)).first->second;
+    // Side by side when this process may use more than one thread (TPUSIM_THREADS): the same
+    // numbers either way.
+    return cache
+        .emplace(key, measure_hbm(cfg, core_clock_mhz, cores_per_chip, worker_threads() > 1))
+        .first->second;
 }
 
 HbmCalibration measure_hbm(const HbmConfig& cfg, double core_clock_mhz, std::int64_t cores_per_chip,
