@@ -12,6 +12,9 @@
 #            widest that fits a v3 core's HBM): target < 500 MB (docs/program.md)
 #   train    a ResNet-50 epoch on v3-8 (1,251 steps of 1,024) by exact step reuse:
 #            target < 60 s wall and < 1 GB RSS
+#   pod      BERT-base data-parallel training step on the full v3 pod (v3-2048: 2048 cores,
+#            gradient all-reduces on the 32 x 32 torus) with SPMD symmetry (docs/pods.md):
+#            target < 60 s wall and < 2 GB RSS (skipped with --quick)
 # Every command prints wall time, CPU time and peak RSS (on a loaded machine CPU time is the
 # figure to compare with the targets).
 set -euo pipefail
@@ -66,3 +69,10 @@ measure $bin run --config configs/tpu_v3_8.json --trace "$tmp/tall.json" -q | se
 echo "== train (ResNet-50 epoch on v3-8, 1,251 steps of 1,024, exact step reuse)"
 measure $bin train --config configs/tpu_v3_8.json --trace "$tmp/resnet50.json" \
     --run examples/resnet50_imagenet.run.json -q | sed -n '1,3p;$p'
+if [[ $quick == 0 ]]; then
+    echo "== pod (BERT-base step on v3-2048, 2048 cores, SPMD symmetry)"
+    python3 scripts/gen_trace.py bert --seq 512 --batch 8 --cores 2048 -o "$tmp/bert2048.json" \
+        >/dev/null
+    measure $bin run --config configs/tpu_v3_2048.json --trace "$tmp/bert2048.json" -q |
+        sed -n '1,3p;$p'
+fi

@@ -9,8 +9,8 @@ the data-parallel step with `scripts/gen_trace.py ... --cores N` and replays it 
   - fixed global batch (strong scaling), --global: ResNet-50 4096 images, BERT-base 256
     sequences, i.e. 4096 / N resp. 256 / N per core while that is at least 1.
 Writes a CSV (model, scaling, config, cores, chips, batch per core, step seconds, samples/s,
-samples/s per chip, wall seconds of the run) and an SVG plot of samples/s per chip against
-chips. Slices whose run does not finish within --timeout seconds of wall time are recorded
+samples/s per chip, wall seconds of the run, cores simulated: 2 where SPMD symmetry let one
+chip stand for the slice, docs/pods.md) and an SVG plot of samples/s per chip against chips. Slices whose run does not finish within --timeout seconds of wall time are recorded
 as such and left out of the plot.
 
 Usage: scripts/scaling.py [--tpusim build/tpusim] [--max-cores 2048] [--timeout 600]
@@ -46,8 +46,15 @@ def run_point(a, tmp, model, cores, per_core):
                               "-q"], check=True, capture_output=True, text=True,
                              timeout=a.timeout).stdout
     except subprocess.TimeoutExpired:
-        return None, time.monotonic() - start
-    return json.loads(out)["seconds"], time.monotonic() - start
+        return None, time.monotonic() - start, None
+    except subprocess.CalledProcessError as e:
+        # Bad input at this point (e.g. a VMEM error of the program at this batch) is
+        # recorded as not run, with tpusim's message, and the study goes on.
+        print(f"  {model} v3-{cores} batch/core {per_core}: {e.stderr.strip().splitlines()[-1]}",
+              flush=True)
+        return None, time.monotonic() - start, None
+    report = json.loads(out)
+    return report["seconds"], time.monotonic() - start, report["symmetry"]["simulated_cores"]
 
 
 def plot(rows, path):
@@ -93,19 +100,23 @@ def main():
                 if a.global_batch and global_batch // cores >= 1:
                     plans.append(("global batch", global_batch // cores))
                 for scaling, b in plans:
-                    sec, wall = run_point(a, tmp, model, cores, b)
+                    sec, wall, simulated = run_point(a, tmp, model, cores, b)
                     chips = cores // 2
                     rate = b * cores / sec if sec else None
                     rows.append({"model": model, "scaling": scaling, "config": f"tpu_v3_{cores}",
                                  "cores": cores, "chips": chips, "batch_per_core": b,
                                  "step_s": sec, "samples_per_s": rate,
                                  "per_chip": rate / chips if rate else None,
-                                 "wall_s": round(wall, 1)})
+                                 "wall_s": round(wall, 1), "simulated_cores": simulated})
                     r = rows[-1]
-                    print(f"{model:9} {scaling:14} v3-{cores:<5} batch/core {b:4}: " +
-                          (f"step {sec * 1e3:9.2f} ms, {rate:10.0f}/s, {r['per_chip']:7.1f}/s "
-                           f"per chip" if sec else "did not finish") +
-                          f"  (wall {wall:.1f} s)", flush=True)
+                    if sec:
+                        what = (f"step {sec * 1e3:9.2f} ms, {rate:10.0f}/s, "
+                                f"{r['per_chip']:7.1f}/s per chip")
+                    else:
+                        what = "did not finish" if wall >= a.timeout else "not run (above)"
+                    print(f"{model:9} {scaling:14} v3-{cores:<5} batch/core {b:4}: {what}"
+                          f"  (wall {wall:.1f} s, {simulated or '-'} cores simulated)",
+                          flush=True)
     with open(a.csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

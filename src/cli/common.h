@@ -6,6 +6,10 @@
 
 #include "tpusim/config/tpu_config.h"
 
+namespace tpusim {
+struct RunResult;
+}
+
 namespace tpusim::cli {
 
 // Thrown by a command that ends with a status other than 0 after saying why on stderr
@@ -24,6 +28,11 @@ struct CommonOptions {
 
 // --config F (required), --set key=value (repeatable), --json.
 void add_common_options(CLI::App* cmd, CommonOptions& opts, bool with_json = true);
+
+// A run over several chips that could not use SPMD symmetry (docs/pods.md) says why on stderr,
+// once: "info: SPMD symmetry not used: <reason>; all N cores simulated". Nothing when it was
+// used, turned off (--no-symmetry), or the program fits one chip.
+void print_symmetry_info(const RunResult& r, const TpuConfig& cfg);
 
 // Each command registers itself; main.cpp calls these in order.
 void add_info_command(CLI::App& app);

@@ -29,6 +29,7 @@ struct RunCliOptions {
     std::string trace, hlo, report, timeline, ops, fidelity;
     HloCliOptions hlo_opts;
     bool quiet = false;
+    bool no_symmetry = false;
 };
 
 // Before a long run: an output path that cannot be written is bad input now, not after it.
@@ -112,6 +113,9 @@ void add_run_command(CLI::App& app) {
                     "write a Chrome trace-event timeline here (open it in ui.perfetto.dev)");
     cmd->add_option("--ops", o.ops, "write per-op timing as CSV here");
     cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
+    cmd->add_flag("--no-symmetry", o.no_symmetry,
+                  "simulate every core even when an SPMD program lets one chip stand for all "
+                  "(docs/pods.md, SPMD symmetry)");
     cmd->add_option("--fidelity", o.fidelity,
                     "MXU model: tile (closed-form schedule, default) or pe (every processing "
                     "element, every cycle; same cycles, much slower); sets sim.mxu_fidelity")
@@ -134,8 +138,10 @@ void add_run_command(CLI::App& app) {
         RunOptions ro;
         ro.timeline = !o.timeline.empty();
         ro.progress = !o.quiet;
+        ro.symmetry = !o.no_symmetry;
         Simulator sim(cfg, ro);
         RunResult r = sim.run(program);
+        print_symmetry_info(r, cfg);
         r.wall_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         nlohmann::json body = run_report_body(r, cfg);

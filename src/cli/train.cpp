@@ -26,7 +26,7 @@ struct TrainCliOptions {
     CommonOptions common;
     std::string trace, hlo, run, report, timeline;
     HloCliOptions hlo_opts;
-    bool no_reuse = false, quiet = false;
+    bool no_reuse = false, quiet = false, no_symmetry = false;
     std::int64_t warmup = 3;
 };
 
@@ -76,6 +76,9 @@ void add_train_command(CLI::App& app) {
                     "steps simulated before reuse; the last two must agree to the cycle")
         ->check(CLI::Range(2, 1000));
     cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
+    cmd->add_flag("--no-symmetry", o.no_symmetry,
+                  "simulate every core even when an SPMD program lets one chip stand for all "
+                  "(docs/pods.md, SPMD symmetry)");
     cmd->callback([] {
         const auto t0 = std::chrono::steady_clock::now();
         const TpuConfig cfg = o.common.load();
@@ -97,8 +100,10 @@ void add_train_command(CLI::App& app) {
         const Program program = repeat_steps(lower_trace(step.trace, cfg), n);
         RunOptions ro;
         ro.progress = !o.quiet;
+        ro.symmetry = !o.no_symmetry;
         Simulator sim(cfg, ro);
         const RunResult rr = sim.run(program);
+        print_symmetry_info(rr, cfg);
         in.steps = measure_steps(rr, n);
         if (in.reuse && n >= 2 && n < total && !(in.steps[n - 1] == in.steps[n - 2]))
             rerun_without_reuse();
@@ -107,6 +112,9 @@ void add_train_command(CLI::App& app) {
         body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
                          {"name", trace.name},
                          {"ops", trace.ops.size()}};
+        body["symmetry"] = {{"used", rr.symmetry.used},
+                            {"simulated_cores", rr.symmetry.simulated_cores},
+                            {"reason", rr.symmetry.reason}};
         body["wall_seconds"] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const nlohmann::json report = make_report("train", cfg, body);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tpusim/common/sim_time.h"
 
 namespace tpusim {
@@ -48,7 +50,8 @@ const StatGroup& Chip::hbm_stats() const {
     return hbm_ ? hbm_->system().stats() : calibrated_->stats();
 }
 
-Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline)
+Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
+             std::int64_t built_chips)
     : sc_module(name),
       cfg_(cfg),
       topology_(cfg.board, cfg.chip),
@@ -59,7 +62,9 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
     rendezvous_ = std::make_unique<CollectiveRendezvous>("ici_rendezvous", *ici_);
     if (timeline_ && timeline_->enabled()) ici_->engine().fabric().attach_timeline(timeline_);
     stats_.add_child(ici_->engine().fabric().stats());
-    for (std::int64_t c = 0; c < cfg.chips(); ++c) {
+    const std::int64_t built = built_chips > 0 ? std::min(built_chips, cfg.chips()) : cfg.chips();
+    if (built < cfg.chips()) rendezvous_->simulate_only(built * cfg.chip.cores_per_chip);
+    for (std::int64_t c = 0; c < built; ++c) {
         chips_.push_back(std::make_unique<Chip>(fmt::format("chip{}", c).c_str(), c, cfg,
                                                 *rendezvous_, timeline));
         stats_.add_child(chips_.back()->stats());
@@ -75,9 +80,12 @@ TensorCore& Board::core(std::int64_t c) {
 }
 
 void Board::collect(RunResult& r) {
-    for (const auto& chip : chips_) {
-        r.hbm_bytes_read += static_cast<Bytes>(chip->hbm_stats().lookup("bytes_read"));
-        r.hbm_bytes_written += static_cast<Bytes>(chip->hbm_stats().lookup("bytes_written"));
+    // Chip c of the board did what built chip c % built did.
+    const auto built = static_cast<std::int64_t>(chips_.size());
+    for (std::int64_t c = 0; c < cfg_.chips(); ++c) {
+        const Chip& chip = *chips_[static_cast<std::size_t>(c % built)];
+        r.hbm_bytes_read += static_cast<Bytes>(chip.hbm_stats().lookup("bytes_read"));
+        r.hbm_bytes_written += static_cast<Bytes>(chip.hbm_stats().lookup("bytes_written"));
     }
     IciFabric& fabric = ici_->engine().fabric();
     fabric.set_elapsed(static_cast<Tick>(r.cycles) * kTicksPerCycle);
@@ -85,7 +93,37 @@ void Board::collect(RunResult& r) {
     if (timeline_ && timeline_->enabled()) fabric.flush_timeline();
 }
 
-nlohmann::json Board::stats_json() const { return stats_.to_json(); }
+namespace {
+
+// The stats of built chip `from` as chip `to` would name them: "chip<to>", its host link
+// "host_link<to>" and its cores "core<to * per_chip + local>".
+nlohmann::json renamed_chip(const nlohmann::json& from_json, std::int64_t from, std::int64_t to,
+                            std::int64_t per_chip) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [key, value] : from_json.items()) {
+        std::string name = key;
+        if (key == fmt::format("host_link{}", from)) name = fmt::format("host_link{}", to);
+        for (std::int64_t l = 0; l < per_chip; ++l) {
+            if (key == fmt::format("core{}", from * per_chip + l))
+                name = fmt::format("core{}", to * per_chip + l);
+        }
+        out[name] = value;
+    }
+    return out;
+}
+
+}  // namespace
+
+nlohmann::json Board::stats_json() const {
+    nlohmann::json j = stats_.to_json();
+    const auto built = static_cast<std::int64_t>(chips_.size());
+    for (std::int64_t c = built; c < cfg_.chips(); ++c) {
+        const std::int64_t from = c % built;
+        j[fmt::format("chip{}", c)] =
+            renamed_chip(j[fmt::format("chip{}", from)], from, c, cfg_.chip.cores_per_chip);
+    }
+    return j;
+}
 
 std::string module_tree(const sc_core::sc_object& obj, int depth) {
     // Structure only: processes, event queues and sc_vector containers are left out.

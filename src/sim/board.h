@@ -48,9 +48,14 @@ class Chip : public sc_core::sc_module {
 
 class Board : public sc_core::sc_module {
  public:
-    Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline);
+    // Builds chips 0 .. built_chips - 1 (0: all of them) and the whole ICI fabric. With fewer
+    // chips (SPMD symmetry) the built chips stand for all: collect() and stats_json() report
+    // every chip of the board as its representative, chip c as chip c % built_chips.
+    Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
+          std::int64_t built_chips = 0);
     ~Board() override;
     TensorCore& core(std::int64_t c);
+    std::int64_t built_chips() const { return static_cast<std::int64_t>(chips_.size()); }
     // Adds the memory and interconnect totals to `r`; closes the ICI timeline tracks.
     void collect(RunResult& r);
     nlohmann::json stats_json() const;

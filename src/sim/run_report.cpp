@@ -57,6 +57,9 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
     }
     j["ops"] = std::move(ops);
     j["stats"] = r.stats;
+    j["symmetry"] = {{"used", r.symmetry.used},
+                     {"simulated_cores", r.symmetry.simulated_cores},
+                     {"reason", r.symmetry.reason}};
     return j;
 }
 
@@ -64,6 +67,12 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
     std::ostringstream o;
     o << fmt::format("{} on {}: {} cores on {} chip{}\n", name, cfg.name, r.cores, r.chips,
                      r.chips == 1 ? "" : "s");
+    if (r.symmetry.used) {
+        o << fmt::format(
+            "  symmetry   SPMD: {} of {} cores simulated, the others run the same "
+            "program (--no-symmetry runs all)\n",
+            r.symmetry.simulated_cores, r.cores);
+    }
     o << fmt::format("  time       {} cycles = {:.6f} ms at {} MHz\n", r.cycles, r.seconds * 1e3,
                      cfg.chip.clock_mhz);
     o << fmt::format(

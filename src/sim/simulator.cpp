@@ -11,6 +11,7 @@
 #include "tpusim/common/sanitizer.h"
 #include "tpusim/common/sim_time.h"
 #include "tpusim/sim/derived.h"
+#include "tpusim/sim/symmetry.h"
 
 namespace tpusim {
 
@@ -106,16 +107,22 @@ std::string Simulator::module_tree() {
 }
 
 RunResult Simulator::run(const Program& program) {
-    board_ = std::make_unique<Board>("board", cfg_, &timeline_);
     const auto ncores = static_cast<std::int64_t>(program.cores.size());
     if (ncores > cfg_.cores()) {
         throw std::logic_error("program has more cores than the board");
     }
-    for (std::int64_t c = 0; c < ncores; ++c) {
-        board_->core(c).load(program.cores[static_cast<std::size_t>(c)], program.ops);
-    }
+    // Under SPMD symmetry cores 0 .. nsim - 1 (one chip) stand for all: every other core runs
+    // the same instructions at the same cycles, so its figures are theirs (`scale` copies).
+    const SymmetryPlan plan = plan_symmetry(program, cfg_, opts_.symmetry, opts_.timeline);
+    board_ = std::make_unique<Board>("board", cfg_, &timeline_, plan.simulated_chips);
+    const std::int64_t nsim = plan.simulated_cores;
+    const auto scale = static_cast<std::uint64_t>(nsim > 0 ? ncores / nsim : 1);
     std::size_t total_instrs = 0;
-    for (const auto& cp : program.cores) total_instrs += cp.instrs.size();
+    for (std::int64_t c = 0; c < nsim; ++c) {
+        const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
+        board_->core(c).load(cp, program.ops);
+        total_instrs += cp.instrs.size();
+    }
 
     // Run in slices so that a stall is detected and long runs report progress: simulated
     // time, the share of instructions completed (not issued: a core waiting on a collective
@@ -125,7 +132,7 @@ RunResult Simulator::run(const Program& program) {
     // million cycles), so progress and stall checks come every fraction of a second.
     Cycle slice = Cycle{1} << 16;
     auto all_done = [&] {
-        for (std::int64_t c = 0; c < ncores; ++c) {
+        for (std::int64_t c = 0; c < nsim; ++c) {
             if (!board_->core(c).finished()) return false;
         }
         return true;
@@ -154,7 +161,7 @@ RunResult Simulator::run(const Program& program) {
                 opts_.max_cycles));
         }
         std::size_t completed = 0;
-        for (std::int64_t c = 0; c < ncores; ++c) completed += board_->core(c).completed();
+        for (std::int64_t c = 0; c < nsim; ++c) completed += board_->core(c).completed();
         progress.update(
             fmt::format("simulated {:.3f} ms (cycle {}), {} of {} instructions completed",
                         static_cast<double>(now_cycles()) / (cfg_.chip.clock_mhz * 1e3),
@@ -165,9 +172,10 @@ RunResult Simulator::run(const Program& program) {
     progress.finish();
 
     RunResult r;
+    r.symmetry = {plan.used, nsim, plan.reason};
     r.cores = ncores;
     r.chips = (ncores + cfg_.chip.cores_per_chip - 1) / cfg_.chip.cores_per_chip;
-    for (std::int64_t c = 0; c < ncores; ++c) {
+    for (std::int64_t c = 0; c < nsim; ++c) {
         board_->core(c).flush_timeline();
         r.cycles = std::max(r.cycles, board_->core(c).end_cycle());
     }
@@ -181,13 +189,13 @@ RunResult Simulator::run(const Program& program) {
         op.kind = program.ops[i].kind;
         op.start_cycle = ~Cycle{0};
         std::int64_t ran = 0;
-        for (std::int64_t c = 0; c < ncores; ++c) {
+        for (std::int64_t c = 0; c < nsim; ++c) {
             const OpTiming& t = board_->core(c).stats().ops[i];
             if (!t.ran()) continue;
-            ++ran;
+            ran += static_cast<std::int64_t>(scale);
             op.start_cycle = std::min(op.start_cycle, t.start);
             op.end_cycle = std::max(op.end_cycle, t.end);
-            for (std::size_t u = 0; u < kUnitCount; ++u) op.busy[u] += t.busy[u];
+            for (std::size_t u = 0; u < kUnitCount; ++u) op.busy[u] += t.busy[u] * scale;
         }
         if (ran == 0) op.start_cycle = 0;
         op.flops = program.ops[i].flops * static_cast<double>(ran);
@@ -206,17 +214,19 @@ RunResult Simulator::run(const Program& program) {
                               : 0.0;
     // Unit busy fractions over the cores that ran.
     if (r.cycles > 0 && ncores > 0) {
-        double mxu = 0, vpu = 0, dma = 0, ici = 0, host = 0, useful = 0, array = 0;
-        for (std::int64_t c = 0; c < ncores; ++c) {
+        // Integer sums (exact, as a full run's), scaled to the board, then one conversion.
+        std::uint64_t sums[7] = {0, 0, 0, 0, 0, 0, 0};
+        for (std::int64_t c = 0; c < nsim; ++c) {
             const CoreStats& s = board_->core(c).stats();
-            mxu += static_cast<double>(s.mxu_busy_cycles);
-            vpu += static_cast<double>(s.vpu_busy_cycles);
-            dma += static_cast<double>(s.dma_busy_cycles);
-            ici += static_cast<double>(s.ici_busy_cycles);
-            host += static_cast<double>(s.host_busy_cycles);
-            useful += static_cast<double>(s.mxu_useful_macs);
-            array += static_cast<double>(s.mxu_array_macs);
+            const std::uint64_t v[7] = {s.mxu_busy_cycles, s.vpu_busy_cycles,  s.dma_busy_cycles,
+                                        s.ici_busy_cycles, s.host_busy_cycles, s.mxu_useful_macs,
+                                        s.mxu_array_macs};
+            for (int k = 0; k < 7; ++k) sums[k] += v[k] * scale;
         }
+        const double mxu = static_cast<double>(sums[0]), vpu = static_cast<double>(sums[1]),
+                     dma = static_cast<double>(sums[2]), ici = static_cast<double>(sums[3]),
+                     host = static_cast<double>(sums[4]), useful = static_cast<double>(sums[5]),
+                     array = static_cast<double>(sums[6]);
         const double span = static_cast<double>(r.cycles) * static_cast<double>(ncores);
         r.busy.mxu = mxu / (span * static_cast<double>(cfg_.core.mxus));
         r.busy.vpu = vpu / span;

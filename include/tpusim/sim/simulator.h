@@ -22,6 +22,9 @@ struct RunOptions {
     // Stop with CycleBudgetExceeded once simulated time passes this many cycles (0: no limit).
     // The check comes between simulation slices, so a run may overshoot by one slice.
     Cycle max_cycles = 0;
+    // SPMD symmetry (tpusim/sim/symmetry.h): simulate one representative chip when the
+    // program allows it; false simulates every core (--no-symmetry).
+    bool symmetry = true;
 };
 
 // Thrown by Simulator::run when RunOptions::max_cycles is reached before the program ends.
@@ -61,6 +64,13 @@ struct RunResult {
     std::int64_t cores = 0, chips = 0;
     std::vector<OpResult> ops;
     nlohmann::json stats;  // the full stats tree
+    // SPMD symmetry: whether one representative chip stood for the board, how many cores were
+    // simulated, and why every core was simulated when it did not.
+    struct Symmetry {
+        bool used = false;
+        std::int64_t simulated_cores = 0;
+        std::string reason;
+    } symmetry;
     double wall_seconds = 0;
 };
 

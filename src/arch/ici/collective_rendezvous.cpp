@@ -1,5 +1,7 @@
 #include "tpusim/arch/ici/collective_rendezvous.h"
 
+#include <algorithm>
+
 #include "tpusim/common/sim_time.h"
 #include "tpusim/program/collectives.h"
 
@@ -48,7 +50,11 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, D
     Pending& p = pending_[{c.instance, leader}];
     ++p.arrived;
     p.done.push_back(std::move(done));
-    if (p.arrived < c.group.size()) return;
+    const auto expected = simulated_ > 0 ? static_cast<std::size_t>(std::count_if(
+                                               c.group.begin(), c.group.end(),
+                                               [this](std::int64_t g) { return g < simulated_; }))
+                                         : c.group.size();
+    if (p.arrived < expected) return;
     CollectiveSpec s;
     s.kind = c.kind;
     s.bytes = c.bytes;

@@ -1,7 +1,10 @@
 #pragma once
 // The cores' side of the ICI: a collective starts when every core of its replica group has
 // reached it; send / recv pair up first-in first-out per (source, destination). Every core's
-// ici_out port is bound to core_in.
+// ici_out port is bound to core_in. Under SPMD symmetry (include/tpusim/sim/symmetry.h) only
+// cores 0 .. n-1 are simulated: a group collective starts when its simulated cores have
+// arrived (the others, running the same program, arrive at the same cycle), and runs on the
+// whole fabric with every core of its group.
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -20,6 +23,8 @@ class CollectiveRendezvous : public sc_core::sc_module, public CollectiveIf {
 
     CollectiveRendezvous(sc_core::sc_module_name name, IciNetwork& ici);
     void arrive(const CollectiveInstr& c, std::int64_t core, DoneFn done) override;
+    // Only cores below `cores` are simulated (0: all of them).
+    void simulate_only(std::int64_t cores) { simulated_ = cores; }
 
  private:
     struct Pending {
@@ -27,6 +32,7 @@ class CollectiveRendezvous : public sc_core::sc_module, public CollectiveIf {
         std::vector<DoneFn> done;
     };
     IciNetwork& ici_;
+    std::int64_t simulated_ = 0;
     std::map<std::pair<std::uint64_t, std::int64_t>, Pending> pending_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<Cycle>> sends_done_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<DoneFn>> recvs_waiting_;

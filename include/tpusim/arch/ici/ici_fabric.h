@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 #include "tpusim/common/types.h"
@@ -42,23 +43,50 @@ struct IciEvent {
     bool operator>(const IciEvent& o) const { return when != o.when ? when > o.when : seq > o.seq; }
 };
 
+// Events leave in (when, seq) order, and seq grows with every push, so the events of one tick
+// leave in the order they came. The queue keeps one FIFO bucket per distinct tick and a heap
+// of the ticks: a symmetric collective puts the same event on many chips at the same tick
+// (thousands on a pod), and those cost O(1) each instead of a heap operation on thousands of
+// events. The order is exactly that of a heap of (when, seq).
 class IciEventQueue {
  public:
     void push(Tick when, std::uint8_t kind, std::uint32_t a = 0, std::uint32_t b = 0,
               std::uint64_t c = 0) {
-        q_.push(IciEvent{when, seq_++, kind, a, b, c});
+        bucket(when).events.push_back(IciEvent{when, seq_++, kind, a, b, c});
+        ++size_;
     }
-    bool empty() const { return q_.empty(); }
-    const IciEvent& top() const { return q_.top(); }
+    bool empty() const { return size_ == 0; }
+    std::size_t size() const { return size_; }
+    // Contract for top() and pop(): not empty().
+    const IciEvent& top() const {
+        const Bucket& f = front();
+        return f.events[f.head];
+    }
     IciEvent pop() {
-        IciEvent e = q_.top();
-        q_.pop();
+        Bucket& f = front();
+        IciEvent e = f.events[f.head++];
+        --size_;
+        if (f.head == f.events.size()) retire_front();
         return e;
     }
 
  private:
-    std::priority_queue<IciEvent, std::vector<IciEvent>, std::greater<IciEvent>> q_;
+    struct Bucket {
+        std::vector<IciEvent> events;
+        std::size_t head = 0;  // the next event to leave
+    };
+    Bucket& bucket(Tick when);
+    Bucket& front() const { return *front_; }
+    void retire_front();
+
+    std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>> ticks_;  // one per bucket
+    std::unordered_map<Tick, Bucket> buckets_;  // node-based: a Bucket does not move
+    Bucket* front_ = nullptr;                   // the bucket of ticks_.top()
+    Bucket* last_ = nullptr;                    // the bucket pushed to last, and its tick
+    Tick last_tick_ = 0;
+    std::vector<std::vector<IciEvent>> spare_;  // emptied buckets' storage, reused
     std::uint64_t seq_ = 0;
+    std::size_t size_ = 0;
 };
 
 class IciFabric {

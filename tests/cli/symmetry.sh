@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPMD symmetry (docs/pods.md): a data-parallel step simulated on one representative chip (the
+# default) gives the same report as the full run (--no-symmetry) on v3-8 and v3-32: cycles,
+# every op's cycles and busy counts, every unit and link counter. Only the wall time and the
+# `symmetry` field itself may differ. Programs that break the conditions run in full and say
+# why (report field and one info line on stderr).
+# Usage: symmetry.sh path/to/tpusim (run from the source root).
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+fail() {
+    echo "FAIL $*"
+    status=1
+}
+
+# A one-layer BERT training step, data-parallel (an all-reduce per gradient group).
+for cores in 8 32; do
+    python3 scripts/gen_trace.py bert --layers 1 --seq 128 --batch 1 --hidden 256 --heads 4 \
+        --ffn 1024 --vocab 1024 --predictions 20 --cores "$cores" -o "$tmp/bert$cores.json" \
+        > /dev/null || fail "gen_trace bert --cores $cores"
+    for mode in symmetric full; do
+        extra=()
+        [[ $mode == full ]] && extra=(--no-symmetry)
+        "$bin" run --config "configs/tpu_v3_$cores.json" --trace "$tmp/bert$cores.json" \
+            "${extra[@]}" --quiet --json > "$tmp/$mode$cores.json" 2> "$tmp/$mode$cores.err" ||
+            fail "v3-$cores $mode: exit $?"
+    done
+    python3 - "$tmp" "$cores" <<'PY' || status=1
+import json, sys
+d, cores = sys.argv[1], sys.argv[2]
+sym, full = (json.load(open(f"{d}/{m}{cores}.json")) for m in ("symmetric", "full"))
+chips = int(cores) // 2
+if not sym["symmetry"]["used"] or sym["symmetry"]["simulated_cores"] != 2:
+    print(f"FAIL v3-{cores}: symmetry not used: {sym['symmetry']}"); sys.exit(1)
+if full["symmetry"]["used"] or full["symmetry"]["reason"] != "--no-symmetry":
+    print(f"FAIL v3-{cores}: --no-symmetry still symmetric: {full['symmetry']}"); sys.exit(1)
+if full["cycles"] <= 0 or full["ici"]["bytes"] <= 0 or len(full["stats"]) < chips + 1:
+    print(f"FAIL v3-{cores}: the full run has no cycles, ICI traffic or chips"); sys.exit(1)
+def strip(r):
+    return {k: v for k, v in r.items() if "wall" not in k and k != "symmetry"}
+def diff(a, b, path=""):
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}/{k} only in one report"
+            d = diff(a[k], b[k], f"{path}/{k}")
+            if d: return d
+        return ""
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b): return f"{path}: {len(a)} vs {len(b)} entries"
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = diff(x, y, f"{path}/{i}")
+            if d: return d
+        return ""
+    return "" if a == b else f"{path}: {a} (symmetric) vs {b} (full)"
+d = diff(strip(sym), strip(full))
+if d:
+    print(f"FAIL v3-{cores}: the symmetric report differs from the full one at {d}"); sys.exit(1)
+print(f"ok v3-{cores}: {full['cycles']} cycles, {len(full['ops'])} ops, "
+      f"{full['ici']['bytes']} ICI bytes, the same with one chip simulated and with all")
+PY
+done
+grep -q "info: SPMD symmetry" "$tmp/symmetric32.err" "$tmp/full32.err" &&
+    fail "an info line on stderr although symmetry held or was turned off"
+
+# Conditions that do not hold: the run is full, the report says why, stderr says it once.
+expect_full() {  # name, expected reason (a fragment), extra run arguments...
+    local name=$1 reason=$2
+    shift 2
+    "$bin" run --config configs/tpu_v3_32.json --quiet --json "$@" > "$tmp/$name.json" \
+        2> "$tmp/$name.err" || fail "$name: exit $?"
+    python3 - "$tmp/$name.json" "$reason" "$name" <<'PY' || status=1
+import json, sys
+r, reason, name = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+s = r["symmetry"]
+if s["used"] or reason not in s["reason"] or s["simulated_cores"] != r["cores"]:
+    print(f"FAIL {name}: expected a full run because {reason!r}, got {s}"); sys.exit(1)
+print(f"ok {name}: full run, {s['reason']}")
+PY
+    [[ $(grep -c "^info: SPMD symmetry not used: .*$reason" "$tmp/$name.err") == 1 ]] ||
+        fail "$name: expected one info line naming \"$reason\"; stderr: $(cat "$tmp/$name.err")"
+}
+# A collective over half of the cores (two replica groups): the groups' streams differ.
+python3 - "$tmp/groups_trace.json" <<'PY'
+import json, sys
+half = list(range(16))
+ops = [{"id": "mm", "kind": "matmul", "m": 256, "k": 256, "n": 256, "dtype": "bf16"},
+       {"id": "ar", "kind": "all_reduce", "bytes": 65536, "dtype": "f32", "deps": ["mm"],
+        "replica_groups": [half, [c + 16 for c in half]]}]
+json.dump({"format": "tpusim.trace", "version": 1, "name": "groups", "cores": 32, "ops": ops},
+          open(sys.argv[1], "w"))
+PY
+expect_full groups "runs another instruction stream" --trace "$tmp/groups_trace.json"
+expect_full timeline "timeline" --trace "$tmp/bert32.json" --timeline "$tmp/t.json"
+exit $status
