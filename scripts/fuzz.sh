@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
 seconds=${1:-60}
-harnesses=(${FUZZ_HARNESSES:-config trace trace_sim hlo})
+harnesses=(${FUZZ_HARNESSES:-config trace trace_sim hlo sweep_spec run_description})
 parallel=${FUZZ_PARALLEL:-2}
 out=build-fuzz
 
@@ -84,7 +84,7 @@ wait || true
 
 # Summary from libFuzzer's last status line and final stats.
 status=0
-printf '%-10s %8s %8s %10s %10s %8s  %s\n' harness exec/s cov ft execs rss_mb result
+printf '%-15s %8s %8s %10s %10s %8s  %s\n' harness exec/s cov ft execs rss_mb result
 for h in "${harnesses[@]}"; do
     log=$out/logs/$h.log
     rc=$(cat "$out/logs/$h.rc" 2>/dev/null || echo 1)
@@ -100,7 +100,7 @@ for h in "${harnesses[@]}"; do
             "$log" || echo "see $log")"
         status=1
     fi
-    printf '%-10s %8s %8s %10s %10s %8s  %s\n' "$h" "${eps:--}" "${cov:--}" "${ft:--}" \
+    printf '%-15s %8s %8s %10s %10s %8s  %s\n' "$h" "${eps:--}" "${cov:--}" "${ft:--}" \
         "${runs:--}" "${rss:--}" "$result"
 done
 echo "fuzz: ${seconds} s per harness; logs in $out/logs/, findings in tests/fuzz/regressions/"

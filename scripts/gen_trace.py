@@ -302,7 +302,7 @@ class ConvNet:
         # output fusion of the convolution that produced dy, as it fuses the forward BN and
         # ReLU into the forward convolution. dy is the primary (first) dep; the forward
         # tensors they also read come from HBM.
-        fuse = fusable(t, dy)
+        fuse = fusable(t, dy) and not tiles_taken(t, dy)
         if s["relu"]:
             dy = t.vector(f"{name}.relu_grad", "relu_grad", [dy, s["out"]],
                           elements=pix * s["c_out"], fused=fuse)
@@ -331,6 +331,12 @@ def fusable(t, op_id):
     consumers into the convolution's output fusion."""
     return any(o["id"] == op_id and (o["kind"] in ("matmul", "conv2d") or o.get("fused"))
                for o in t.ops)
+
+
+def tiles_taken(t, op_id):
+    """True if a fused op already takes op_id's tiles: a producer hands them to one fused
+    consumer (docs/trace-format.md); a second consumer reads the tensor from HBM."""
+    return any(o.get("fused") and o.get("deps", [None])[0] == op_id for o in t.ops)
 
 
 def backward_convnet(net, dy, extra_grad_of=None):
@@ -545,12 +551,15 @@ def gen_lstm(a):
         if h:
             rec = t.matmul(f"{p}.rec", b, u, g4, deps=[h, xp])
             gates = t.vector(f"{p}.gates", "add", [rec], elements=b * g4, fused=True)
+        # One producer hands its tiles to one fused consumer (docs/trace-format.md): the
+        # sigmoid takes the gates' tiles, the tanh of the cell input reads them from HBM, and
+        # the new cell state (whose deps finish in two different ops) is not fused either.
         sig = t.vector(f"{p}.sigmoid", "sigmoid", [gates], elements=b * g3, fused=bool(h))
-        gg = t.vector(f"{p}.tanh_g", "tanh", [gates], elements=b * u, fused=bool(h))
+        gg = t.vector(f"{p}.tanh_g", "tanh", [gates], elements=b * u)
         ig = t.vector(f"{p}.i_g", "mul", [sig, gg], elements=b * u)
         if c:
             fc = t.vector(f"{p}.f_c", "mul", [sig, c], elements=b * u)
-            c_new = t.vector(f"{p}.c", "add", [ig, fc], elements=b * u, fused=True)
+            c_new = t.vector(f"{p}.c", "add", [ig, fc], elements=b * u)
         else:
             c_new = ig
         tc = t.vector(f"{p}.tanh_c", "tanh", [c_new], elements=b * u, fused=True)

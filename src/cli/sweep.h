@@ -47,8 +47,16 @@ struct Spec {
     std::vector<Point> points;
 };
 
+// The most points a spec may expand to (docs/sweep.md).
+inline constexpr std::size_t kMaxSweepPoints = 1000000;
+
 // Reads and expands a spec. Throws InputError(spec path, JSON pointer, what was expected).
 Spec load_spec(const std::string& path);
+// The same from the spec's text, without its file: `path` names it in errors, `dir` is the
+// folder its relative paths are resolved against. `max_points` lowers the expansion's cap
+// (the fuzz harness, tests/fuzz/sweep_spec_fuzz.cpp).
+Spec parse_spec(const std::string& text, const std::string& path, const std::string& dir,
+                std::size_t max_points = kMaxSweepPoints);
 
 // The program a point runs: "--trace F" or "--hlo F" after parameter substitution; for a
 // generated workload, the generator's argv (with "{output}" left in).

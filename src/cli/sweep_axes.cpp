@@ -43,11 +43,23 @@ namespace {
 
 constexpr std::size_t kMaxAxisValues = 100000;
 
+// The JSON pointer of a dotted config key ("mxu.rows" -> /mxu/rows). Each part is escaped, so
+// that a '~' or '/' in a key names no other key and cannot make an invalid pointer.
+json::json_pointer key_pointer(const std::string& key) {
+    std::string ptr;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t dot = key.find('.', start);
+        ptr = json_pointer_child(ptr, key.substr(start, dot - start));
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+    }
+    return json::json_pointer(ptr);
+}
+
 void check_config_value(const Ctx& c, const std::string& key, const json& v,
                         const std::string& where) {
-    std::string ptr = "/" + key;
-    for (auto& ch : ptr) ch = ch == '.' ? '/' : ch;
-    const json::json_pointer jp(ptr);
+    const json::json_pointer jp = key_pointer(key);
     if (key.empty() || !c.base_config.contains(jp))
         c.fail(where,
                fmt::format("unknown config key \"{}\" (tpusim config --keys lists them)", key));
@@ -142,9 +154,7 @@ std::vector<json> key_values(const Ctx& c, const json& a, const std::string& whe
         const json& s = a.at("scale");
         if (!s.is_array()) c.fail(sw, "expected an array of factors");
         if (s.empty()) c.fail(sw, "empty axis: give at least one factor");
-        std::string ptr = "/" + key;
-        for (auto& ch : ptr) ch = ch == '.' ? '/' : ch;
-        const json::json_pointer jp(ptr);
+        const json::json_pointer jp = key_pointer(key);
         if (!c.base_config.contains(jp) || !c.base_config.at(jp).is_number())
             c.fail(json_pointer_child(where, "key"),
                    fmt::format("\"scale\" needs a numeric config key, not \"{}\"", key));
@@ -155,8 +165,11 @@ std::vector<json> key_values(const Ctx& c, const json& a, const std::string& whe
             const double x = base.get<double>() * s[i].get<double>();
             if (base.is_number_float()) {
                 vals.emplace_back(x);
-            } else if (x == std::floor(x)) {
+            } else if (x == std::floor(x) && std::fabs(x) < 9.2e18) {  // within int64
                 vals.emplace_back(static_cast<std::int64_t>(x));
+            } else if (x == std::floor(x)) {
+                c.fail(iw, fmt::format("{} x {} is out of the integer range of {}", base.dump(),
+                                       s[i].dump(), key));
             } else {
                 c.fail(iw, fmt::format("{} x {} is not an integer ({} takes integers)", base.dump(),
                                        s[i].dump(), key));

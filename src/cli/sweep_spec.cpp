@@ -17,8 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kMaxPoints = 1000000;
-
 Workload parse_workload(const Ctx& c, const json& w, const std::string& where) {
     if (!w.is_object()) c.fail(where, "a workload is an object (docs/sweep.md)");
     check_keys(c, w, where, {"name", "trace", "hlo", "generate", "params"});
@@ -86,10 +84,16 @@ std::string workload_source(const Spec& spec, const Point& p) {
 }
 
 Spec load_spec(const std::string& path) {
+    return parse_spec(read_input_file(path, kMaxConfigFileBytes, "a JSON sweep spec"), path,
+                      fs::absolute(fs::path(path)).parent_path().string());
+}
+
+Spec parse_spec(const std::string& text, const std::string& path, const std::string& dir,
+                std::size_t max_points) {
     Spec spec;
     spec.path = path;
-    spec.dir = fs::absolute(fs::path(path)).parent_path().string();
-    const json doc = read_json_file(path);
+    spec.dir = dir;
+    const json doc = parse_json_text(text, path);
     Ctx c{path, spec.dir, json()};
     if (!doc.is_object()) c.fail("", "a sweep spec is a JSON object (docs/sweep.md)");
     check_keys(c, doc, "", {"name", "description", "base", "set", "workloads", "axes"});
@@ -135,7 +139,7 @@ Spec load_spec(const std::string& path) {
     std::size_t total = spec.workloads.size();
     for (const auto& a : axes) {
         total *= a.size();
-        if (total > kMaxPoints) c.fail("/axes", "more than 1,000,000 points");
+        if (total > max_points) c.fail("/axes", fmt::format("more than {} points", max_points));
     }
     std::vector<std::size_t> odo(axes.size(), 0);
     for (std::size_t n = 0; n < total; ++n) {

@@ -88,19 +88,7 @@ void add_train_command(CLI::App& app) {
         const Trace trace = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
                                           : load_hlo(o.hlo, o.hlo_opts, cfg, hlo_stats, false);
         const StepProgram step = device_step(trace);
-        if (in.run.infeed_bytes_per_sample == 0) {
-            if (step.infeed_bytes == 0)
-                throw InputError(o.run, "/dataset/infeed_bytes_per_sample",
-                                 "missing, and the step program has no infeed op to take it "
-                                 "from; give the input bytes of one sample");
-            in.run.infeed_bytes_per_sample =
-                (step.infeed_bytes + in.run.global_batch - 1) / in.run.global_batch;
-            if (in.run.stored_bytes_per_sample == 0)
-                in.run.stored_bytes_per_sample = in.run.infeed_bytes_per_sample;
-        }
-        if (step.trace.ops.empty())
-            throw InputError(o.hlo.empty() ? o.trace : o.hlo, "",
-                             "the step program has nothing but infeed; expected device work");
+        resolve_step_inputs(in.run, step, o.hlo.empty() ? o.trace : o.hlo);
         in.program_ops = step.ops;
         in.cores = trace.cores;
         in.reuse = !o.no_reuse;

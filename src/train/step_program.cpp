@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "tpusim/common/error.h"
+
 namespace tpusim {
 
 namespace {
@@ -75,7 +77,12 @@ StepProgram device_step(const Trace& step) {
         if (op.kind == OpKind::Infeed) {
             const auto cores =
                 op.cores.empty() ? step.cores : static_cast<std::int64_t>(op.cores.size());
-            p.infeed_bytes += op.bytes * cores;
+            std::int64_t bytes = 0;
+            if (__builtin_mul_overflow(op.bytes, cores, &bytes) ||
+                __builtin_add_overflow(p.infeed_bytes, bytes, &p.infeed_bytes))
+                throw InputError(step.path, "/ops/" + std::to_string(i) + "/bytes",
+                                 "the step's infeed ops move more than 2^63 bytes in all; "
+                                 "expected a step program's input");
             infeed_deps[i] = deps;
             continue;
         }
@@ -87,6 +94,24 @@ StepProgram device_step(const Trace& step) {
         p.trace.ops.push_back(std::move(copy));
     }
     return p;
+}
+
+void resolve_step_inputs(RunDescription& run, const StepProgram& step,
+                         const std::string& program_path) {
+    if (run.infeed_bytes_per_sample == 0) {
+        if (step.infeed_bytes == 0)
+            throw InputError(run.path, "/dataset/infeed_bytes_per_sample",
+                             "missing, and the step program has no infeed op to take it "
+                             "from; give the input bytes of one sample");
+        // Rounded up: a padded batch is infed whole. No overflow: infeed_bytes < 2^63.
+        run.infeed_bytes_per_sample =
+            step.infeed_bytes / run.global_batch + (step.infeed_bytes % run.global_batch != 0);
+        if (run.stored_bytes_per_sample == 0)
+            run.stored_bytes_per_sample = run.infeed_bytes_per_sample;
+    }
+    if (step.trace.ops.empty())
+        throw InputError(program_path, "",
+                         "the step program has nothing but infeed; expected device work");
 }
 
 namespace {

@@ -39,6 +39,8 @@ expect_error "zip of unequal lengths" "/axes/0/zip/1: zipped axes need equal len
 expect_error "unknown workload parameter" "/axes/0/values/0: no workload has a parameter \"batch\"" -- sweep "$b/unknown_param.json"
 expect_error "a section, not a key" "/axes/0/values/0: \"mxu\" is a config section" -- sweep "$b/section_key.json"
 expect_error "scale gives a fraction" "/axes/0/scale/0: 128 x 1.3 is not an integer" -- sweep "$b/scale_not_integer.json"
+expect_error "scale out of range" "/axes/0/scale/0: 128 x 1e+300 is out of the integer range" -- sweep "$b/scale_out_of_range.json"
+expect_error "key with a tilde" "/axes/0/values/0: unknown config key \"mxu.rows~2\"" -- sweep "$b/key_tilde.json"
 expect_error "no variants" "/axes/0/variants: empty axis" -- sweep "$b/empty_variants.json"
 expect_error "no workloads" "/workloads: expected a non-empty array" -- sweep "$b/no_workloads.json"
 expect_error "no base" "no_base.json: missing \"base\"" -- sweep "$b/no_base.json"

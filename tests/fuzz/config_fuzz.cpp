@@ -7,10 +7,7 @@
 //   3. optionally --set overrides, one a line.
 // Both files sit in a scratch folder beside copies of the committed configs, so an input may
 // also extend "tpu_v3_8.json" and the rest.
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -27,28 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A folder of our own for the whole process, with the committed configs copied in.
-const fs::path& scratch() {
-    static const fs::path dir = [] {
-        const fs::path base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path();
-        std::string tmpl = (base / "tpusim-fuzz-config-XXXXXX").string();
-        if (!mkdtemp(tmpl.data())) std::abort();
-        const fs::path d = tmpl;
-        for (const char* sub : {"configs", "configs/compat"}) {
-            for (const auto& e : fs::directory_iterator(tpusim::fuzz::source_dir() + "/" + sub)) {
-                if (e.path().extension() == ".json")
-                    fs::copy_file(e.path(), d / e.path().filename(),
-                                  fs::copy_options::overwrite_existing);
-            }
-        }
-        std::atexit([] {
-            std::error_code ec;
-            fs::remove_all(scratch(), ec);
-        });
-        return d;
-    }();
-    return dir;
-}
+// The shared scratch folder with the committed configs copied in (fuzz_support.h).
+fs::path scratch() { return tpusim::fuzz::scratch_with_configs(); }
 
 void write_file(const fs::path& p, const std::string& text) {
     std::ofstream out(p, std::ios::binary | std::ios::trunc);

@@ -1,7 +1,10 @@
 #include "fuzz_support.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <new>
@@ -66,6 +69,28 @@ bool small_enough_to_lower(const Trace& t) {
 std::string source_dir() {
     if (const char* env = std::getenv("TPUSIM_SOURCE_DIR"); env && *env) return env;
     return TPUSIM_SOURCE_DIR;
+}
+
+const std::string& scratch_with_configs() {
+    namespace fs = std::filesystem;
+    static const std::string dir = [] {
+        const fs::path base = fs::is_directory("/dev/shm") ? "/dev/shm" : fs::temp_directory_path();
+        std::string tmpl = (base / "tpusim-fuzz-XXXXXX").string();
+        if (!mkdtemp(tmpl.data())) std::abort();
+        for (const char* sub : {"configs", "configs/compat"}) {
+            for (const auto& e : fs::directory_iterator(source_dir() + "/" + sub)) {
+                if (e.path().extension() == ".json")
+                    fs::copy_file(e.path(), fs::path(tmpl) / e.path().filename(),
+                                  fs::copy_options::overwrite_existing);
+            }
+        }
+        std::atexit([] {
+            std::error_code ec;
+            fs::remove_all(scratch_with_configs(), ec);
+        });
+        return tmpl;
+    }();
+    return dir;
 }
 
 const TpuConfig& committed_config(const std::string& file_name) {

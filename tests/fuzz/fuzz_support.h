@@ -39,6 +39,10 @@ bool small_enough_to_lower(const Trace& t);
 // A committed config under configs/, loaded once per process.
 const TpuConfig& committed_config(const std::string& file_name);
 
+// A scratch folder of this process's own (removed at exit) holding copies of the committed
+// configs (configs/*.json, configs/compat/*.json), so that an input may name them by file name.
+const std::string& scratch_with_configs();
+
 // The source tree (TPUSIM_SOURCE_DIR at build time; the environment variable of that name
 // wins, so a moved checkout still finds its configs).
 std::string source_dir();

@@ -19,6 +19,7 @@
 #include "tpusim/program/program.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/trace/trace.h"
+#include "tpusim/train/run_description.h"
 
 namespace tpusim {
 
@@ -28,7 +29,14 @@ struct StepProgram {
     std::size_t ops = 0;            // ops of the original step program (for the compile)
 };
 
+// Throws InputError when the infeed ops' bytes add up to more than 2^63.
 StepProgram device_step(const Trace& step);
+
+// What `tpusim train` derives and checks before simulating: the run's infeed (and stored)
+// bytes per sample from the step's infeed ops when the run gives none, and a step with device
+// work. Throws InputError(run file or `program_path`, place, what was expected).
+void resolve_step_inputs(RunDescription& run, const StepProgram& step,
+                         const std::string& program_path);
 
 // `n` copies of the lowered step with a barrier between consecutive copies; the copy of op "x"
 // in step k is "x@step<k>", its collectives are new instances.
