@@ -24,13 +24,15 @@ void walk(const Trace& t, const std::vector<std::size_t>& order, const std::vect
     std::vector<std::size_t> position(n, 0), last_use(n, 0);
     std::vector<bool> consumed(n, false);
     for (std::size_t k = 0; k < order.size(); ++k) position[order[k]] = k;
-    std::int64_t params = 0;
+    std::int64_t params = std::max<std::int64_t>(t.parameter_bytes, 0);
     for (std::size_t i = 0; i < n; ++i) {
         const TraceOp& op = t.ops[i];
         if (!runs_on(op, core)) continue;
-        const auto operands = op_operand_bytes(op);
-        for (std::size_t j = 0; j < operands.size(); ++j) {
-            if (j >= op.deps.size()) params += operands[j];
+        if (t.parameter_bytes < 0) {  // undeclared: each operand without a producer
+            const auto operands = op_operand_bytes(op);
+            for (std::size_t j = 0; j < operands.size(); ++j) {
+                if (j >= op.deps.size()) params += operands[j];
+            }
         }
         for (std::size_t d : op.deps) {
             last_use[d] = std::max(last_use[d], position[i]);

@@ -74,13 +74,13 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
     if (!j.is_object()) {
         fail("", fmt::format("the top level must be a JSON object, got {}", json_type_name(j)));
     }
-    static const char* const kKeys[] = {"format", "version", "name",    "description",
-                                        "cores",  "ops",     "metadata"};
+    static const char* const kKeys[] = {
+        "format", "version", "name", "description", "cores", "ops", "parameter_bytes", "metadata"};
     for (auto it = j.begin(); it != j.end(); ++it) {
         if (std::find(std::begin(kKeys), std::end(kKeys), it.key()) == std::end(kKeys)) {
             fail(json_pointer_child("", it.key()),
                  "unknown key (expected format, version, name, description, cores, ops, "
-                 "metadata)");
+                 "parameter_bytes, metadata)");
         }
     }
     const auto format = j.find("format");
@@ -121,6 +121,13 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
             fail("/cores", fmt::format("the trace needs {} cores but the board has {}", t.cores,
                                        board_cores));
         }
+    }
+    if (const auto it = j.find("parameter_bytes"); it != j.end()) {
+        if (!it->is_number_integer() || *it < 0 ||
+            (it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t{INT64_MAX})) {
+            fail("/parameter_bytes", "expected a non-negative integer, got " + it->dump());
+        }
+        t.parameter_bytes = it->get<std::int64_t>();
     }
     const auto ops = j.find("ops");
     if (ops == j.end()) fail("/ops", "missing (expected an array of ops)");

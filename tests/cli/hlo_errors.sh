@@ -60,5 +60,33 @@ expect call_fan_out "the module expands to more than 1048576 instructions"
 expect huge_trip_count "the module expands to more than 1048576 instructions"
 expect memory_space "expected S(<memory space>) in the layout"
 
+# The HBM capacity check on imported modules (docs/program.md, "HBM capacity"): a module
+# whose parameters and live results exceed a core's HBM is a located exit-2 error from run
+# and trace check; one whose single weight is read by many instructions fits (the weight is
+# one parameter, not one per read).
+cap=tests/data/hlo_capacity
+for cmd in "run --config $v3 -q --hlo" "trace check --config $v3 --hlo"; do
+    # shellcheck disable=SC2086
+    err=$(timeout 20 "$bin" $cmd $cap/hbm_too_small.hlo 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne 2 ] || [[ "$err" != "error: $cap/hbm_too_small.hlo: op \"s\": resource exhausted: core 0 needs 24.00 GiB"* ]]; then
+        echo "FAIL $cmd hbm_too_small: rc=$rc $err"
+        fails=$((fails + 1))
+    else
+        passes=$((passes + 1))
+    fi
+done
+# shellcheck disable=SC2086
+out=$(timeout 20 "$bin" trace check --config $v3 --json --hlo $cap/one_weight_read_often.hlo 2>&1)
+rc=$?
+fp=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["hbm_footprint_bytes_per_core"])' <<<"$out" 2>/dev/null)
+# 2 GiB of weight + the largest live reductions (8 results of at most 128 KiB): under 2.01 GiB.
+if [ $rc -ne 0 ] || [ -z "$fp" ] || [ "$fp" -lt 2147483648 ] || [ "$fp" -gt 2158000000 ]; then
+    echo "FAIL one_weight_read_often: rc=$rc footprint=$fp $(tail -c 300 <<<"$out")"
+    fails=$((fails + 1))
+else
+    passes=$((passes + 1))
+fi
+
 echo "hlo errors: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

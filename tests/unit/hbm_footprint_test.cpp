@@ -33,6 +33,27 @@ TEST_CASE("hbm footprint: parameters stay, results live until their last consume
     CHECK(t.ops[f.peak_op].id == "b");
 }
 
+TEST_CASE("hbm footprint: declared parameter_bytes count each parameter once", "[hbm][capacity]") {
+    // The same weight W (1024 x 1024 bf16, 2 MiB) read by two matmuls, each from its own
+    // infeed x1, x2 (2048 x 1024: 4 MiB each; results 4 MiB each). Undeclared, each read of
+    // W is a parameter of its own: 4 MiB; declared (the trace names W's 2 MiB once), 2 MiB.
+    // Live results: x1 (4); a1: x1 + a1 = 8; x2: a1 + x2 = 8 (x1 freed after a1, a1 is an
+    // output and stays); a2: a1 + x2 + a2 = 12.
+    const char* ops = R"(
+        {"id": "x1", "kind": "infeed", "bytes": 4194304},
+        {"id": "a1", "kind": "matmul", "m": 2048, "k": 1024, "n": 1024, "dtype": "bf16", "deps": ["x1"]},
+        {"id": "x2", "kind": "infeed", "bytes": 4194304},
+        {"id": "a2", "kind": "matmul", "m": 2048, "k": 1024, "n": 1024, "dtype": "bf16", "deps": ["x2"]})";
+    const std::int64_t MiB = 1 << 20;
+    const auto undeclared = hbm_footprint(parse_text(trace_text(ops, R"(, "cores": 1)")));
+    CHECK(undeclared.parameter_bytes == 4 * MiB);
+    CHECK(undeclared.peak_bytes == 16 * MiB);
+    const auto declared =
+        hbm_footprint(parse_text(trace_text(ops, R"(, "cores": 1, "parameter_bytes": 2097152)")));
+    CHECK(declared.parameter_bytes == 2 * MiB);
+    CHECK(declared.peak_bytes == 14 * MiB);
+}
+
 TEST_CASE("hbm footprint: a result kept on chip by a fused consumer takes no HBM",
           "[hbm][capacity]") {
     // a's only consumer is fused, so a stays in VMEM: the peak is a's operands (no producer:

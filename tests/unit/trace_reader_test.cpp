@@ -99,6 +99,12 @@ TEST_CASE("top-level errors name the JSON pointer", "[trace]") {
           "the trace needs 4 cores but the board has 2");
     CHECK(parse_text(trace_text(kMatmul), 2).cores == 2);
     CHECK(where_of(trace_text(kMatmul, R"(, "cores": 0)")) == "/cores");
+    // parameter_bytes: a non-negative integer when given; -1 (undeclared) by default.
+    CHECK(parse_text(trace_text(kMatmul)).parameter_bytes == -1);
+    CHECK(parse_text(trace_text(kMatmul, R"(, "parameter_bytes": 4096)")).parameter_bytes == 4096);
+    CHECK(where_of(trace_text(kMatmul, R"(, "parameter_bytes": -1)")) == "/parameter_bytes");
+    CHECK(what_of(trace_text(kMatmul, R"(, "parameter_bytes": "8")")) ==
+          "expected a non-negative integer, got \"8\"");
 }
 
 TEST_CASE("op errors name the op and the problem", "[trace]") {

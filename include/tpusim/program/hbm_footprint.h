@@ -4,11 +4,13 @@
 //
 // Model (docs/program.md "HBM capacity"): ops run in issue order. An operand that comes from
 // a dep (the primary operand from deps[0], operand j from deps[j]) is that dep's result;
-// every other operand (weights, a bias, an input with no producer) is a parameter, resident
-// for the whole program. A result is live from its op until its last consumer on the core has
-// run, or to the end when nothing consumes it (a program output); a result kept on chip by
-// fused consumers takes no HBM. The trace names no tensors, so a weight read by two ops counts
-// twice: the figure is an upper bound for such programs.
+// the parameters (weights, inputs) are resident for the whole program. A trace that declares
+// `parameter_bytes` (an imported HLO module: the sum of its entry parameters) counts each
+// parameter once, however many ops read it; otherwise every operand without a producer counts
+// as a parameter of its own (the trace names no tensors), an upper bound when a weight is read
+// by several ops. A result is live from its op until its last consumer on the core has run, or
+// to the end when nothing consumes it (a program output); a result kept on chip by fused
+// consumers takes no HBM.
 #include <cstddef>
 #include <cstdint>
 

@@ -118,6 +118,10 @@ struct Trace {
     std::int64_t cores = 1;
     std::vector<TraceOp> ops;  // topological order
     std::string path;
+    // Bytes per core of the program's parameters (inputs resident in HBM for the whole run,
+    // each counted once however many ops read it), or -1 when the file does not say; then the
+    // HBM footprint counts every operand without a producer as a parameter of its own.
+    std::int64_t parameter_bytes = -1;
 };
 
 inline constexpr int kTraceVersion = 1;

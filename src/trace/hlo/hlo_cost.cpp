@@ -99,11 +99,22 @@ const HloShape& largest_array(const HloShape& s) {
 // padded to the (8, 128) tile when asked.
 std::int64_t padded_elements(const HloShape& s, bool pad) {
     if (!pad || s.dims.empty()) return s.elements_count();
+    // The tile covers the two most minor dimensions of size > 1: a size-1 dimension is
+    // dropped by a free bitcast (XLA's layout normalization), so it is not padded to 128 or 8
+    // (bf16[16,8,1,2048,2048] with the 1 most minor would otherwise grow 128 times).
     const std::size_t r = s.dims.size();
-    std::size_t minor = r - 1, second = r >= 2 ? r - 2 : r;
-    if (s.minor_to_major.size() == r) {
-        minor = static_cast<std::size_t>(s.minor_to_major[0]);
-        second = r >= 2 ? static_cast<std::size_t>(s.minor_to_major[1]) : r;
+    std::size_t minor = r, second = r;
+    for (std::size_t k = 0; k < r; ++k) {
+        const std::size_t i = s.minor_to_major.size() == r
+                                  ? static_cast<std::size_t>(s.minor_to_major[k])
+                                  : r - 1 - k;
+        if (s.dims[i] == 1) continue;
+        if (minor == r) {
+            minor = i;
+        } else {
+            second = i;
+            break;
+        }
     }
     std::int64_t n = 1;
     for (std::size_t i = 0; i < r; ++i) {

@@ -77,6 +77,12 @@ class Importer {
             m_.name.empty() ? std::filesystem::path(m_.path).stem().string() : std::string(m_.name);
         trace_.path = m_.path;
         const HloComputation& entry = m_.computations[static_cast<std::size_t>(m_.entry)];
+        // The entry parameters live in HBM for the whole program, each once however many
+        // instructions (or loop trips) read it; those in VMEM (S(1)) or host memory (S(5))
+        // take none.
+        trace_.parameter_bytes = 0;
+        for (const auto& in : entry.instrs)
+            if (in.opcode == "parameter") trace_.parameter_bytes += hbm_bytes(in.shape);
         walk(m_.entry, {}, "");
         if (trace_.ops.empty()) {  // nothing but parameters and free ops: the result write
             const HloInstr& root = entry.instrs[static_cast<std::size_t>(entry.root)];
@@ -101,6 +107,13 @@ class Importer {
         for (; line_pos_ < offset && line_pos_ < t.size(); ++line_pos_)
             if (t[line_pos_] == '\n') ++line_no_;
         return line_no_;
+    }
+
+    static std::int64_t hbm_bytes(const HloShape& s) {
+        if (!s.tuple) return s.memory_space == 0 ? s.bytes() : 0;
+        std::int64_t b = 0;
+        for (const auto& e : s.elements) b += hbm_bytes(e);
+        return b;
     }
 
     std::string unique_id(std::string_view name, const std::string& suffix) {

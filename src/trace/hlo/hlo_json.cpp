@@ -70,19 +70,24 @@ nlohmann::json trace_to_json_object(const Trace& t) {
         if (op.line > 0) o["comment"] = fmt::format("HLO line {}", op.line);
         ops.push_back(std::move(o));
     }
-    return json{{"format", kTraceFormat},
-                {"version", kTraceVersion},
-                {"name", t.name},
-                {"cores", t.cores},
-                {"ops", std::move(ops)}};
+    json out{{"format", kTraceFormat},
+             {"version", kTraceVersion},
+             {"name", t.name},
+             {"cores", t.cores},
+             {"ops", std::move(ops)}};
+    if (t.parameter_bytes >= 0) out["parameter_bytes"] = t.parameter_bytes;
+    return out;
 }
 
 std::string trace_to_json(const Trace& t) {
     // One op per line: readable, diffable, and the reader reports errors by line.
     const nlohmann::json j = trace_to_json_object(t);
-    std::string out = "{\"format\": \"tpusim.trace\", \"version\": 1, \"name\": " +
-                      nlohmann::json(t.name).dump() + ", \"cores\": " + std::to_string(t.cores) +
-                      ",\n \"ops\": [\n";
+    std::string out =
+        "{\"format\": \"tpusim.trace\", \"version\": 1, \"name\": " +
+        nlohmann::json(t.name).dump() + ", \"cores\": " + std::to_string(t.cores) +
+        (t.parameter_bytes >= 0 ? ", \"parameter_bytes\": " + std::to_string(t.parameter_bytes)
+                                : std::string()) +
+        ",\n \"ops\": [\n";
     const auto& ops = j.at("ops");
     for (std::size_t i = 0; i < ops.size(); ++i)
         out += "  " + ops[i].dump() + (i + 1 < ops.size() ? ",\n" : "\n");
