@@ -14,7 +14,8 @@
 #   TPUSIM_SKIP_ASAN=1 skip part 4 (quick local runs; CI never sets it)
 #   ASAN_EXCLUDE=REGEX ctest names not run under the sanitizers. Default: system tests whose
 #                      Catch2 name ends in "(slow)" — give a system TEST_CASE that suffix when it
-#                      takes more than ~10 s under ASan, so the suite stays within CI's 15 min.
+#                      takes more than ~10 s under ASan, so the suite stays within CI's 15 min,
+#                      and the whole-model HLO replays.
 #   SYSTEM_REPEAT=N    runs of each SystemC system test under the sanitizers (default 3)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -71,7 +72,11 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1"
 export LSAN_OPTIONS="suppressions=$root/tests/sanitizer/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # catch_discover_tests names system tests "system:<Catch2 name>" (no space after the colon).
-ASAN_EXCLUDE=${ASAN_EXCLUDE:-'^system:.*\(slow\)$'}
+# The whole-model HLO replays (about a minute in the normal build) exercise the reader and the
+# lowering that the HLO tests and the fuzz replays already run under the sanitizers, on inputs
+# 10-100x larger: under ASan they would take most of CI's budget, so they run in the normal
+# build only.
+ASAN_EXCLUDE=${ASAN_EXCLUDE:-'^system:.*\(slow\)$|^cli: hlo whole-model replays$'}
 # SystemC system tests run SYSTEM_REPEAT times each under the sanitizers (stop at the first
 # failure): a failure that comes and goes, as the exit-time leak scan did, shows up in CI
 # rather than in a user's run.
