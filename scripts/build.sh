@@ -18,9 +18,12 @@ fi
 
 # ccache, when installed, makes a rebuild of unchanged sources (a second clone at the same path,
 # a branch switched back) nearly free; the build is the same without it.
+# Paths under the source tree are hashed relative to it (CCACHE_BASEDIR) and the working
+# directory is left out of the hash, so clones and worktrees at other paths share the cache.
 launcher=()
 if command -v ccache >/dev/null 2>&1; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 fi
 
 cmake -S . -B "$BUILD_DIR" "${generator[@]}" -Wno-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo \
