@@ -17,8 +17,19 @@ int xla_statistics_passes(const std::string& vop) {
 void CoreLowering::lower_vector(std::size_t i) {
     const OpSpec& op = ops_[i];
     const bool reduces = op.rowwise && op.vop.rfind("reduce", 0) == 0;
-    const std::int64_t out_cols = reduces ? 1 : op.cols;
-    const Bytes row_in = static_cast<Bytes>(op.cols * op.in_bytes);
+    // XLA's TPU layout of a row-major rows x cols array tiles its minor dimension by the
+    // vector lanes ({1,0:T(8,128)} for f32, (16,128) packed for bf16), so in HBM and VMEM a
+    // row occupies whole 128-lane tiles: a 4096 x 32 f32 array moves as 4096 x 128. The VPU
+    // body already works on whole tiles (vector_loop_iterations). Not for reduce_sum /
+    // reduce_max, whose `cols` is also used for a reduction along the major dimension (rows
+    // and cols swapped) and for pooling windows (docs/trace-format.md), i.e. not
+    // necessarily the array's minor dimension. docs/program.md.
+    const std::int64_t cols =
+        reduces ? op.cols
+                : static_cast<std::int64_t>(round_up(static_cast<std::uint64_t>(op.cols),
+                                                     static_cast<std::uint64_t>(cfg_.vpu.lanes)));
+    const std::int64_t out_cols = reduces ? 1 : cols;
+    const Bytes row_in = static_cast<Bytes>(cols * op.in_bytes);
     const Bytes row_out = static_cast<Bytes>(out_cols * op.out_bytes);
     // XLA emits a row normalisation written with jnp (LayerNorm: mean, variance of x - mean,
     // then (x - mean) * rsqrt(var + eps); softmax: max, sum of exp(x - max), then the

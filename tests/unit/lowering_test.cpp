@@ -185,6 +185,32 @@ TEST_CASE("vector ops are chunked in whole rows and every element is processed o
     }
 }
 
+TEST_CASE("a vector op's rows occupy whole lane tiles in HBM; reductions keep their columns",
+          "[lowering]") {
+    const TpuConfig cfg = v3();
+    const auto lanes = static_cast<std::uint64_t>(cfg.vpu.lanes);  // 128
+    // 4096 x 32 f32 layernorm: XLA's {1,0:T(8,128)} layout pads each 32-wide row to one
+    // 128-lane tile, so each of the three reads of x and the write of y moves 4096 x 128 x 4 B.
+    const Program p = lower_ops({vector("ln", "layernorm", 4096, 32, 1, true)}, cfg, {}, "t");
+    const Totals t = totals(p.cores[0]);
+    const std::uint64_t padded = 4096ull * lanes * 4;
+    CHECK(t.dma_in ==
+          (1 + static_cast<std::uint64_t>(xla_statistics_passes("layernorm"))) * padded);
+    CHECK(t.dma_out == padded);
+    // The VPU is handed the logical shape (its loop already covers whole tiles).
+    CHECK(t.vec_elems == 4096ull * 32);
+    // An elementwise op: 200 columns pad to 2 tiles (256 lanes) in and out.
+    const Totals e = totals(lower_ops({vector("r", "relu", 512, 200)}, cfg, {}, "t").cores[0]);
+    CHECK(e.dma_in == 512ull * 2 * lanes * 4);
+    CHECK(e.dma_out == 512ull * 2 * lanes * 4);
+    // reduce_sum: `cols` may be the major dimension (rows and cols swapped) or a pooling
+    // window, so its columns are moved as given; the result is one value per row.
+    const Totals r =
+        totals(lower_ops({vector("s", "reduce_sum", 512, 49, 1, true)}, cfg, {}, "t").cores[0]);
+    CHECK(r.dma_in == 512ull * 49 * 4);
+    CHECK(r.dma_out == 512ull * 4);
+}
+
 TEST_CASE("an op that cannot fit VMEM is a located error", "[lowering]") {
     TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"), {"vmem.capacity_mib=1"});
     try {
