@@ -69,6 +69,11 @@ class CoreLowering {
 
     void lower_matmul(std::size_t i);
     void lower_vector(std::size_t i);
+    // One statistics kernel of a row normalisation (XLA's separate reduction fusion): a full
+    // pass over the op's input `src` (rows of `cols` lanes) that starts after `after`, with
+    // the row reduction `body` on the VPU. Returns its last VPU instruction.
+    std::uint32_t lower_statistics_pass(std::size_t i, const char* body, Addr src,
+                                        std::int64_t cols, const Waits& after);
     void lower_copy(std::size_t i);
     void lower_single(std::size_t i);
     // Delivers a result tile of op `i`: to its fused consumer, or back to HBM.

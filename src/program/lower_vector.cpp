@@ -33,17 +33,13 @@ void CoreLowering::lower_vector(std::size_t i) {
     const Bytes row_out = static_cast<Bytes>(out_cols * op.out_bytes);
     // XLA emits a row normalisation written with jnp (LayerNorm: mean, variance of x - mean,
     // then (x - mean) * rsqrt(var + eps); softmax: max, sum of exp(x - max), then the
-    // quotient) as separate fusions: each row reduction is its own kernel that reads the
-    // input from HBM, and the elementwise fusion reads it once more. The statistics passes
-    // are modelled as extra reads of each chunk (same HBM bytes and order of traffic; the
-    // VPU work of the statistics is already in the op's instruction body). docs/program.md.
-    int stat_passes = xla_statistics_passes(op.vop);
-    auto row_bytes = [&] {
-        return row_in * static_cast<Bytes>(op.vector_inputs + stat_passes) + row_out;
-    };
-    // A row too long to hold its extra copies (rows of ~1 MiB and more) keeps one read.
-    if (row_bytes() * 2 > vmem_.capacity()) stat_passes = 0;
-    const Bytes row_all = row_bytes();
+    // quotient) as separate fusions: each row statistic is its own kernel, a full pass that
+    // reads the input from HBM and starts when the previous kernel has finished, and the
+    // elementwise fusion reads the input once more (docs/program.md). The statistics kernels
+    // run first (lower_statistics_pass); the VPU work of the statistics is charged in the
+    // op's own instruction body, the kernels' bodies are the row reductions.
+    const int stat_passes = xla_statistics_passes(op.vop);
+    const Bytes row_all = row_in * static_cast<Bytes>(op.vector_inputs) + row_out;
     if (row_all * 2 > vmem_.capacity()) {
         throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
                          fmt::format("one row of {} columns needs {:.2f} MiB of VMEM (double "
@@ -57,12 +53,17 @@ void CoreLowering::lower_vector(std::size_t i) {
     if (chunk_rows > sub) chunk_rows -= chunk_rows % sub;
     chunk_rows = std::min(chunk_rows, op.rows);
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
-    const Waits deps = dep_waits(op);
+    Waits deps = dep_waits(op);
     const auto u32 = static_cast<std::uint32_t>(i);
     std::vector<Addr> inputs;
     for (std::int64_t x = 0; x < op.vector_inputs; ++x) {
         inputs.push_back(
             operand(i, static_cast<std::size_t>(x), static_cast<Bytes>(op.rows) * row_in));
+    }
+    for (int p = 0; p < stat_passes; ++p) {
+        // softmax: the max, then the sum; layernorm: the mean, then the variance.
+        const char* body = op.vop == "softmax" && p == 0 ? "reduce_max" : "reduce_sum";
+        deps = {lower_statistics_pass(i, body, inputs.front(), cols, deps)};
     }
 
     const auto make = [&](std::size_t chunk) {
@@ -92,7 +93,6 @@ void CoreLowering::lower_vector(std::size_t i) {
         };
         st.load = [=](Step& s) {
             for (Addr src : inputs) load_rows(s, src);
-            for (int p = 0; p < stat_passes; ++p) load_rows(s, inputs.front());
         };
         st.compute = [=](Step& s) {
             Waits w = s.loaded;
@@ -114,6 +114,61 @@ void CoreLowering::lower_vector(std::size_t i) {
         return st;
     };
     run_pipeline(static_cast<std::size_t>(chunks), make);
+}
+
+std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* body, Addr src,
+                                                  std::int64_t cols, const Waits& after) {
+    const OpSpec& op = ops_[i];
+    const Bytes row_in = static_cast<Bytes>(cols * op.in_bytes);
+    std::int64_t chunk_rows = static_cast<std::int64_t>(
+        std::max<Bytes>(1, static_cast<Bytes>(cfg_.lowering.vector_chunk_bytes) / row_in));
+    const std::int64_t sub = cfg_.vpu.sublanes;
+    if (chunk_rows > sub) chunk_rows -= chunk_rows % sub;
+    chunk_rows = std::min(chunk_rows, op.rows);
+    const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
+    const auto u32 = static_cast<std::uint32_t>(i);
+    std::uint32_t last = 0;
+    const auto make = [&](std::size_t chunk) {
+        const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
+        const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
+        Step st;
+        st.load = [=](Step& s) {
+            const Bytes bytes = static_cast<Bytes>(rows) * row_in;
+            Waits w = after;
+            Buffer buf = alloc(bytes, false, w, i);
+            Instr ld;
+            ld.unit = Unit::Dma;
+            ld.op = u32;
+            ld.waits = w;
+            ld.dma().to_vmem = true;
+            ld.dma().vmem_addr = buf.addr;
+            ld.dma().hbm_addr = src + static_cast<Bytes>(r0) * row_in;
+            ld.dma().rows = rows;
+            ld.dma().row_bytes = row_in;
+            ld.dma().hbm_stride = row_in;
+            ld.dma().vmem_stride = row_in;
+            const std::uint32_t id = emit(std::move(ld));
+            vmem_.use(buf.addr, id);
+            s.loaded = {id};
+            s.buffers = {buf.addr};
+            count_hbm(i, bytes);
+        };
+        // One f32 statistic per row stays for the next kernel (its 4 B per row to and from
+        // HBM are left out).
+        st.compute = [=, &last](Step& s) {
+            Instr v;
+            v.unit = Unit::Vpu;
+            v.op = u32;
+            v.waits = s.loaded;
+            v.vec() = {body, rows, op.cols, op.in_bytes, 4};
+            last = emit(std::move(v));
+            for (Addr a : s.buffers) vmem_.use(a, last);
+            s.computed = {last};
+        };
+        return st;
+    };
+    run_pipeline(static_cast<std::size_t>(chunks), make);
+    return last;
 }
 
 void CoreLowering::lower_copy(std::size_t i) {

@@ -4,7 +4,10 @@
 
 #include <array>
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "../test_util.h"
 #include "op_spec_util.h"
@@ -189,14 +192,54 @@ TEST_CASE("vector ops are chunked in whole rows and every element is processed o
     const TpuConfig cfg = v3();
     const Program p = lower_ops({vector("sm", "softmax", 1000, 4096, 1, true)}, cfg, {}, "t");
     const Totals t = totals(p.cores[0]);
-    CHECK(t.vec_elems == 1000ull * 4096);
     // XLA's softmax reads its input three times: max, sum of exp, then the quotient.
     CHECK(xla_statistics_passes("softmax") == 2);
     CHECK(t.dma_in == 3 * 1000ull * 4096 * 4);
     CHECK(t.dma_out == 1000ull * 4096 * 4);
+    // Each statistics kernel (reduce_max, then reduce_sum) and the op's own body cover every
+    // element once, in that order.
+    std::map<std::string, std::uint64_t> elems;
+    std::vector<std::string> order;
     for (const auto& in : p.cores[0].instrs) {
-        if (in.unit == Unit::Vpu) CHECK(in.vec().cols == 4096);
+        if (in.unit != Unit::Vpu) continue;
+        CHECK(in.vec().cols == 4096);
+        elems[in.vec().op] += static_cast<std::uint64_t>(in.vec().rows * in.vec().cols);
+        if (order.empty() || order.back() != in.vec().op) order.push_back(in.vec().op);
     }
+    CHECK(elems["softmax"] == 1000ull * 4096);
+    CHECK(elems["reduce_max"] == 1000ull * 4096);
+    CHECK(elems["reduce_sum"] == 1000ull * 4096);
+    CHECK(order == std::vector<std::string>{"reduce_max", "reduce_sum", "softmax"});
+}
+
+TEST_CASE("a row normalisation's kernels run one after the other", "[lowering]") {
+    // XLA's separate fusions: no load of a kernel is issued before the previous kernel's
+    // last VPU instruction (the statistic it needs) has been waited for.
+    const TpuConfig cfg = v3();
+    const Program p = lower_ops({vector("ln", "layernorm", 4096, 1024, 1, true)}, cfg, {}, "t");
+    const auto& ins = p.cores[0].instrs;
+    std::vector<std::size_t> last_of_pass;  // index of each statistics kernel's last VPU instr
+    std::string cur;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+        if (ins[k].unit != Unit::Vpu) continue;
+        if (ins[k].vec().op != cur && !cur.empty()) last_of_pass.push_back(k);
+        cur = ins[k].vec().op;
+    }
+    REQUIRE(last_of_pass.size() == 1);  // reduce_sum (mean, variance) -> layernorm
+    // Every DMA that follows a kernel's last VPU instruction waits on it, directly or
+    // through an earlier DMA; the first load of the next kernel names it.
+    std::size_t boundary = 0;
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+        if (ins[k].unit == Unit::Vpu && ins[k].vec().op == "layernorm") break;
+        if (ins[k].unit == Unit::Vpu) boundary = k;
+    }
+    bool named = false;
+    for (std::size_t k = boundary + 1; k < ins.size() && !named; ++k) {
+        if (ins[k].unit != Unit::Dma) continue;
+        for (auto w : ins[k].waits) named = named || w == boundary;
+        break;
+    }
+    CHECK(named);
 }
 
 TEST_CASE("a vector op's rows occupy whole lane tiles in HBM; reductions keep their columns",
@@ -211,8 +254,9 @@ TEST_CASE("a vector op's rows occupy whole lane tiles in HBM; reductions keep th
     CHECK(t.dma_in ==
           (1 + static_cast<std::uint64_t>(xla_statistics_passes("layernorm"))) * padded);
     CHECK(t.dma_out == padded);
-    // The VPU is handed the logical shape (its loop already covers whole tiles).
-    CHECK(t.vec_elems == 4096ull * 32);
+    // The VPU is handed the logical shape (its loop already covers whole tiles): the two
+    // statistics kernels and the normalisation, 4096 x 32 each.
+    CHECK(t.vec_elems == 3 * 4096ull * 32);
     // An elementwise op: 200 columns pad to 2 tiles (256 lanes) in and out.
     const Totals e = totals(lower_ops({vector("r", "relu", 512, 200)}, cfg, {}, "t").cores[0]);
     CHECK(e.dma_in == 512ull * 2 * lanes * 4);
