@@ -69,6 +69,8 @@ class CoreLowering {
 
     void lower_matmul(std::size_t i);
     void lower_vector(std::size_t i);
+    // Rows per chunk of a vector op whose rows take `row_bytes` of VMEM (docs/program.md).
+    std::int64_t vector_chunk_rows(const OpSpec& op, Bytes row_bytes, std::int64_t out_bytes) const;
     // One statistics kernel of a row normalisation (XLA's separate reduction fusion): a full
     // pass over the op's input `src` (rows of `cols` lanes) that starts after `after`, with
     // the row reduction `body` on the VPU. Returns its last VPU instruction.

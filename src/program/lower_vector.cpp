@@ -14,6 +14,23 @@ int xla_statistics_passes(const std::string& vop) {
     return 0;
 }
 
+std::int64_t CoreLowering::vector_chunk_rows(const OpSpec& op, Bytes row_bytes,
+                                             std::int64_t out_bytes) const {
+    // About lowering.vector_chunk_bytes of rows, in whole VPU row groups: the VPU works on
+    // vregs of vpu.sublanes rows (two f32 vregs per packed 16-row bf16 tile,
+    // vector_loop_iterations), so a chunk of fewer rows would pay a whole group's VPU work
+    // for part of it. A group is taken whole when its double buffer fits VMEM.
+    const std::int64_t group = cfg_.vpu.sublanes * (op.in_bytes == 2 || out_bytes == 2 ? 2 : 1);
+    auto rows = static_cast<std::int64_t>(
+        std::max<Bytes>(1, static_cast<Bytes>(cfg_.lowering.vector_chunk_bytes) / row_bytes));
+    if (rows >= group) {
+        rows -= rows % group;
+    } else if (static_cast<Bytes>(2 * group) * row_bytes <= vmem_.capacity()) {
+        rows = group;
+    }
+    return std::min(rows, op.rows);
+}
+
 void CoreLowering::lower_vector(std::size_t i) {
     const OpSpec& op = ops_[i];
     const bool reduces = op.rowwise && op.vop.rfind("reduce", 0) == 0;
@@ -47,11 +64,7 @@ void CoreLowering::lower_vector(std::size_t i) {
                                      op.cols, 2.0 * static_cast<double>(row_all) / kMiB,
                                      cfg_.vmem.capacity_mib));
     }
-    std::int64_t chunk_rows = static_cast<std::int64_t>(
-        std::max<Bytes>(1, static_cast<Bytes>(cfg_.lowering.vector_chunk_bytes) / row_all));
-    const std::int64_t sub = cfg_.vpu.sublanes;
-    if (chunk_rows > sub) chunk_rows -= chunk_rows % sub;
-    chunk_rows = std::min(chunk_rows, op.rows);
+    const std::int64_t chunk_rows = vector_chunk_rows(op, row_all, op.out_bytes);
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
     Waits deps = dep_waits(op);
     const auto u32 = static_cast<std::uint32_t>(i);
@@ -120,11 +133,7 @@ std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* bod
                                                   std::int64_t cols, const Waits& after) {
     const OpSpec& op = ops_[i];
     const Bytes row_in = static_cast<Bytes>(cols * op.in_bytes);
-    std::int64_t chunk_rows = static_cast<std::int64_t>(
-        std::max<Bytes>(1, static_cast<Bytes>(cfg_.lowering.vector_chunk_bytes) / row_in));
-    const std::int64_t sub = cfg_.vpu.sublanes;
-    if (chunk_rows > sub) chunk_rows -= chunk_rows % sub;
-    chunk_rows = std::min(chunk_rows, op.rows);
+    const std::int64_t chunk_rows = vector_chunk_rows(op, row_in, 4);
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
     const auto u32 = static_cast<std::uint32_t>(i);
     std::uint32_t last = 0;

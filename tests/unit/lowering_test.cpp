@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -267,6 +268,28 @@ TEST_CASE("a vector op's rows occupy whole lane tiles in HBM; reductions keep th
         totals(lower_ops({vector("s", "reduce_sum", 512, 49, 1, true)}, cfg, {}, "t").cores[0]);
     CHECK(r.dma_in == 512ull * 49 * 4);
     CHECK(r.dma_out == 512ull * 4);
+}
+
+TEST_CASE("vector-op chunks are whole VPU row groups", "[lowering]") {
+    const TpuConfig cfg = v3();
+    auto chunk_rows = [&](const OpSpec& s) {
+        std::set<std::int64_t> rows;
+        const Program p = lower_ops({s}, cfg, {}, "t");
+        for (const auto& in : p.cores[0].instrs) {
+            if (in.unit == Unit::Vpu) rows.insert(in.vec().rows);
+        }
+        return rows;
+    };
+    const auto sub = cfg.vpu.sublanes;  // 8
+    // f32 rows of 65536 columns: 256 KiB in + 256 KiB out, so lowering.vector_chunk_bytes
+    // (1 MiB) holds 2 rows; a VPU row group is 8 rows (one vreg per 128 columns), and a
+    // double-buffered 8-row chunk (8 MiB) fits the 16 MiB VMEM, so chunks are 8 rows.
+    CHECK(chunk_rows(vector("w", "relu", 64, 65536)) == std::set<std::int64_t>{sub});
+    // bf16: a packed tile holds 16 rows (two f32 vregs per 128 columns), so 1 MiB /
+    // (20 KiB in + 20 KiB out) = 25 rows becomes 16, not 24 (a group and a half).
+    OpSpec b = vector("b", "relu", 64, 10240);
+    b.in_bytes = b.out_bytes = 2;
+    CHECK(chunk_rows(b) == std::set<std::int64_t>{2 * sub});
 }
 
 TEST_CASE("an op that cannot fit VMEM is a located error", "[lowering]") {
