@@ -218,23 +218,41 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 s.acc = acc.addr;
                 return;
             }
-            // Column groups of C go round-robin to the MXUs.
-            const std::int64_t groups = static_cast<std::int64_t>(ceil_div(tn_e, C));
-            for (std::int64_t x = 0; x < X && x < groups; ++x) {
-                std::int64_t cols = 0;
-                for (std::int64_t g = x; g < groups; g += X) {
-                    cols += std::min(C, tn_e - g * C);
-                }
+            const auto issue = [&](std::int64_t x, std::int64_t rows, std::int64_t cols) {
                 Instr mm;
                 mm.unit = Unit::Mxu;
                 mm.op = u32;
                 mm.waits = s.loaded;
                 if (jk == 0) append_waits(mm.waits, acc_waits);
-                mm.mm() = {x, tm_e, tk_e, cols};
+                mm.mm() = {x, rows, tk_e, cols};
                 const std::uint32_t id = emit(std::move(mm));
                 for (Addr a : s.buffers) vmem_.use(a, id);
                 vmem_.use(acc.addr, id);
                 s.computed.push_back(id);
+            };
+            // Column groups of C go round-robin to the MXUs.
+            const std::int64_t groups = static_cast<std::int64_t>(ceil_div(tn_e, C));
+            if (groups < X) {
+                // Fewer column groups than MXUs (N = 64 or 128 on a v3 core's two arrays):
+                // each group's weight tile is loaded into X / groups MXUs, which stream
+                // disjoint row ranges of the A tile, so every array works instead of one
+                // idling. Same MACs; each MXU pays its own weight load (docs/program.md).
+                const std::int64_t split = X / groups;
+                const std::int64_t share = (tm_e + split - 1) / split;
+                for (std::int64_t g = 0; g < groups; ++g) {
+                    for (std::int64_t r = 0; r < split && r * share < tm_e; ++r) {
+                        issue(g * split + r, std::min(share, tm_e - r * share),
+                              std::min(C, tn_e - g * C));
+                    }
+                }
+            } else {
+                for (std::int64_t x = 0; x < X && x < groups; ++x) {
+                    std::int64_t cols = 0;
+                    for (std::int64_t g = x; g < groups; g += X) {
+                        cols += std::min(C, tn_e - g * C);
+                    }
+                    issue(x, tm_e, cols);
+                }
             }
             s.acc = acc.addr;
         };
