@@ -216,6 +216,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
                     s.computed.push_back(id);
                 }
                 s.acc = acc.addr;
+                if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);  // as below
                 return;
             }
             const auto issue = [&](std::int64_t x, std::int64_t rows, std::int64_t cols) {
@@ -255,13 +256,17 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 }
             }
             s.acc = acc.addr;
+            // The last M tile's passes are the resident weights' last users: the tile may be
+            // overwritten once they are done (the ring makes a later buffer wait for them), so
+            // it is unpinned now rather than when the step finishes. Held one step longer, the
+            // weights of three steps stay pinned beside two accumulators and fragment VMEM.
+            if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
         };
         if (jk == nk - 1) {
             st.finish = [=](Step& s) {
                 sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
                                 consumer ? 4 : op.out_bytes, s.computed});
                 vmem_.unpin(s.acc);
-                if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
             };
         }
         return st;

@@ -82,6 +82,20 @@ TEST_CASE("matmul lowering covers every MAC once and writes the result once", "[
     }
 }
 
+TEST_CASE("resident weights are released with their last pass, not a step later", "[lowering]") {
+    // BERT-base's FFN weight gradient at 2 sequences of 512 per core: (768 x 1024) . (1024 x
+    // 3072), f32 out. Tiles 768 x 1024 x 1024 (13 MiB of the 14.4 MiB budget): K fits one tile,
+    // so each 2 MiB weight tile is pinned while its M tiles run. Released only when the step
+    // finished (after the next step's passes were issued), three weight tiles and an
+    // accumulator were pinned when the next 3 MiB accumulator was asked for, and the ring of
+    // 16 MiB had no 3 MiB gap left: "needs a 3.00 MiB VMEM buffer beside 9.00 MiB already held".
+    const TpuConfig cfg = v3();
+    OpSpec mm = matmul_spec("l11.ffn_in.dw", 768, 1024, 3072);
+    mm.out_bytes = 4;
+    const Program p = lower_ops({mm}, cfg, {}, "t");
+    CHECK(totals(p.cores[0]).macs == 768ull * 1024 * 3072);
+}
+
 TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
     const TpuConfig cfg = v3();
     const Program p = lower_ops({matmul_spec("mm", 1024, 1024, 1024)}, cfg, {}, "t");
