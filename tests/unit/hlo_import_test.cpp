@@ -191,3 +191,30 @@ TEST_CASE("HLO reader: errors are located file:line:column", "[hlo]") {
     CHECK(error_of("ENTRY e {\n  x = f99[4] parameter(0)\n}")
               .rfind("t.hlo:2:7: expected a shape", 0) == 0);
 }
+
+TEST_CASE("HLO tile padding: the layout that pads least, unless the TPU compiler chose it",
+          "[hlo]") {
+    // f32[96,320,7,7] (MobileNetV2's last feature map, NCHW as PyTorch/XLA writes it).
+    auto cols_of = [](const std::string& layout) {
+        const Trace t = import("HloModule m\nENTRY e {\n  x = f32[96,320,7,7]{" + layout +
+                               "} parameter(0)\n  ROOT y = f32[96,320,7,7]{" + layout +
+                               "} exponential(x)\n}\n");
+        REQUIRE(t.ops.size() == 1);
+        CHECK(t.ops[0].vector.rows == 1);
+        return t.ops[0].vector.cols;
+    };
+    // XLA's default layout: the TPU lays the tensor out to pad least. Candidates (minor to
+    // 128, second minor to 8): 320 -> 384 with 96 second: 96*384*7*7 = 1806336; 96 -> 128
+    // with 320 second: 128*320*49 = 2007040; 7 -> 128 minor: at least 96*320*128*7 = 27525120.
+    CHECK(cols_of("3,2,1,0") == 96 * 384 * 7 * 7);
+    // A tiled layout is the TPU compiler's: padded as written, 7 -> 128 (minor), 7 -> 8.
+    CHECK(cols_of("3,2,1,0:T(8,128)") == 96 * 320 * 8 * 128);
+    // Without the pass: the elements as they are.
+    HloImportOptions none;
+    none.tile_padding = false;
+    const Trace raw = import(
+        "HloModule m\nENTRY e {\n  x = f32[96,320,7,7]{3,2,1,0} parameter(0)\n"
+        "  ROOT y = f32[96,320,7,7]{3,2,1,0} exponential(x)\n}\n",
+        8, none);
+    CHECK(raw.ops.at(0).vector.cols == 96 * 320 * 7 * 7);
+}
