@@ -218,3 +218,39 @@ TEST_CASE("HLO tile padding: the layout that pads least, unless the TPU compiler
         8, none);
     CHECK(raw.ops.at(0).vector.cols == 96 * 320 * 7 * 7);
 }
+
+TEST_CASE("HLO fusion pass: a cheap producer of several fusions is duplicated into each", "[hlo]") {
+    // `p` feeds two reductions, which root two fusions. A convert is cheap: XLA's
+    // instruction fusion duplicates it into both, so it runs twice and is never stored. An
+    // exponential is expensive: it roots a fusion of its own whose result goes to HBM.
+    auto module = [](const std::string& producer) {
+        return "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+               "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n"
+               "  x = f32[1024,512]{1,0} parameter(0)\n  z = f32[] constant(0)\n"
+               "  p = bf16[1024,512]{1,0} " +
+               producer +
+               "(x)\n"
+               "  r1 = bf16[1024]{0} reduce(p, z), dimensions={1}, to_apply=add\n"
+               "  m = bf16[1024,512]{1,0} multiply(p, p)\n"
+               "  r2 = bf16[1024]{0} reduce(m, z), dimensions={1}, to_apply=add\n"
+               "  ROOT t = (bf16[1024]{0}, bf16[1024]{0}) tuple(r1, r2)\n}\n";
+    };
+    const Trace cheap = import(module("convert"));
+    std::vector<std::size_t> copies;
+    for (std::size_t i = 0; i < cheap.ops.size(); ++i)
+        if (cheap.ops[i].id.rfind("p", 0) == 0) copies.push_back(i);
+    REQUIRE(copies.size() == 2);  // "p" and "p/2", one per fusion
+    const auto kept = results_kept_on_chip(cheap);
+    for (std::size_t i : copies) {
+        CHECK(cheap.ops[i].vector.op == VectorOp::Convert);
+        CHECK(kept[i]);  // consumed on chip by its fusion only
+    }
+    const Trace costly = import(module("exponential"));
+    std::size_t exps = 0;
+    for (std::size_t i = 0; i < costly.ops.size(); ++i) {
+        if (costly.ops[i].id.rfind("p", 0) != 0) continue;
+        ++exps;
+        CHECK_FALSE(results_kept_on_chip(costly)[i]);  // stored for its two readers
+    }
+    CHECK(exps == 1);
+}
