@@ -16,9 +16,9 @@ $d/jax_seed_workloads/lstm_imdb_dp8.before_optimizations.hlo
 $d/jax_seed_workloads/roberta_base_quest_dp8.after_spmd_partitioning.hlo
 $d/jax_seed_workloads/roberta_base_quest_dp8.before_optimizations.hlo
 $d/xla_repo_models_preopt/gemma3_1b_flax_call.hlo"
-# MobileNetV2 fits (5.3 GiB at its peak) and has its own test, hlo_mobilenet.sh.
-# These fit too (peak live HBM per core: ResNet-50 5.6 GiB after SPMD partitioning, 10.2
-# before; the UNet 5.4 / 10.3) but take about a minute each to replay, too long for the
+# MobileNetV2 fits (8.0 GiB at its peak) and has its own test, hlo_mobilenet.sh.
+# These fit too (peak live HBM per core: ResNet-50 9.9 GiB after SPMD partitioning, 12.4
+# before; the UNet 9.4 / 11.3) but take a minute or more each to replay, too long for the
 # suite: `trace check` runs their import, lowering and HBM check (exit 0, no unknown opcode);
 # scripts/hlo_replay.sh replays them end to end (docs/hlo.md).
 checked="$d/jax_seed_workloads/resnet50_dp8.after_spmd_partitioning.hlo
@@ -26,8 +26,8 @@ $d/jax_seed_workloads/resnet50_dp8.before_optimizations.hlo
 $d/jax_seed_workloads/resnet_unet_dp8.after_spmd_partitioning.hlo
 $d/jax_seed_workloads/resnet_unet_dp8.before_optimizations.hlo"
 # Over 16 GiB per core by the check: Llama-3 8B 1x4 has 22.4 GiB of entry parameters (f32
-# weights and optimizer state per device), more than a core holds; MaxText holds 24.4 GiB
-# at its peak (its 7.5 GiB of parameters and 16.9 GiB of live results; no
+# weights and optimizer state per device), more than a core holds; MaxText holds 24.7 GiB
+# at its peak (its 7.5 GiB of parameters and 17.2 GiB of live results; no
 # rematerialisation: docs/hlo.md, "Limits").
 over="$d/xla_repo_models_preopt/hlo_llama3_8b_cp_bf16_1x4.hlo
 $d/xla_repo_models_preopt/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo"

@@ -5,7 +5,9 @@
 //   - elementwise ops, converts, data movement, bitcasts and reshapes join the fusion of their
 //     users when all their users are in that one fusion;
 //   - a cheap elementwise op (not one of XLA's expensive ones: divide, exp, log, tanh, sqrt,
-//     ...) whose users are all fused but in several fusions is duplicated into each of them,
+//     ...) whose users are all fused but in several fusions, none of them around a dot or
+//     convolution (XLA fuses producers into loop and input fusions only), is duplicated into
+//     each of them,
 //     as XLA's instruction fusion does for producers that are not expensive
 //     (xla/service/instruction_fusion.cc: it refuses to duplicate only an expensive producer),
 //     so its result is never stored;
@@ -83,8 +85,12 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
             if (join && cls == OpClass::Heavy)
                 join = !has_heavy[static_cast<std::size_t>(into[0])] &&
                        root_class[static_cast<std::size_t>(into[0])] == OpClass::Elementwise;
-            const bool duplicate = all_fused && into.size() > 1 && cls == OpClass::Elementwise &&
-                                   !expensive(in.opcode);
+            // Not into the output fusion of a dot or convolution: XLA's ShouldFuse fuses a
+            // producer only into loop and input fusions.
+            bool duplicate = all_fused && into.size() > 1 && cls == OpClass::Elementwise &&
+                             !expensive(in.opcode);
+            for (std::int32_t c : into)
+                duplicate = duplicate && !has_heavy[static_cast<std::size_t>(c)];
             if (join || duplicate) {
                 cluster[i] = std::move(into);
                 if (cls == OpClass::Heavy)
