@@ -12,8 +12,8 @@ namespace tpusim {
 namespace {
 
 Bytes output_bytes(const OpSpec& op) {
-    if (op.kind == "matmul") return static_cast<Bytes>(op.batch * op.m * op.n * op.out_bytes);
-    if (op.kind == "vector") {
+    if (op.kind == OpKind::Matmul) return static_cast<Bytes>(op.batch * op.m * op.n * op.out_bytes);
+    if (op.kind == OpKind::Vector) {
         const std::int64_t cols = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : op.cols;
         return static_cast<Bytes>(op.rows * cols * op.out_bytes);
     }
@@ -157,14 +157,19 @@ InstrList CoreLowering::run(std::vector<OpInfo>& infos) {
         const OpSpec& op = ops_[i];
         if (!on_this_core(op) || lowered_[i]) continue;
         lowered_[i] = true;
-        if (op.kind == "matmul") {
-            lower_matmul(i);
-        } else if (op.kind == "vector") {
-            lower_vector(i);
-        } else if (op.kind == "copy") {
-            lower_copy(i);
-        } else {
-            lower_single(i);
+        switch (op.kind) {
+            case OpKind::Matmul:
+                lower_matmul(i);
+                break;
+            case OpKind::Vector:
+                lower_vector(i);
+                break;
+            case OpKind::Copy:
+                lower_copy(i);
+                break;
+            default:
+                lower_single(i);
+                break;
         }
     }
     return std::move(instrs_);

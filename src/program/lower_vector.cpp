@@ -145,18 +145,18 @@ void CoreLowering::lower_single(std::size_t i) {
     Instr in;
     in.op = static_cast<std::uint32_t>(i);
     in.waits = dep_waits(op);
-    if (op.kind == "infeed" || op.kind == "outfeed") {
+    if (op.kind == OpKind::Infeed || op.kind == OpKind::Outfeed) {
         in.unit = Unit::Host;
-        in.host() = {op.kind == "infeed", op.bytes};
+        in.host() = {op.kind == OpKind::Infeed, op.bytes};
     } else {
         in.unit = Unit::Ici;
         CollectiveInstr coll;
-        if (op.kind == "send" || op.kind == "recv") {
-            coll.role =
-                op.kind == "send" ? CollectiveInstr::Role::kSend : CollectiveInstr::Role::kRecv;
+        if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+            coll.role = op.kind == OpKind::Send ? CollectiveInstr::Role::kSend
+                                                : CollectiveInstr::Role::kRecv;
             coll.kind = CollectiveKind::kSendRecv;
         } else {
-            coll.kind = parse_collective_kind(op.kind);
+            coll.kind = collective_kind(op.kind);
         }
         coll.bytes = op.bytes;
         // op.group lists the replica groups, each closed by -1; this core takes its own.

@@ -17,7 +17,7 @@ OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t co
               std::size_t dep) {
     OpSpec s;
     s.id = id;
-    s.kind = "vector";
+    s.kind = OpKind::Vector;
     s.vop = op;
     s.rows = rows;
     s.cols = cols;
@@ -37,7 +37,7 @@ std::vector<OpSpec> ops() {
     v[3].rowwise = true;
     OpSpec ar;
     ar.id = "ar";
-    ar.kind = "all_reduce";
+    ar.kind = OpKind::AllReduce;
     ar.bytes = 1 << 20;
     ar.group = {0, 1};
     ar.deps = {3};

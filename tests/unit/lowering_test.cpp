@@ -24,7 +24,7 @@ OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t co
               std::int64_t inputs = 1, bool rowwise = false) {
     OpSpec s;
     s.id = id;
-    s.kind = "vector";
+    s.kind = OpKind::Vector;
     s.vop = op;
     s.rows = rows;
     s.cols = cols;

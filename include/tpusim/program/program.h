@@ -154,7 +154,7 @@ struct CoreProgram {
 // Per-op accounting the program layer knows before simulation.
 struct OpInfo {
     std::string id;
-    std::string kind;
+    OpKind kind = OpKind::Matmul;
     double flops = 0;         // useful FLOPs on one core
     double padded_flops = 0;  // FLOPs the MXU performs including padding
     Bytes hbm_bytes = 0;      // bytes the op moves between HBM and VMEM on one core
