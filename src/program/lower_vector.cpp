@@ -66,13 +66,10 @@ void CoreLowering::lower_vector(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = u32;
             ld.waits = w;
-            ld.dma().to_vmem = true;
-            ld.dma().vmem_addr = buf.addr;
-            ld.dma().hbm_addr = src + static_cast<Bytes>(r0) * row_in;
-            ld.dma().rows = rows;
-            ld.dma().row_bytes = row_in;
-            ld.dma().hbm_stride = row_in;
-            ld.dma().vmem_stride = row_in;
+            ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
+                                 {src, static_cast<std::int64_t>(row_in), r0, 0, rows,
+                                  static_cast<std::int64_t>(row_in), 1},
+                                 buf.addr);
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded.push_back(id);
@@ -122,7 +119,9 @@ void CoreLowering::lower_copy(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = static_cast<std::uint32_t>(i);
             ld.waits = w;
-            ld.dma() = {true, src + off, buf.addr, 1, bytes, bytes, bytes};
+            const auto n = static_cast<std::int64_t>(bytes);
+            ld.dma() =
+                dma_block(DmaDescriptor::Dir::HbmToVmem, {src + off, n, 0, 0, 1, n, 1}, buf.addr);
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded = {id};

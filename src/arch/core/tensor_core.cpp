@@ -142,10 +142,10 @@ void TensorCore::issue(std::uint32_t idx, Cycle stall) {
         case Unit::Dma: {
             if (dma_in_flight_++ == 0) dma_busy_since_ = now;
             ++stats_.dma_descriptors;
-            (in.dma().to_vmem ? stats_.dma_bytes_read : stats_.dma_bytes_written) +=
+            (in.dma().to_vmem() ? stats_.dma_bytes_read : stats_.dma_bytes_written) +=
                 in.dma().bytes();
             // The shared stream's addresses are relative to this core's HBM share.
-            DmaInstr d = in.dma();
+            DmaDescriptor d = in.dma();
             d.hbm_addr += program_->hbm_base;
             dma_out->transfer(d, [this, idx, now](Cycle t) {
                 if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;

@@ -102,18 +102,18 @@ void DmaEngine::worker_thread(std::size_t idx) {
     Engine& e = *engines_[idx];
     for (;;) {
         while (e.chunks.empty()) sc_core::wait(e.chunk_ready);
-        const DmaChunk c = e.chunks.front();
+        const DmaDescriptor c = e.chunks.front();
         e.chunks.pop_front();
         move_chunk(c, e.dir);
         if (--e.chunks_left == 0) e.chunk_done.notify(sc_core::SC_ZERO_TIME);
     }
 }
 
-void DmaEngine::transfer(const DmaInstr& d, DoneFn done) {
-    enqueue(dma_descriptor(d), nullptr, std::move(done));
+void DmaEngine::transfer(const DmaDescriptor& d, DoneFn done) {
+    enqueue(d, nullptr, std::move(done));
 }
 
-void DmaEngine::move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir) {
+void DmaEngine::move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir) {
     const bool to_vmem = dir == DmaDescriptor::Dir::HbmToVmem;
     ++chunks_;
     if (!to_vmem) {

@@ -22,11 +22,11 @@ CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
 
 CalibratedHbm::~CalibratedHbm() = default;
 
-void CalibratedHbm::transfer(int core_on_chip, const DmaInstr& d, DoneFn done) {
+void CalibratedHbm::transfer(int core_on_chip, const DmaDescriptor& d, DoneFn done) {
     const Cycle now = now_cycles();
     const std::uint64_t tag = next_tag_++;
     waiting_.emplace(tag, std::move(done));
-    const Cycle t = model_.transfer(d.hbm_addr, d.bytes(), !d.to_vmem, core_on_chip, now);
+    const Cycle t = model_.transfer(d.hbm_addr, d.bytes(), !d.to_vmem(), core_on_chip, now);
     due_.push({t, tag});
     due_q_.notify(cycles(t - now));
 }

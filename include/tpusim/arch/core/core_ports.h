@@ -20,7 +20,7 @@ using DoneFn = std::function<void(Cycle)>;
 // A DMA instruction of one core: HBM <-> this core's VMEM.
 class DmaIf : public virtual sc_core::sc_interface {
  public:
-    virtual void transfer(const DmaInstr& d, DoneFn done) = 0;
+    virtual void transfer(const DmaDescriptor& d, DoneFn done) = 0;
 };
 
 // A collective or send / recv step of core `core`.

@@ -26,14 +26,14 @@ class CalibratedHbm : public sc_core::sc_module {
     CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm, double core_clock_mhz,
                   std::int64_t cores_per_chip);
     ~CalibratedHbm() override;
-    void transfer(int core_on_chip, const DmaInstr& d, DoneFn done);
+    void transfer(int core_on_chip, const DmaDescriptor& d, DoneFn done);
     StatGroup& stats() { return model_.stats(); }
 
  private:
     struct CorePort : DmaIf {
         CalibratedHbm* hbm = nullptr;
         int core = 0;
-        void transfer(const DmaInstr& d, DoneFn done) override {
+        void transfer(const DmaDescriptor& d, DoneFn done) override {
             hbm->transfer(core, d, std::move(done));
         }
     };
