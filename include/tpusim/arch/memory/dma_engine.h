@@ -44,7 +44,7 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
                     DoneCallback on_done = {});
 
     // DmaIf: the core's DMA instruction, enqueued.
-    void transfer(const DmaDescriptor& d, DoneFn done) override;
+    void transfer(const DmaDescriptor& d, ReplyTo reply) override;
 
     std::size_t engines() const { return engines_.size(); }
     StatGroup& stats() { return stats_; }
@@ -53,7 +53,8 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     struct Job {
         DmaDescriptor d;
         sc_core::sc_event* done;
-        DoneCallback on_done;
+        DoneCallback on_done;  // enqueue's callers (benches, tests)
+        ReplyTo reply;         // transfer's: the core's done_in
     };
     struct Engine {
         std::deque<Job> jobs;
@@ -65,6 +66,8 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
         sc_core::sc_event chunk_ready, chunk_done;
         std::size_t chunks_left = 0;
     };
+    std::size_t least_loaded() const;
+    void enqueue_job(std::size_t engine, Job job);  // checks the descriptor first
     void engine_thread(std::size_t e);
     void worker_thread(std::size_t e);
     void move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir);
