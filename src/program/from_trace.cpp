@@ -94,6 +94,10 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
                 s.m = mm.m;
                 s.k = mm.k;
                 s.n = mm.n;
+                if (op.kind == OpKind::Conv2d) {
+                    const Conv2dShape& c = op.conv;
+                    s.conv = {c.h, c.w, c.c_in, c.kh, c.kw, c.stride_h, c.out_h(), c.out_w()};
+                }
                 break;
             }
             case OpKind::Vector: {

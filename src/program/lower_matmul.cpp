@@ -9,6 +9,50 @@
 
 namespace tpusim {
 
+namespace {
+
+// One DMA of a convolution's LHS tile from its NHWC input.
+struct WindowLoad {
+    std::int64_t rows = 0;
+    Bytes row_bytes = 0, hbm_stride = 0, hbm_offset = 0;
+    Bytes bytes() const { return static_cast<Bytes>(rows) * row_bytes; }
+};
+
+// XLA's TPU convolutions never materialise im2col: the input window stays in VMEM and the MXU
+// is fed one shifted view of it per filter tap. So the LHS tile of output pixels [m0, m0 + tm)
+// and filter taps x channels [k0, k0 + tk) (K is ordered (dy, dx, channel)) moves the input
+// rows those pixels' windows cover, once, instead of kh * kw im2col copies of them: a 3x3
+// stride-1 convolution reads its input ~1x, not 9x. Whole input rows of the taps' channels;
+// `batch_rows` (images x h) bounds the rows.
+WindowLoad conv_window_load(const OpSpec::ConvWindow& c, std::int64_t batch_rows, std::int64_t m0,
+                            std::int64_t tm, std::int64_t k0, std::int64_t tk, std::int64_t e) {
+    const std::int64_t r0 = m0 / c.out_w, r1 = (m0 + tm - 1) / c.out_w;  // output rows
+    const std::int64_t out_rows = r1 - r0 + 1;
+    const std::int64_t t0 = k0 / c.c, t1 = (k0 + tk - 1) / c.c;  // filter taps
+    const std::int64_t dy_span = t1 / c.kw - t0 / c.kw + 1;
+    const bool one_tap = t0 == t1;
+    const std::int64_t ch = one_tap ? tk : c.c, ch0 = one_tap ? k0 % c.c : 0;
+    const std::int64_t images = r1 / c.out_h - r0 / c.out_h + 1;
+    const std::int64_t rows = std::min(
+        {(out_rows - 1) * c.stride_h + dy_span, out_rows * dy_span, images * c.h, batch_rows});
+    const std::int64_t first = std::min(
+        (r0 / c.out_h) * c.h + std::min(c.h - 1, (r0 % c.out_h) * c.stride_h), batch_rows - rows);
+    const Bytes pixel = static_cast<Bytes>(c.c * e);
+    WindowLoad l;
+    l.hbm_offset = static_cast<Bytes>(first * c.w) * pixel + static_cast<Bytes>(ch0 * e);
+    if (ch == c.c) {  // whole pixels: the rows are contiguous
+        l.rows = rows;
+        l.row_bytes = l.hbm_stride = static_cast<Bytes>(c.w) * pixel;
+    } else {
+        l.rows = rows * c.w;
+        l.row_bytes = static_cast<Bytes>(ch * e);
+        l.hbm_stride = pixel;
+    }
+    return l;
+}
+
+}  // namespace
+
 void CoreLowering::lower_matmul(std::size_t i) {
     const OpSpec& op = ops_[i];
     const std::int64_t R = cfg_.mxu.rows, C = cfg_.mxu.cols, X = cfg_.core.mxus;
@@ -57,7 +101,11 @@ void CoreLowering::lower_matmul(std::size_t i) {
     const std::int64_t nm = static_cast<std::int64_t>(ceil_div(op.m, tm));
     const std::int64_t nk = static_cast<std::int64_t>(ceil_div(op.k, tk));
     const std::int64_t nn = static_cast<std::int64_t>(ceil_div(op.n, tn));
-    const Addr lhs = operand(i, 0, static_cast<Bytes>(op.batch * op.m * op.k * e));
+    const bool conv = op.conv.kh > 0;
+    const std::int64_t conv_rows = conv ? op.m / (op.conv.out_h * op.conv.out_w) * op.conv.h : 0;
+    const Addr lhs = operand(i, 0,
+                             conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * e)
+                                  : static_cast<Bytes>(op.batch * op.m * op.k * e));
     const Addr rhs = operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * e));
     const Waits deps = dep_waits(op);
     // Which operand is stationary in the array. With M no wider than the array, a weight tile
@@ -91,18 +139,32 @@ void CoreLowering::lower_matmul(std::size_t i) {
         const bool reuse_b = nk == 1 && jm > 0;  // weights stay resident across M
         Step st;
         st.load = [=, &bbuf, &b_load](Step& s) {
-            const Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * e);
+            Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * e);
+            WindowLoad win;
+            if (conv) {
+                win = conv_window_load(op.conv, conv_rows, jm * tm, tm_e, jk * tk, tk_e, e);
+                if (win.bytes() < a_bytes) a_bytes = win.bytes();
+            }
+            const bool windowed = conv && win.bytes() == a_bytes;
             Waits w = deps;
             Buffer a = alloc(a_bytes, false, w, i);
             Instr ld;
             ld.unit = Unit::Dma;
             ld.op = u32;
             ld.waits = w;
-            // LHS tile (jm, jk) of batch b: rows b*m + jm*tm of the m x k matrices.
-            ld.dma() = dma_block(
-                DmaDescriptor::Dir::HbmToVmem,
-                {lhs, op.k, b * op.m + jm * tm, jk * tk, tm_e, tk_e, static_cast<Bytes>(e)},
-                a.addr);
+            // LHS tile (jm, jk) of batch b: rows b*m + jm*tm of the m x k matrices, or for a
+            // convolution the input rows its window covers (rows of win.row_bytes bytes,
+            // win.hbm_stride apart).
+            ld.dma() =
+                windowed
+                    ? dma_block(DmaDescriptor::Dir::HbmToVmem,
+                                {lhs + win.hbm_offset, static_cast<std::int64_t>(win.hbm_stride), 0,
+                                 0, win.rows, static_cast<std::int64_t>(win.row_bytes), 1},
+                                a.addr)
+                    : dma_block(DmaDescriptor::Dir::HbmToVmem,
+                                {lhs, op.k, b * op.m + jm * tm, jk * tk, tm_e, tk_e,
+                                 static_cast<Bytes>(e)},
+                                a.addr);
             const std::uint32_t a_id = emit(ld);
             vmem_.use(a.addr, a_id);
             s.loaded.push_back(a_id);
@@ -150,34 +212,57 @@ void CoreLowering::lower_matmul(std::size_t i) {
                     s.computed.push_back(id);
                 }
                 s.acc = acc.addr;
+                if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);  // as below
                 return;
             }
-            // Column groups of C go round-robin to the MXUs.
-            const std::int64_t groups = static_cast<std::int64_t>(ceil_div(tn_e, C));
-            for (std::int64_t x = 0; x < X && x < groups; ++x) {
-                std::int64_t cols = 0;
-                for (std::int64_t g = x; g < groups; g += X) {
-                    cols += std::min(C, tn_e - g * C);
-                }
+            const auto issue = [&](std::int64_t x, std::int64_t rows, std::int64_t cols) {
                 Instr mm;
                 mm.unit = Unit::Mxu;
                 mm.op = u32;
                 mm.waits = s.loaded;
                 if (jk == 0) append_waits(mm.waits, acc_waits);
-                mm.mm() = {x, tm_e, tk_e, cols};
+                mm.mm() = {x, rows, tk_e, cols};
                 const std::uint32_t id = emit(std::move(mm));
                 for (Addr a : s.buffers) vmem_.use(a, id);
                 vmem_.use(acc.addr, id);
                 s.computed.push_back(id);
+            };
+            // Column groups of C go round-robin to the MXUs.
+            const std::int64_t groups = static_cast<std::int64_t>(ceil_div(tn_e, C));
+            if (groups < X) {
+                // Fewer column groups than MXUs (N = 64 or 128 on a v3 core's two arrays):
+                // each group's weight tile is loaded into X / groups MXUs, which stream
+                // disjoint row ranges of the A tile, so every array works instead of one
+                // idling. Same MACs; each MXU pays its own weight load (docs/program.md).
+                const std::int64_t split = X / groups;
+                const std::int64_t share = (tm_e + split - 1) / split;
+                for (std::int64_t g = 0; g < groups; ++g) {
+                    for (std::int64_t r = 0; r < split && r * share < tm_e; ++r) {
+                        issue(g * split + r, std::min(share, tm_e - r * share),
+                              std::min(C, tn_e - g * C));
+                    }
+                }
+            } else {
+                for (std::int64_t x = 0; x < X && x < groups; ++x) {
+                    std::int64_t cols = 0;
+                    for (std::int64_t g = x; g < groups; g += X) {
+                        cols += std::min(C, tn_e - g * C);
+                    }
+                    issue(x, tm_e, cols);
+                }
             }
             s.acc = acc.addr;
+            // The last M tile's passes are the resident weights' last users: the tile may be
+            // overwritten once they are done (the ring makes a later buffer wait for them), so
+            // it is unpinned now rather than when the step finishes. Held one step longer, the
+            // weights of three steps stay pinned beside two accumulators and fragment VMEM.
+            if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
         };
         if (jk == nk - 1) {
             st.finish = [=](Step& s) {
                 sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
                                 consumer ? 4 : op.out_bytes, s.computed});
                 vmem_.unpin(s.acc);
-                if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
             };
         }
         return st;

@@ -39,22 +39,24 @@ TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
     r.simulated_steps = static_cast<std::int64_t>(in.steps.size());
     r.reused_steps = std::max<std::int64_t>(0, r.steps - r.simulated_steps);
     const StepMeasure& last = in.steps.back();
-    for (std::int64_t s = 0; s < r.steps; ++s) {
-        const auto& m = in.steps[static_cast<std::size_t>(std::min(s, r.simulated_steps - 1))];
-        r.exposed_ici += m.exposed_ici;
-        r.mxu_busy += m.mxu_busy;
-    }
+    // Sums over the run's steps: the simulated ones as measured, every later step as the last
+    // (O(simulated steps), not O(run steps)). Exposed ICI is at most each step's device time,
+    // whose sum the pipeline bounds below 2^62; MXU busy sums over every MXU, so as a double.
+    const auto measured = [&](std::int64_t n) { return std::min(n, r.simulated_steps); };
+    r.exposed_ici = (r.steps - measured(r.steps)) * last.exposed_ici;
+    for (std::int64_t s = 0; s < measured(r.steps); ++s)
+        r.exposed_ici += in.steps[static_cast<std::size_t>(s)].exposed_ici;
+    const std::int64_t per_epoch = in.run.steps_per_epoch();
+    double first_busy =
+        static_cast<double>(per_epoch - measured(per_epoch)) * static_cast<double>(last.mxu_busy);
+    for (std::int64_t s = 0; s < measured(per_epoch); ++s)
+        first_busy += static_cast<double>(in.steps[static_cast<std::size_t>(s)].mxu_busy);
     const double mxus = static_cast<double>(in.cores * cfg.core.mxus);
     r.mxu_busy_fraction = static_cast<double>(last.mxu_busy) *
                           static_cast<double>(in.run.steps_per_epoch()) /
                           (static_cast<double>(steady_epoch(r.pipeline)) * mxus);
-
-    Cycle first_busy = 0;
-    for (std::int64_t s = 0; s < in.run.steps_per_epoch(); ++s)
-        first_busy +=
-            in.steps[static_cast<std::size_t>(std::min(s, r.simulated_steps - 1))].mxu_busy;
-    r.mxu_busy_first_epoch = static_cast<double>(first_busy) /
-                             (static_cast<double>(r.pipeline.epoch_cycles.front()) * mxus);
+    r.mxu_busy_first_epoch =
+        first_busy / (static_cast<double>(r.pipeline.epoch_cycles.front()) * mxus);
 
     const PipelineResult& p = r.pipeline;
     const Cycle compute = p.device - r.exposed_ici;

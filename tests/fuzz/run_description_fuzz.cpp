@@ -1,7 +1,8 @@
 // libFuzzer harness: the train run-description reader (src/train/run_description.cpp) and what
 // `tpusim train` builds from it before simulating: the device step (infeed ops taken out), the
 // infeed bytes per sample resolved from it, the lowered step and its warm-up repetition
-// (repeat_steps). No simulation.
+// (repeat_steps), and the host model's pipeline over the whole run with a fixed device step
+// (simulate_pipeline: saturation, the run-length cap). No board simulation.
 //
 // Input: a run description (docs/train.md); optionally, after a line "%%", the step program as
 // a trace (docs/trace-format.md). Without one, a small fixed step with an infeed op is used.
@@ -13,6 +14,7 @@
 #include "tpusim/common/json_io.h"
 #include "tpusim/program/from_trace.h"
 #include "tpusim/trace/trace.h"
+#include "tpusim/train/input_pipeline.h"
 #include "tpusim/train/run_description.h"
 #include "tpusim/train/step_program.h"
 
@@ -28,6 +30,9 @@ const char* const kStep = R"({"format": "tpusim.trace", "version": 1, "cores": 2
 
 // tpusim train's default --warmup: the steps simulated before reuse.
 constexpr std::int64_t kWarmup = 3;
+// Runs of up to this many steps go through the host model (a few ms under the sanitizers);
+// longer ones are valid but would slow the fuzzer without reaching new code.
+constexpr std::int64_t kMaxPipelineSteps = 1 << 16;
 
 }  // namespace
 
@@ -44,6 +49,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         tpusim::resolve_step_inputs(run, step, program);
         (void)run.steps_per_epoch();
         const std::int64_t total = run.epochs * run.steps_per_epoch();
+        if (total <= kMaxPipelineSteps) {
+            const tpusim::HostTiming h =
+                tpusim::host_timing(cfg.host, run, cfg.chips(), step.ops, cfg.chip.clock_mhz);
+            (void)tpusim::simulate_pipeline(h, run, [](std::int64_t) { return 1000000; });
+        }
         if (tpusim::fuzz::small_enough_to_lower(step.trace))
             (void)tpusim::repeat_steps(tpusim::lower_trace(step.trace, cfg),
                                        std::min(total, kWarmup));

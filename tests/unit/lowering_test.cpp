@@ -82,6 +82,20 @@ TEST_CASE("matmul lowering covers every MAC once and writes the result once", "[
     }
 }
 
+TEST_CASE("resident weights are released with their last pass, not a step later", "[lowering]") {
+    // BERT-base's FFN weight gradient at 2 sequences of 512 per core: (768 x 1024) . (1024 x
+    // 3072), f32 out. Tiles 768 x 1024 x 1024 (13 MiB of the 14.4 MiB budget): K fits one tile,
+    // so each 2 MiB weight tile is pinned while its M tiles run. Released only when the step
+    // finished (after the next step's passes were issued), three weight tiles and an
+    // accumulator were pinned when the next 3 MiB accumulator was asked for, and the ring of
+    // 16 MiB had no 3 MiB gap left: "needs a 3.00 MiB VMEM buffer beside 9.00 MiB already held".
+    const TpuConfig cfg = v3();
+    OpSpec mm = matmul_spec("l11.ffn_in.dw", 768, 1024, 3072);
+    mm.out_bytes = 4;
+    const Program p = lower_ops({mm}, cfg, {}, "t");
+    CHECK(totals(p.cores[0]).macs == 768ull * 1024 * 3072);
+}
+
 TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
     const TpuConfig cfg = v3();
     const Program p = lower_ops({matmul_spec("mm", 1024, 1024, 1024)}, cfg, {}, "t");
@@ -92,6 +106,46 @@ TEST_CASE("matmul work is split between the core's MXUs", "[lowering]") {
     }
     CHECK(per_mxu[0] == per_mxu[1]);
     CHECK(per_mxu[0] + per_mxu[1] == 1024ull * 1024 * 1024);
+}
+
+TEST_CASE("a matmul narrower than the MXUs splits its rows between them", "[lowering]") {
+    // N = 128 is one column group of the 128-wide array: on a v3 core (two MXUs) both arrays
+    // hold that weight tile and stream half of each A tile's rows; v2 has one MXU.
+    const std::int64_t m = 2048, k = 1024, n = 128;
+    TpuConfig cfg = v3();
+    const Program p = lower_ops({matmul_spec("mm", m, k, n)}, cfg, {}, "t");
+    std::uint64_t per_mxu[2] = {0, 0};
+    for (const auto& in : p.cores[0].instrs) {
+        if (in.unit != Unit::Mxu) continue;
+        CHECK(in.mm().n == n);
+        // matmul_max_tile_m = 1024 rows per tile, half of them per MXU.
+        CHECK(in.mm().m == cfg.lowering.matmul_max_tile_m / 2);
+        per_mxu[in.mm().mxu] += static_cast<std::uint64_t>(in.mm().m * in.mm().k * in.mm().n);
+    }
+    CHECK(per_mxu[0] == per_mxu[1]);
+    CHECK(per_mxu[0] + per_mxu[1] == static_cast<std::uint64_t>(m * k * n));
+    cfg.core.mxus = 1;
+    const Program one = lower_ops({matmul_spec("mm", m, k, n)}, cfg, {}, "t");
+    for (const auto& in : one.cores[0].instrs)
+        if (in.unit == Unit::Mxu) CHECK(in.mm().m == cfg.lowering.matmul_max_tile_m);
+}
+
+TEST_CASE("a convolution reads its input window once, not as im2col", "[lowering]") {
+    // 3x3 stride-1 'same' convolution, one 32x32x64 image to 64 channels: the implicit GEMM
+    // has m = 32*32 = 1024 (one M tile), k = 9*64 = 576 (one K tile), n = 64. Its LHS tile
+    // covers output rows 0..31, so it needs input rows 0..31 (the halo rows fall outside the
+    // image) of all 64 channels: the input once, 32*32*64*2 bytes, instead of the im2col
+    // 1024*576*2; plus the 576 x 64 bf16 filter.
+    const TpuConfig cfg = v3();
+    OpSpec c = matmul_spec("conv", 32 * 32, 9 * 64, 64);
+    c.conv = {32, 32, 64, 3, 3, 1, 32, 32};
+    const Totals t = totals(lower_ops({c}, cfg, {}, "t").cores[0]);
+    CHECK(t.macs == 1024ull * 576 * 64);
+    CHECK(t.dma_in == 32ull * 32 * 64 * 2 + 576ull * 64 * 2);
+    CHECK(t.dma_out == 1024ull * 64 * 2);
+    // The same GEMM without the window reads the im2col rows.
+    const Totals g = totals(lower_ops({matmul_spec("mm", 1024, 576, 64)}, cfg, {}, "t").cores[0]);
+    CHECK(g.dma_in == 1024ull * 576 * 2 + 576ull * 64 * 2);
 }
 
 TEST_CASE("a thin LHS is the stationary operand and B streams through both MXUs", "[lowering]") {

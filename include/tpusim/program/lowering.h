@@ -30,6 +30,11 @@ struct OpSpec {
     // matmul / conv2d as implicit GEMM
     std::int64_t batch = 1, m = 0, k = 0, n = 0;
     std::int64_t in_bytes = 2, out_bytes = 2;  // element sizes
+    // conv2d: the NHWC input the implicit GEMM's LHS views (kh = 0: a plain matmul). The LHS
+    // tiles then move the input rows their windows cover, not im2col rows (lower_matmul).
+    struct ConvWindow {
+        std::int64_t h = 0, w = 0, c = 0, kh = 0, kw = 0, stride_h = 1, out_h = 0, out_w = 0;
+    } conv;
     // vector
     std::string vop;
     std::int64_t rows = 0, cols = 0;

@@ -32,9 +32,9 @@ struct TrainResult {
     HostTiming host;
     double clock_mhz = 0;
     std::int64_t steps = 0, reused_steps = 0, simulated_steps = 0;
-    Cycle exposed_ici = 0, mxu_busy = 0;  // summed over the run's steps
-    double mxu_busy_fraction = 0;         // over the last epoch, of every MXU of the cores
-    double mxu_busy_first_epoch = 0;      // the same over the first epoch
+    Cycle exposed_ici = 0;            // summed over the run's steps
+    double mxu_busy_fraction = 0;     // over the last epoch, of every MXU of the cores
+    double mxu_busy_first_epoch = 0;  // the same over the first epoch
     std::string verdict;
     std::vector<WhatIf> what_ifs;  // the verdict's lever first
 };
