@@ -15,7 +15,7 @@
 #   ASAN_EXCLUDE=REGEX ctest names not run under the sanitizers. Default: system tests whose
 #                      Catch2 name ends in "(slow)" — give a system TEST_CASE that suffix when it
 #                      takes more than ~10 s under ASan, so the suite stays within CI's 15 min,
-#                      and the whole-model HLO replays.
+#                      and the whole-model HLO replays (label hlo_replay).
 #   SYSTEM_REPEAT=N    runs of each SystemC system test under the sanitizers (default 3)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -76,7 +76,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # lowering that the HLO tests and the fuzz replays already run under the sanitizers, on inputs
 # 10-100x larger: under ASan they would take most of CI's budget, so they run in the normal
 # build only.
-ASAN_EXCLUDE=${ASAN_EXCLUDE:-'^system:.*\(slow\)$|^cli: hlo whole-model replays$'}
+ASAN_EXCLUDE=${ASAN_EXCLUDE:-'^system:.*\(slow\)$|^cli: hlo whole-model replays$|^cli: hlo mobilenet replay$'}
 # SystemC system tests run SYSTEM_REPEAT times each under the sanitizers (stop at the first
 # failure): a failure that comes and goes, as the exit-time leak scan did, shows up in CI
 # rather than in a user's run.

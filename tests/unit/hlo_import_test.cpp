@@ -191,3 +191,66 @@ TEST_CASE("HLO reader: errors are located file:line:column", "[hlo]") {
     CHECK(error_of("ENTRY e {\n  x = f99[4] parameter(0)\n}")
               .rfind("t.hlo:2:7: expected a shape", 0) == 0);
 }
+
+TEST_CASE("HLO tile padding: the layout that pads least, unless the TPU compiler chose it",
+          "[hlo]") {
+    // f32[96,320,7,7] (MobileNetV2's last feature map, NCHW as PyTorch/XLA writes it).
+    auto cols_of = [](const std::string& layout) {
+        const Trace t = import("HloModule m\nENTRY e {\n  x = f32[96,320,7,7]{" + layout +
+                               "} parameter(0)\n  ROOT y = f32[96,320,7,7]{" + layout +
+                               "} exponential(x)\n}\n");
+        REQUIRE(t.ops.size() == 1);
+        CHECK(t.ops[0].vector.rows == 1);
+        return t.ops[0].vector.cols;
+    };
+    // XLA's default layout: the TPU lays the tensor out to pad least. Candidates (minor to
+    // 128, second minor to 8): 320 -> 384 with 96 second: 96*384*7*7 = 1806336; 96 -> 128
+    // with 320 second: 128*320*49 = 2007040; 7 -> 128 minor: at least 96*320*128*7 = 27525120.
+    CHECK(cols_of("3,2,1,0") == 96 * 384 * 7 * 7);
+    // A tiled layout is the TPU compiler's: padded as written, 7 -> 128 (minor), 7 -> 8.
+    CHECK(cols_of("3,2,1,0:T(8,128)") == 96 * 320 * 8 * 128);
+    // Without the pass: the elements as they are.
+    HloImportOptions none;
+    none.tile_padding = false;
+    const Trace raw = import(
+        "HloModule m\nENTRY e {\n  x = f32[96,320,7,7]{3,2,1,0} parameter(0)\n"
+        "  ROOT y = f32[96,320,7,7]{3,2,1,0} exponential(x)\n}\n",
+        8, none);
+    CHECK(raw.ops.at(0).vector.cols == 96 * 320 * 7 * 7);
+}
+
+TEST_CASE("HLO fusion pass: a cheap producer of several fusions is duplicated into each", "[hlo]") {
+    // `p` feeds two reductions, which root two fusions. A convert is cheap: XLA's
+    // instruction fusion duplicates it into both, so it runs twice and is never stored. An
+    // exponential is expensive: it roots a fusion of its own whose result goes to HBM.
+    auto module = [](const std::string& producer) {
+        return "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+               "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n"
+               "  x = f32[1024,512]{1,0} parameter(0)\n  z = f32[] constant(0)\n"
+               "  p = bf16[1024,512]{1,0} " +
+               producer +
+               "(x)\n"
+               "  r1 = bf16[1024]{0} reduce(p, z), dimensions={1}, to_apply=add\n"
+               "  m = bf16[1024,512]{1,0} multiply(p, p)\n"
+               "  r2 = bf16[1024]{0} reduce(m, z), dimensions={1}, to_apply=add\n"
+               "  ROOT t = (bf16[1024]{0}, bf16[1024]{0}) tuple(r1, r2)\n}\n";
+    };
+    const Trace cheap = import(module("convert"));
+    std::vector<std::size_t> copies;
+    for (std::size_t i = 0; i < cheap.ops.size(); ++i)
+        if (cheap.ops[i].id.rfind("p", 0) == 0) copies.push_back(i);
+    REQUIRE(copies.size() == 2);  // "p" and "p/2", one per fusion
+    const auto kept = results_kept_on_chip(cheap);
+    for (std::size_t i : copies) {
+        CHECK(cheap.ops[i].vector.op == VectorOp::Convert);
+        CHECK(kept[i]);  // consumed on chip by its fusion only
+    }
+    const Trace costly = import(module("exponential"));
+    std::size_t exps = 0;
+    for (std::size_t i = 0; i < costly.ops.size(); ++i) {
+        if (costly.ops[i].id.rfind("p", 0) != 0) continue;
+        ++exps;
+        CHECK_FALSE(results_kept_on_chip(costly)[i]);  // stored for its two readers
+    }
+    CHECK(exps == 1);
+}

@@ -32,7 +32,8 @@ struct HloShape {
     std::vector<std::int64_t> dims;            // dynamic dims (<=N) count at their bound
     std::vector<HloShape> elements;            // tuple elements
     std::vector<std::int64_t> minor_to_major;  // the layout's dimension order, if written
-    int memory_space = 0;                 // S(n) in the layout: 1 is VMEM on a TPU, 5 host memory
+    int memory_space = 0;  // S(n) in the layout: 1 is VMEM on a TPU, 5 host memory
+    bool tiled = false;    // the layout has a T(..) tiling: the TPU compiler chose it
     std::int64_t elements_count() const;  // array elements (1 for a scalar, 0 for a tuple)
     std::int64_t bytes() const;           // array or every tuple leaf, rounded up per array
 };

@@ -95,14 +95,48 @@ const HloShape& largest_array(const HloShape& s) {
     return *best;
 }
 
-// Elements of `s` with the minor two dimensions of its layout (the last two without one)
-// padded to the (8, 128) tile when asked.
+// Elements of `s` padded to the TPU's (8, 128) tile when asked: the most minor dimension to
+// a multiple of 128, the second most minor to a multiple of 8. A layout with a written tiling
+// (T(..): the TPU compiler chose it) is taken as written. Any other layout is XLA's default,
+// not the one the TPU compiler would choose: it lays tensors out to minimise the padding
+// (Cloud TPU performance guide, "Tensor dimensions": the runtime "lays out tensors in memory
+// to maximize computational efficiency and minimize padding"; with the batch a multiple of 8
+// and the features of 128, or the batch of 128 and the features of 8, nothing is padded), so
+// the two tiled dimensions are those of the placement that pads least. Dimensions of size 1
+// are never tiled: XLA's layout normalization drops them with a free bitcast
+// (bf16[16,8,1,2048,2048] with the 1 most minor would otherwise grow 128 times).
 std::int64_t padded_elements(const HloShape& s, bool pad) {
     if (!pad || s.dims.empty()) return s.elements_count();
-    // The tile covers the two most minor dimensions of size > 1: a size-1 dimension is
-    // dropped by a free bitcast (XLA's layout normalization), so it is not padded to 128 or 8
-    // (bf16[16,8,1,2048,2048] with the 1 most minor would otherwise grow 128 times).
     const std::size_t r = s.dims.size();
+    for (std::int64_t d : s.dims)
+        if (d == 0) return 0;
+    // Elements with dimension `minor` padded to 128 and `second` to 8 (r: none).
+    auto with = [&](std::size_t minor, std::size_t second) {
+        std::int64_t n = 1;
+        for (std::size_t i = 0; i < r; ++i) {
+            std::int64_t d = s.dims[i];
+            if (i == minor) d = (d + 127) / 128 * 128;
+            if (i == second) d = (d + 7) / 8 * 8;
+            n *= d;
+        }
+        return n;
+    };
+    if (!s.tiled) {
+        std::int64_t best = -1;
+        for (std::size_t i = 0; i < r; ++i) {
+            if (s.dims[i] == 1) continue;
+            bool other = false;
+            for (std::size_t j = 0; j < r; ++j) {
+                if (j == i || s.dims[j] == 1) continue;
+                other = true;
+                const std::int64_t n = with(i, j);
+                if (best < 0 || n < best) best = n;
+            }
+            if (!other) best = with(i, r);  // the only dimension of size > 1
+        }
+        return best < 0 ? s.elements_count() : best;
+    }
+    // The layout's two most minor dimensions of size > 1 (the last two without a layout).
     std::size_t minor = r, second = r;
     for (std::size_t k = 0; k < r; ++k) {
         const std::size_t i = s.minor_to_major.size() == r
@@ -116,15 +150,7 @@ std::int64_t padded_elements(const HloShape& s, bool pad) {
             break;
         }
     }
-    std::int64_t n = 1;
-    for (std::size_t i = 0; i < r; ++i) {
-        std::int64_t d = s.dims[i];
-        if (d == 0) return 0;
-        if (i == minor) d = (d + 127) / 128 * 128;
-        if (i == second) d = (d + 7) / 8 * 8;
-        n *= d;
-    }
-    return n;
+    return with(minor, second);
 }
 
 VectorOp elementwise_op(std::string_view o, bool two_streams) {

@@ -232,8 +232,8 @@ HloShape Cursor::shape() {
     return s;
 }
 
-// {minor_to_major[:T(..)(..)S(n)...]}: only the memory space matters to the timing; the rest
-// is checked for balance.
+// {minor_to_major[:T(..)(..)S(n)...]}: the memory space and whether a tiling is written (a
+// layout the TPU compiler chose) matter to the timing; the rest is checked for balance.
 void Cursor::layout(HloShape& s) {
     const std::size_t start = p_;
     const std::string_view g = group();
@@ -256,6 +256,7 @@ void Cursor::layout(HloShape& s) {
     }
     if (colon == std::string_view::npos) return;
     for (std::size_t i = colon; i + 2 < g.size(); ++i) {
+        if (g[i] == 'T' && g[i + 1] == '(' && (g[i - 1] == ')' || g[i - 1] == ':')) s.tiled = true;
         if (g[i] == 'S' && g[i + 1] == '(' && (g[i - 1] == ')' || g[i - 1] == ':')) {
             int v = 0;
             std::size_t j = i + 2;

@@ -145,12 +145,13 @@ class Importer {
             ~Leave() { --depth; }
         } leave{depth_};
         std::vector<Value> vals(c.instrs.size());
-        std::vector<std::int32_t> cluster;
+        std::vector<std::vector<std::int32_t>> cluster;
         std::unordered_map<std::int32_t, std::vector<std::int32_t>> members;
         if (pass_) {
             cluster = fusion_clusters(c);
             for (std::size_t j = 0; j < cluster.size(); ++j)
-                if (cluster[j] >= 0) members[cluster[j]].push_back(static_cast<std::int32_t>(j));
+                for (std::int32_t r : cluster[j])
+                    members[r].push_back(static_cast<std::int32_t>(j));
         }
         auto val = [&](const HloOperand& o) -> const Value& {
             return element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index);
@@ -169,7 +170,8 @@ class Importer {
                                     opts_.max_instructions));
             if (!is_known_opcode(in.opcode))
                 m_.fail(in.offset, fmt::format("unknown opcode {}", in.opcode));
-            if (pass_ && cluster[i] >= 0 && cluster[i] != static_cast<std::int32_t>(i)) continue;
+            const bool fused = pass_ && !cluster[i].empty();
+            if (fused && cluster[i][0] != static_cast<std::int32_t>(i)) continue;
             const OpClass cls = op_class(in.opcode);
             Value& out = vals[i];
             switch (cls) {
@@ -219,8 +221,7 @@ class Importer {
                     [[fallthrough]];
                 default: {
                     std::vector<std::int32_t> one{static_cast<std::int32_t>(i)};
-                    const auto& mem =
-                        pass_ && cluster[i] >= 0 ? members[static_cast<std::int32_t>(i)] : one;
+                    const auto& mem = fused ? members[static_cast<std::int32_t>(i)] : one;
                     out = emit_cluster(c, mem, static_cast<std::int32_t>(i), suffix,
                                        [&](const HloOperand& o) { return outside(c, o, vals); });
                 }

@@ -55,10 +55,11 @@ std::optional<TraceOp> cost_instruction(const HloInstr& in, const HloComputation
 std::optional<TraceOp> collective_op(const HloInstr& in, const CostContext& ctx,
                                      const std::vector<const HloShape*>& operands);
 
-// Fusion clusters of a computation of a module without fusions: cluster[i] is the index of
-// the root instruction of i's cluster, or -1 for instructions that are not fused (free ops
-// used outside one cluster, control flow, collectives). Roots map to themselves.
-std::vector<std::int32_t> fusion_clusters(const HloComputation& comp);
+// Fusion clusters of a computation of a module without fusions: cluster[i] lists the roots of
+// the clusters instruction i belongs to (more than one when a cheap producer is duplicated
+// into several), empty for instructions that are not fused (free ops used outside one
+// cluster, control flow, collectives). Roots list only themselves.
+std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& comp);
 
 // The trip count of a while instruction, or nullopt when neither its backend_config nor its
 // condition tells.
