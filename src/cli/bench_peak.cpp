@@ -26,7 +26,7 @@ void add_bench_peak_command(CLI::App& bench) {
         const TpuConfig cfg = opts.load();
         OpSpec gemm;
         gemm.id = fmt::format("gemm_{}", size);
-        gemm.kind = "matmul";
+        gemm.kind = OpKind::Matmul;
         gemm.m = gemm.k = gemm.n = size;
         LoweringOptions lo;
         lo.cores = cfg.cores();

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <string>
 
 #include "tpusim/common/error.h"
 #include "tpusim/config/ici_config.h"
@@ -161,6 +163,27 @@ CollectiveKind parse_collective_kind(const std::string& name) {
                         name));
     }
     return it->second;
+}
+
+CollectiveKind collective_kind(OpKind kind) {
+    switch (kind) {
+        case OpKind::AllReduce:
+            return CollectiveKind::kAllReduce;
+        case OpKind::ReduceScatter:
+            return CollectiveKind::kReduceScatter;
+        case OpKind::AllGather:
+            return CollectiveKind::kAllGather;
+        case OpKind::AllToAll:
+            return CollectiveKind::kAllToAll;
+        case OpKind::CollectivePermute:
+            return CollectiveKind::kCollectivePermute;
+        case OpKind::Send:
+        case OpKind::Recv:
+            return CollectiveKind::kSendRecv;
+        default:
+            break;
+    }
+    throw std::logic_error(std::string("not a collective: ") + op_kind_name(kind));
 }
 
 const char* collective_kind_name(CollectiveKind kind) {

@@ -12,8 +12,8 @@ namespace tpusim {
 namespace {
 
 Bytes output_bytes(const OpSpec& op) {
-    if (op.kind == "matmul") return static_cast<Bytes>(op.batch * op.m * op.n * op.out_bytes);
-    if (op.kind == "vector") {
+    if (op.kind == OpKind::Matmul) return static_cast<Bytes>(op.batch * op.m * op.n * op.out_bytes);
+    if (op.kind == OpKind::Vector) {
         const std::int64_t cols = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : op.cols;
         return static_cast<Bytes>(op.rows * cols * op.out_bytes);
     }
@@ -157,14 +157,19 @@ InstrList CoreLowering::run(std::vector<OpInfo>& infos) {
         const OpSpec& op = ops_[i];
         if (!on_this_core(op) || lowered_[i]) continue;
         lowered_[i] = true;
-        if (op.kind == "matmul") {
-            lower_matmul(i);
-        } else if (op.kind == "vector") {
-            lower_vector(i);
-        } else if (op.kind == "copy") {
-            lower_copy(i);
-        } else {
-            lower_single(i);
+        switch (op.kind) {
+            case OpKind::Matmul:
+                lower_matmul(i);
+                break;
+            case OpKind::Vector:
+                lower_vector(i);
+                break;
+            case OpKind::Copy:
+                lower_copy(i);
+                break;
+            default:
+                lower_single(i);
+                break;
         }
     }
     return std::move(instrs_);
@@ -190,14 +195,10 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
     out.unit = Unit::Dma;
     out.op = static_cast<std::uint32_t>(i);
     out.waits = tile.ready;
-    out.dma().to_vmem = false;
-    out.dma().vmem_addr = tile.vmem;
-    out.dma().rows = tile.rows;
-    out.dma().row_bytes = static_cast<Bytes>(tile.cols * tile.elem);
-    out.dma().hbm_stride = static_cast<Bytes>(tile.total_cols * tile.elem);
-    out.dma().vmem_stride = out.dma().row_bytes;
-    out.dma().hbm_addr =
-        out_addr_[i] + static_cast<Bytes>((tile.row0 * tile.total_cols + tile.col0) * tile.elem);
+    out.dma() = dma_block(DmaDescriptor::Dir::VmemToHbm,
+                          {out_addr_[i], tile.total_cols, tile.row0, tile.col0, tile.rows,
+                           tile.cols, static_cast<Bytes>(tile.elem)},
+                          tile.vmem);
     const std::uint32_t id = emit(std::move(out));
     vmem_.use(tile.vmem, id);
     done_[i].push_back(id);
@@ -221,15 +222,11 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         ld.unit = Unit::Dma;
         ld.op = static_cast<std::uint32_t>(i);
         ld.waits = w;
-        ld.dma().to_vmem = true;
-        ld.dma().vmem_addr = b.addr;
-        ld.dma().rows = in.rows;
-        ld.dma().row_bytes = static_cast<Bytes>(in.cols * op.in_bytes);
-        ld.dma().vmem_stride = ld.dma().row_bytes;
-        ld.dma().hbm_stride = static_cast<Bytes>(in.total_cols * op.in_bytes);
         const Addr src = operand(i, static_cast<std::size_t>(x), bytes);
-        ld.dma().hbm_addr =
-            src + static_cast<Bytes>((in.row0 * in.total_cols + in.col0) * op.in_bytes);
+        ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
+                             {src, in.total_cols, in.row0, in.col0, in.rows, in.cols,
+                              static_cast<Bytes>(op.in_bytes)},
+                             b.addr);
         const std::uint32_t id = emit(std::move(ld));
         vmem_.use(b.addr, id);
         waits.push_back(id);

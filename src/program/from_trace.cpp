@@ -77,7 +77,7 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
         const TraceOp& op = trace.ops[index];
         OpSpec s;
         s.id = op.id;
-        s.kind = op_kind_name(op.kind);
+        s.kind = op.kind;
         // 8-bit data moves packed like bf16 on the VPU (docs/program.md).
         s.in_bytes = std::max<std::int64_t>(dtype_bytes(op.dtype), 2);
         s.out_bytes = std::max<std::int64_t>(dtype_bytes(op.out_dtype), 2);
@@ -89,7 +89,7 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
             case OpKind::Conv2d: {
                 const MatmulShape mm =
                     op.kind == OpKind::Matmul ? op.matmul : conv_as_matmul(op.conv);
-                s.kind = "matmul";
+                s.kind = OpKind::Matmul;
                 s.batch = mm.batch;
                 s.m = mm.m;
                 s.k = mm.k;

@@ -22,19 +22,19 @@ std::vector<std::size_t> first_fused_consumers(const std::vector<OpSpec>& ops) {
 std::string fusion_blocker(const std::vector<OpSpec>& ops, std::size_t i,
                            const std::vector<std::size_t>& first_fused, const TpuConfig& cfg) {
     const OpSpec& op = ops[i];
-    if (op.kind != "vector") {
+    if (op.kind != OpKind::Vector) {
         return fmt::format(
             "only vector ops fuse into their producer; this {} reads its operands from HBM",
-            op.kind);
+            op_kind_name(op.kind));
     }
     if (op.deps.empty()) return "a fused op needs a producer in deps";
     const std::size_t p = op.deps[0];
     const OpSpec& prod = ops[p];
-    if (!(prod.kind == "matmul" || prod.kind == "vector")) {
+    if (!(prod.kind == OpKind::Matmul || prod.kind == OpKind::Vector)) {
         return fmt::format(
             "its producer \"{}\" is a {}: only matmul and vector results stay in "
             "VMEM",
-            prod.id, prod.kind);
+            prod.id, op_kind_name(prod.kind));
     }
     if (first_fused[p] != i) {
         return fmt::format("its producer \"{}\" already hands its tiles to the fused op \"{}\"",
@@ -48,7 +48,7 @@ std::string fusion_blocker(const std::vector<OpSpec>& ops, std::size_t i,
     }
     // Row-wise consumers need whole rows in a tile: a matmul delivers them only if tiles of its
     // full width fit VMEM even at the smallest M and K.
-    if (op.rowwise && prod.kind == "matmul") {
+    if (op.rowwise && prod.kind == OpKind::Matmul) {
         const double np = static_cast<double>(round_up(prod.n, cfg.mxu.cols));
         const double e = static_cast<double>(prod.in_bytes);
         const double r = static_cast<double>(cfg.mxu.rows);

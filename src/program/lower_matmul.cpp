@@ -152,20 +152,19 @@ void CoreLowering::lower_matmul(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = u32;
             ld.waits = w;
-            ld.dma().to_vmem = true;
-            ld.dma().vmem_addr = a.addr;
-            ld.dma().rows = tm_e;
-            ld.dma().row_bytes = static_cast<Bytes>(tk_e * e);
-            ld.dma().vmem_stride = ld.dma().row_bytes;
-            ld.dma().hbm_stride = static_cast<Bytes>(op.k * e);
-            ld.dma().hbm_addr =
-                lhs + static_cast<Bytes>(((b * op.m + jm * tm) * op.k + jk * tk) * e);
-            if (windowed) {
-                ld.dma().rows = win.rows;
-                ld.dma().row_bytes = ld.dma().vmem_stride = win.row_bytes;
-                ld.dma().hbm_stride = win.hbm_stride;
-                ld.dma().hbm_addr = lhs + win.hbm_offset;
-            }
+            // LHS tile (jm, jk) of batch b: rows b*m + jm*tm of the m x k matrices, or for a
+            // convolution the input rows its window covers (rows of win.row_bytes bytes,
+            // win.hbm_stride apart).
+            ld.dma() =
+                windowed
+                    ? dma_block(DmaDescriptor::Dir::HbmToVmem,
+                                {lhs + win.hbm_offset, static_cast<std::int64_t>(win.hbm_stride), 0,
+                                 0, win.rows, static_cast<std::int64_t>(win.row_bytes), 1},
+                                a.addr)
+                    : dma_block(DmaDescriptor::Dir::HbmToVmem,
+                                {lhs, op.k, b * op.m + jm * tm, jk * tk, tm_e, tk_e,
+                                 static_cast<Bytes>(e)},
+                                a.addr);
             const std::uint32_t a_id = emit(ld);
             vmem_.use(a.addr, a_id);
             s.loaded.push_back(a_id);
@@ -176,13 +175,10 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 bbuf = alloc(b_bytes, nk == 1, wb, i);
                 Instr lb = ld;
                 lb.waits = wb;
-                lb.dma().vmem_addr = bbuf.addr;
-                lb.dma().rows = tk_e;
-                lb.dma().row_bytes = static_cast<Bytes>(tn_e * e);
-                lb.dma().vmem_stride = lb.dma().row_bytes;
-                lb.dma().hbm_stride = static_cast<Bytes>(op.n * e);
-                lb.dma().hbm_addr =
-                    rhs + static_cast<Bytes>(((b * op.k + jk * tk) * op.n + jn * tn) * e);
+                lb.dma() = dma_block(
+                    DmaDescriptor::Dir::HbmToVmem,
+                    {rhs, op.n, b * op.k + jk * tk, jn * tn, tk_e, tn_e, static_cast<Bytes>(e)},
+                    bbuf.addr);
                 b_load = emit(lb);
                 vmem_.use(bbuf.addr, b_load);
                 count_hbm(i, b_bytes);

@@ -91,13 +91,10 @@ void CoreLowering::lower_vector(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = u32;
             ld.waits = w;
-            ld.dma().to_vmem = true;
-            ld.dma().vmem_addr = buf.addr;
-            ld.dma().hbm_addr = src + static_cast<Bytes>(r0) * row_in;
-            ld.dma().rows = rows;
-            ld.dma().row_bytes = row_in;
-            ld.dma().hbm_stride = row_in;
-            ld.dma().vmem_stride = row_in;
+            ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
+                                 {src, static_cast<std::int64_t>(row_in), r0, 0, rows,
+                                  static_cast<std::int64_t>(row_in), 1},
+                                 buf.addr);
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded.push_back(id);
@@ -197,7 +194,9 @@ void CoreLowering::lower_copy(std::size_t i) {
             ld.unit = Unit::Dma;
             ld.op = static_cast<std::uint32_t>(i);
             ld.waits = w;
-            ld.dma() = {true, src + off, buf.addr, 1, bytes, bytes, bytes};
+            const auto n = static_cast<std::int64_t>(bytes);
+            ld.dma() =
+                dma_block(DmaDescriptor::Dir::HbmToVmem, {src + off, n, 0, 0, 1, n, 1}, buf.addr);
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded = {id};
@@ -220,18 +219,18 @@ void CoreLowering::lower_single(std::size_t i) {
     Instr in;
     in.op = static_cast<std::uint32_t>(i);
     in.waits = dep_waits(op);
-    if (op.kind == "infeed" || op.kind == "outfeed") {
+    if (op.kind == OpKind::Infeed || op.kind == OpKind::Outfeed) {
         in.unit = Unit::Host;
-        in.host() = {op.kind == "infeed", op.bytes};
+        in.host() = {op.kind == OpKind::Infeed, op.bytes};
     } else {
         in.unit = Unit::Ici;
         CollectiveInstr coll;
-        if (op.kind == "send" || op.kind == "recv") {
-            coll.role =
-                op.kind == "send" ? CollectiveInstr::Role::kSend : CollectiveInstr::Role::kRecv;
+        if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+            coll.role = op.kind == OpKind::Send ? CollectiveInstr::Role::kSend
+                                                : CollectiveInstr::Role::kRecv;
             coll.kind = CollectiveKind::kSendRecv;
         } else {
-            coll.kind = parse_collective_kind(op.kind);
+            coll.kind = collective_kind(op.kind);
         }
         coll.bytes = op.bytes;
         // op.group lists the replica groups, each closed by -1; this core takes its own.

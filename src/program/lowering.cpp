@@ -107,10 +107,10 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
         OpInfo info;
         info.id = op.id;
         info.kind = op.kind;
-        if (op.kind == "matmul") {
+        if (op.kind == OpKind::Matmul) {
             info.flops = 2.0 * static_cast<double>(op.batch) * static_cast<double>(op.m) *
                          static_cast<double>(op.k) * static_cast<double>(op.n);
-        } else if (op.kind == "vector") {
+        } else if (op.kind == OpKind::Vector) {
             info.flops = op.vector_flops;
         }
         info.cores = op.cores;
@@ -121,7 +121,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
     }
     // Vector ops the VPU cannot run are input errors, located at the op (not mid-simulation).
     for (const auto& op : ops) {
-        if (op.kind != "vector") continue;
+        if (op.kind != OpKind::Vector) continue;
         try {
             vector_loop_iterations(
                 VectorOpDesc{op.vop, std::max<std::int64_t>(op.rows, 1),

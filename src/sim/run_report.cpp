@@ -43,7 +43,7 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
     for (const auto& op : r.ops) {
         nlohmann::json o;
         o["id"] = op.id;
-        o["kind"] = op.kind;
+        o["kind"] = op_kind_name(op.kind);
         o["start_cycle"] = op.start_cycle;
         o["end_cycle"] = op.end_cycle;
         o["cycles"] = op.end_cycle - op.start_cycle;
@@ -125,7 +125,7 @@ std::string ops_csv(const RunResult& r) {
             for (char c : id) q += c == '"' ? std::string("\"\"") : std::string(1, c);
             id = q + "\"";
         }
-        o << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.0f},{},{}\n", id, op.kind,
+        o << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.0f},{},{}\n", id, op_kind_name(op.kind),
                          op.start_cycle, op.end_cycle, op.end_cycle - op.start_cycle, op.busy[0],
                          op.busy[1], op.busy[2], op.busy[3], op.busy[4], op.flops, op.hbm_bytes,
                          op.bottleneck);

@@ -202,7 +202,7 @@ RunResult Simulator::run(const Program& program) {
         op.hbm_bytes = program.ops[i].hbm_bytes * static_cast<Bytes>(ran);
         op.cores_ran = ran;
         r.flops += op.flops;
-        if (op.kind == "matmul") r.mxu_flops += op.flops;
+        if (op.kind == OpKind::Matmul) r.mxu_flops += op.flops;
     }
     assign_verdicts(program, r, cfg_);
     r.achieved_tflops = r.seconds > 0 ? r.mxu_flops / r.seconds / 1e12 : 0.0;

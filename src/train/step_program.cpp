@@ -195,13 +195,10 @@ std::vector<StepMeasure> measure_steps(const RunResult& r, std::int64_t n) {
         const auto k = static_cast<std::size_t>(std::stoll(op.id.substr(at + 5)));
         StepMeasure& m = s.at(k);
         m.mxu_busy += op.busy[static_cast<int>(Unit::Mxu)];
-        if (op.kind == "matmul") m.mxu_flops += op.flops;
+        if (op.kind == OpKind::Matmul) m.mxu_flops += op.flops;
         if (op.cores_ran == 0) continue;
         end[k] = std::max(end[k], op.end_cycle);
-        const bool collective = op.kind == "all_reduce" || op.kind == "reduce_scatter" ||
-                                op.kind == "all_gather" || op.kind == "all_to_all" ||
-                                op.kind == "collective_permute" || op.kind == "send" ||
-                                op.kind == "recv";
+        const bool collective = is_collective(op.kind);
         (collective ? coll : other)[k].push_back({op.start_cycle, op.end_cycle});
     }
     Cycle prev = 0;

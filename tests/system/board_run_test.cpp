@@ -181,7 +181,7 @@ TEST_CASE("a large GEMM on all 8 cores reaches at least 97% of the derived peak"
     const TpuConfig cfg = load_config(test::config_path("tpu_v2_8.json"));
     OpSpec gemm;
     gemm.id = "gemm";
-    gemm.kind = "matmul";
+    gemm.kind = OpKind::Matmul;
     gemm.m = gemm.k = gemm.n = 4096;
     LoweringOptions lo;
     lo.cores = cfg.cores();

@@ -12,7 +12,7 @@ TEST_CASE("a run past its cycle budget stops with CycleBudgetExceeded", "[board]
     const TpuConfig cfg = load_config(test::config_path("tpu_v2_8.json"));
     OpSpec gemm;
     gemm.id = "gemm";
-    gemm.kind = "matmul";
+    gemm.kind = OpKind::Matmul;
     gemm.m = gemm.k = gemm.n = 2048;
     LoweringOptions lo;
     lo.cores = 1;

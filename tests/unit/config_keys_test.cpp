@@ -32,7 +32,7 @@ TEST_CASE("lowering.matmul_max_tile_m bounds the matmul M tile", "[lowering][con
     // step, one N block, 4096 / tm M blocks, each one MatmulInstr per MXU (2).
     OpSpec mm;
     mm.id = "mm";
-    mm.kind = "matmul";
+    mm.kind = OpKind::Matmul;
     mm.m = 4096;
     mm.k = 768;
     mm.n = 1024;
@@ -50,7 +50,7 @@ TEST_CASE("lowering.vector_chunk_bytes sets the rows of a vector chunk", "[lower
     // B / 8 KiB rows (a multiple of the 8 sublanes): 1 MiB -> 128 rows, 256 KiB -> 32 rows.
     OpSpec v;
     v.id = "v";
-    v.kind = "vector";
+    v.kind = OpKind::Vector;
     v.vop = "gelu";
     v.rows = 4096;
     v.cols = 1024;

@@ -82,3 +82,23 @@ TEST_CASE("malformed descriptors are rejected", "[dma]") {
     d.vmem_stride = 64;
     CHECK_THROWS_AS(split_descriptor(d, 1024), std::invalid_argument);
 }
+
+TEST_CASE("dma_block builds the descriptor of a tile of a row-major HBM matrix", "[dma]") {
+    // Tile rows 8..11, cols 32..95 of a 256 x 1024 bf16 matrix at 1 MiB, into VMEM at 4 KiB.
+    const DmaDescriptor d =
+        dma_block(DmaDescriptor::Dir::VmemToHbm, {kMiB, 1024, 8, 32, 4, 64, 2}, 4 * kKiB);
+    CHECK(!d.to_vmem());
+    CHECK(d.hbm_addr == kMiB + (8 * 1024 + 32) * 2);  // element (8, 32)
+    CHECK(d.vmem_addr == 4 * kKiB);
+    CHECK(d.rows == 4);
+    CHECK(d.row_bytes == 64 * 2);
+    CHECK(d.hbm_stride == 1024 * 2);      // a whole matrix row
+    CHECK(d.vmem_stride == d.row_bytes);  // dense in VMEM
+    CHECK(d.hbm_extent() == d.hbm_addr + 3 * 1024 * 2 + 64 * 2);
+    // A flat byte range is one row of bytes.
+    const DmaDescriptor f =
+        dma_block(DmaDescriptor::Dir::HbmToVmem, {100, 300, 0, 0, 1, 300, 1}, 0);
+    CHECK(f.to_vmem());
+    CHECK(f.hbm_addr == 100);
+    CHECK(f.bytes() == 300);
+}

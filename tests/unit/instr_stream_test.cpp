@@ -17,7 +17,7 @@ OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t co
               std::size_t dep) {
     OpSpec s;
     s.id = id;
-    s.kind = "vector";
+    s.kind = OpKind::Vector;
     s.vop = op;
     s.rows = rows;
     s.cols = cols;
@@ -37,7 +37,7 @@ std::vector<OpSpec> ops() {
     v[3].rowwise = true;
     OpSpec ar;
     ar.id = "ar";
-    ar.kind = "all_reduce";
+    ar.kind = OpKind::AllReduce;
     ar.bytes = 1 << 20;
     ar.group = {0, 1};
     ar.deps = {3};
@@ -49,10 +49,10 @@ bool same(const Instr& a, const Instr& b) {
     if (a.unit != b.unit || a.op != b.op || a.waits != b.waits) return false;
     switch (a.unit) {
         case Unit::Dma: {
-            const DmaInstr &x = a.dma(), &y = b.dma();
-            return x.to_vmem == y.to_vmem && x.hbm_addr == y.hbm_addr &&
-                   x.vmem_addr == y.vmem_addr && x.rows == y.rows && x.row_bytes == y.row_bytes &&
-                   x.hbm_stride == y.hbm_stride && x.vmem_stride == y.vmem_stride;
+            const DmaDescriptor &x = a.dma(), &y = b.dma();
+            return x.dir == y.dir && x.hbm_addr == y.hbm_addr && x.vmem_addr == y.vmem_addr &&
+                   x.rows == y.rows && x.row_bytes == y.row_bytes && x.hbm_stride == y.hbm_stride &&
+                   x.vmem_stride == y.vmem_stride;
         }
         case Unit::Mxu:
             return a.mm().mxu == b.mm().mxu && a.mm().m == b.mm().m && a.mm().k == b.mm().k &&

@@ -28,7 +28,7 @@ OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t co
               std::int64_t inputs = 1, bool rowwise = false) {
     OpSpec s;
     s.id = id;
-    s.kind = "vector";
+    s.kind = OpKind::Vector;
     s.vop = op;
     s.rows = rows;
     s.cols = cols;
@@ -52,7 +52,7 @@ Totals totals(const CoreProgram& p) {
                 ++t.mxu_instrs;
                 break;
             case Unit::Dma:
-                (in.dma().to_vmem ? t.dma_in : t.dma_out) += in.dma().bytes();
+                (in.dma().to_vmem() ? t.dma_in : t.dma_out) += in.dma().bytes();
                 ++t.dma_instrs;
                 break;
             case Unit::Vpu:
@@ -200,7 +200,7 @@ TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]")
     auto per_op = [](const Program& p, std::uint32_t op, bool in) {
         std::uint64_t b = 0;
         for (const auto& i : p.cores[0].instrs) {
-            if (i.unit == Unit::Dma && i.op == op && i.dma().to_vmem == in) b += i.dma().bytes();
+            if (i.unit == Unit::Dma && i.op == op && i.dma().to_vmem() == in) b += i.dma().bytes();
         }
         return b;
     };

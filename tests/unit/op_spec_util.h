@@ -11,7 +11,7 @@ namespace tpusim::test {
 inline OpSpec matmul_spec(const char* id, std::int64_t m, std::int64_t k, std::int64_t n) {
     OpSpec s;
     s.id = id;
-    s.kind = "matmul";
+    s.kind = OpKind::Matmul;
     s.m = m;
     s.k = k;
     s.n = n;

@@ -54,20 +54,20 @@ TEST_CASE("train: repeated steps keep their buffers and wait for the previous st
 
 TEST_CASE("train: steps are measured from the end of the previous step", "[train]") {
     RunResult r;
-    auto op = [](std::string id, std::string kind, Cycle s, Cycle e) {
+    auto op = [](std::string id, OpKind kind, Cycle s, Cycle e) {
         OpResult o;
         o.id = std::move(id);
-        o.kind = std::move(kind);
+        o.kind = kind;
         o.start_cycle = s;
         o.end_cycle = e;
         o.cores_ran = 1;
-        o.busy[static_cast<int>(Unit::Mxu)] = o.kind == "matmul" ? e - s : 0;
+        o.busy[static_cast<int>(Unit::Mxu)] = o.kind == OpKind::Matmul ? e - s : 0;
         return o;
     };
     // Step 0: a matmul 0-100 and an all-reduce 80-150 (70 cycles, 50 of them exposed).
     // Step 1: the same shifted by 160 (a 10-cycle barrier gap counts in step 1).
-    r.ops = {op("mm@step0", "matmul", 0, 100), op("ar@step0", "all_reduce", 80, 150),
-             op("mm@step1", "matmul", 160, 260), op("ar@step1", "all_reduce", 240, 310)};
+    r.ops = {op("mm@step0", OpKind::Matmul, 0, 100), op("ar@step0", OpKind::AllReduce, 80, 150),
+             op("mm@step1", OpKind::Matmul, 160, 260), op("ar@step1", OpKind::AllReduce, 240, 310)};
     const auto s = measure_steps(r, 2);
     REQUIRE(s.size() == 2);
     CHECK(s[0].cycles == 150);

@@ -18,6 +18,7 @@
 
 #include "tpusim/common/types.h"
 #include "tpusim/config/ici_config.h"
+#include "tpusim/trace/op_kind.h"
 
 namespace tpusim {
 
@@ -36,6 +37,9 @@ enum class CollectiveKind {
 // collective_permute, send_recv. Throws InputError for an unknown name.
 CollectiveKind parse_collective_kind(const std::string& name);
 const char* collective_kind_name(CollectiveKind kind);
+// The collective of a trace op kind (all_reduce ... recv; send and recv are kSendRecv).
+// Throws std::logic_error for a kind that is not a collective.
+CollectiveKind collective_kind(OpKind kind);
 // Element size of a dtype name (f32, bf16, f16, s32, ...). Throws InputError if unknown.
 Bytes dtype_bytes(const std::string& dtype);
 

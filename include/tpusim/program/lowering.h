@@ -19,13 +19,14 @@
 
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/program/program.h"
+#include "tpusim/trace/op_kind.h"
 
 namespace tpusim {
 
 // One op as the program layer sees it (trace ops are converted into this; see lower_trace).
 struct OpSpec {
     std::string id;
-    std::string kind;  // matmul, vector, copy, infeed, outfeed, or a collective
+    OpKind kind = OpKind::Matmul;  // any but Conv2d (op_specs lowers a conv as its GEMM)
     // matmul / conv2d as implicit GEMM
     std::int64_t batch = 1, m = 0, k = 0, n = 0;
     std::int64_t in_bytes = 2, out_bytes = 2;  // element sizes

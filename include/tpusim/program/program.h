@@ -15,22 +15,12 @@
 
 #include "tpusim/common/types.h"
 #include "tpusim/program/collectives.h"
+#include "tpusim/program/dma_descriptor.h"
 
 namespace tpusim {
 
 enum class Unit : std::uint8_t { Dma, Mxu, Vpu, Ici, Host };
 const char* unit_name(Unit u);
-
-struct DmaInstr {
-    bool to_vmem = true;  // HBM -> VMEM, else VMEM -> HBM
-    Addr hbm_addr = 0;
-    Addr vmem_addr = 0;
-    std::int64_t rows = 1;
-    Bytes row_bytes = 0;
-    Bytes hbm_stride = 0;
-    Bytes vmem_stride = 0;
-    Bytes bytes() const { return static_cast<Bytes>(rows) * row_bytes; }
-};
 
 // A block of MXU work on one MXU: the k x n weights are cut into array-sized tiles, each
 // streamed by m LHS rows.
@@ -73,11 +63,11 @@ struct Instr {
     // The operands of the unit's instruction: one kind per instruction (compact encoding: an
     // instruction holds only its own unit's fields). The const accessors require the kind to
     // be the one held (std::bad_variant_access otherwise); the others make it so.
-    DmaInstr& dma() { return operands<DmaInstr>(); }
+    DmaDescriptor& dma() { return operands<DmaDescriptor>(); }
     MatmulInstr& mm() { return operands<MatmulInstr>(); }
     VectorInstr& vec() { return operands<VectorInstr>(); }
     HostInstr& host() { return operands<HostInstr>(); }
-    const DmaInstr& dma() const { return std::get<DmaInstr>(operands_); }
+    const DmaDescriptor& dma() const { return std::get<DmaDescriptor>(operands_); }
     const MatmulInstr& mm() const { return std::get<MatmulInstr>(operands_); }
     const VectorInstr& vec() const { return std::get<VectorInstr>(operands_); }
     const HostInstr& host() const { return std::get<HostInstr>(operands_); }
@@ -88,7 +78,7 @@ struct Instr {
         if (!std::holds_alternative<T>(operands_)) operands_.template emplace<T>();
         return std::get<T>(operands_);
     }
-    std::variant<DmaInstr, MatmulInstr, VectorInstr, HostInstr> operands_;
+    std::variant<DmaDescriptor, MatmulInstr, VectorInstr, HostInstr> operands_;
 };
 
 // Instructions as lowering appends them: in blocks, so a long stream never holds a second copy
@@ -154,7 +144,7 @@ struct CoreProgram {
 // Per-op accounting the program layer knows before simulation.
 struct OpInfo {
     std::string id;
-    std::string kind;
+    OpKind kind = OpKind::Matmul;
     double flops = 0;         // useful FLOPs on one core
     double padded_flops = 0;  // FLOPs the MXU performs including padding
     Bytes hbm_bytes = 0;      // bytes the op moves between HBM and VMEM on one core

@@ -34,7 +34,8 @@ class CycleBudgetExceeded : public std::runtime_error {
 };
 
 struct OpResult {
-    std::string id, kind;
+    std::string id;
+    OpKind kind = OpKind::Matmul;
     Cycle start_cycle = 0, end_cycle = 0;
     Cycle busy[5] = {0, 0, 0, 0, 0};  // summed over cores, by Unit
     double flops = 0;                 // useful FLOPs (MXU and VPU), all cores

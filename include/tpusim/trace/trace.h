@@ -13,24 +13,9 @@
 #include <utility>
 #include <vector>
 
-namespace tpusim {
+#include "tpusim/trace/op_kind.h"
 
-// Collectives come last, from AllReduce on (is_collective relies on it).
-enum class OpKind {
-    Matmul,
-    Conv2d,
-    Vector,
-    Copy,
-    Infeed,
-    Outfeed,
-    AllReduce,
-    ReduceScatter,
-    AllGather,
-    AllToAll,
-    CollectivePermute,
-    Send,
-    Recv
-};
+namespace tpusim {
 
 enum class DType { BF16, F16, F32, S32, S8, U8, Pred };
 
@@ -138,10 +123,8 @@ Trace parse_trace(const nlohmann::json& j, const std::string& name, std::int64_t
 Trace parse_trace(const nlohmann::json& j, const std::string& name, std::int64_t board_cores,
                   const std::vector<int>& op_lines);
 
-const char* op_kind_name(OpKind k);  // as in the file: "matmul", "all_reduce", ...
 const char* dtype_name(DType d);
 std::int64_t dtype_bytes(DType d);
-bool is_collective(OpKind k);  // all_reduce ... recv: traffic on the ICI
 
 // The implicit GEMM of a conv2d: m = batch*out_h*out_w, k = kh*kw*c_in, n = c_out.
 MatmulShape conv_as_matmul(const Conv2dShape& c);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "arch/core/sequencer.h"
 #include "arch/vpu/vpu_module.h"
@@ -48,6 +49,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const Tens
     // Construction order is process order: the DMA engines' threads first, the sequencer's
     // after the units', so that processes woken in one delta cycle run in the same order as
     // before the restructuring (tests/golden).
+    done_in.bind(*this);
     vmem_ = std::make_unique<Vmem>("vmem", cfg_.vmem, cfg_.dma);
     if (cfg_.dma_engines) {
         // The chip binds the engines' hbm_out socket to its HBM.
@@ -142,33 +144,54 @@ void TensorCore::issue(std::uint32_t idx, Cycle stall) {
         case Unit::Dma: {
             if (dma_in_flight_++ == 0) dma_busy_since_ = now;
             ++stats_.dma_descriptors;
-            (in.dma().to_vmem ? stats_.dma_bytes_read : stats_.dma_bytes_written) +=
+            (in.dma().to_vmem() ? stats_.dma_bytes_read : stats_.dma_bytes_written) +=
                 in.dma().bytes();
             // The shared stream's addresses are relative to this core's HBM share.
-            DmaInstr d = in.dma();
+            DmaDescriptor d = in.dma();
             d.hbm_addr += program_->hbm_base;
-            dma_out->transfer(d, [this, idx, now](Cycle t) {
-                if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;
-                dma_slot_free_.notify(sc_core::SC_ZERO_TIME);
-                complete_at(idx, t, Unit::Dma, t - now);
-                span(dma_track_, program_->instrs[idx].op, now, t);
-            });
+            dma_out->transfer(d, reply_to(idx, now));
             break;
         }
         case Unit::Ici:
-            ici_out->arrive(*in.coll, id_, [this, idx, now](Cycle t) {
-                stats_.ici_busy_cycles += t - now;
-                complete_at(idx, t, Unit::Ici, t - now);
-                span(ici_track_, program_->instrs[idx].op, now, t);
-            });
+            ici_out->arrive(*in.coll, id_, reply_to(idx, now));
             break;
         case Unit::Host:
-            host_out->transfer(in.host(), [this, idx, now](Cycle t) {
-                stats_.host_busy_cycles += t - now;
-                complete_at(idx, t, Unit::Host, t - now);
-                span(host_track_, program_->instrs[idx].op, now, t);
-            });
+            host_out->transfer(in.host(), reply_to(idx, now));
             break;
+    }
+}
+
+ReplyTo TensorCore::reply_to(std::uint32_t idx, Cycle now) {
+    issued_at_.emplace(idx, now);
+    return ReplyTo{done_in.operator->(), idx};
+}
+
+void TensorCore::complete(std::uint64_t tag, Cycle t) {
+    const auto idx = static_cast<std::uint32_t>(tag);
+    const auto it = issued_at_.find(idx);
+    const Cycle now = it->second;
+    issued_at_.erase(it);
+    const Unit unit = program_->instrs[idx].unit;
+    const std::uint32_t op = program_->instrs[idx].op;
+    switch (unit) {
+        case Unit::Dma:
+            if (--dma_in_flight_ == 0) stats_.dma_busy_cycles += t - dma_busy_since_;
+            dma_slot_free_.notify(sc_core::SC_ZERO_TIME);
+            complete_at(idx, t, Unit::Dma, t - now);
+            span(dma_track_, op, now, t);
+            break;
+        case Unit::Ici:
+            stats_.ici_busy_cycles += t - now;
+            complete_at(idx, t, Unit::Ici, t - now);
+            span(ici_track_, op, now, t);
+            break;
+        case Unit::Host:
+            stats_.host_busy_cycles += t - now;
+            complete_at(idx, t, Unit::Host, t - now);
+            span(host_track_, op, now, t);
+            break;
+        default:
+            throw std::logic_error("completion of an instruction the core ran itself");
     }
 }
 

@@ -10,8 +10,8 @@ HostLinkModule::HostLinkModule(sc_core::sc_module_name name, const HostConfig& c
     core_in.bind(*this);
 }
 
-void HostLinkModule::transfer(const HostInstr& h, DoneFn done) {
-    done(link_.transfer(h.bytes, h.to_device, now_cycles()));
+void HostLinkModule::transfer(const HostInstr& h, ReplyTo reply) {
+    reply(link_.transfer(h.bytes, h.to_device, now_cycles()));
 }
 
 }  // namespace tpusim

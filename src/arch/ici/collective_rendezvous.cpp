@@ -12,7 +12,7 @@ CollectiveRendezvous::CollectiveRendezvous(sc_core::sc_module_name name, IciNetw
     core_in.bind(*this);
 }
 
-void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, DoneFn done) {
+void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, ReplyTo reply) {
     if (c.role == CollectiveInstr::Role::kSend) {
         CollectiveSpec s;
         s.kind = CollectiveKind::kSendRecv;
@@ -21,15 +21,15 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, D
         s.group = {static_cast<int>(core), static_cast<int>(c.peer)};
         s.pairs = {{static_cast<int>(core), static_cast<int>(c.peer)}};
         const auto key = std::make_pair(core, c.peer);
-        ici_.start(s, [this, key, done](Cycle t) {
-            done(t);
+        ici_.start(s, [this, key, reply](Cycle t) {
+            reply(t);
             auto& waiting = recvs_waiting_[key];
             if (waiting.empty()) {
                 sends_done_[key].push_back(t);
             } else {
-                auto cb = std::move(waiting.front());
+                const ReplyTo r = waiting.front();
                 waiting.pop_front();
-                cb(t);
+                r(t);
             }
         });
         return;
@@ -39,9 +39,9 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, D
         auto& sent = sends_done_[key];
         if (!sent.empty()) {
             sent.pop_front();
-            done(now_cycles());
+            reply(now_cycles());
         } else {
-            recvs_waiting_[key].push_back(std::move(done));
+            recvs_waiting_[key].push_back(reply);
         }
         return;
     }
@@ -49,7 +49,7 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, D
     const std::int64_t leader = c.group.empty() ? 0 : c.group.front();
     Pending& p = pending_[{c.instance, leader}];
     ++p.arrived;
-    p.done.push_back(std::move(done));
+    p.done.push_back(reply);
     const auto expected = simulated_ > 0 ? static_cast<std::size_t>(std::count_if(
                                                c.group.begin(), c.group.end(),
                                                [this](std::int64_t g) { return g < simulated_; }))
@@ -62,10 +62,10 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, D
     for (std::int64_t g : c.group) s.group.push_back(static_cast<int>(g));
     for (const auto& [a, b] : c.pairs)
         s.pairs.emplace_back(static_cast<int>(a), static_cast<int>(b));
-    auto callbacks = std::move(p.done);
+    auto replies = std::move(p.done);
     pending_.erase({c.instance, leader});
-    ici_.start(s, [callbacks](Cycle t) {
-        for (const auto& cb : callbacks) cb(t);
+    ici_.start(s, [replies](Cycle t) {
+        for (const ReplyTo& r : replies) r(t);
     });
 }
 

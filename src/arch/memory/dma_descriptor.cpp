@@ -5,28 +5,7 @@
 
 namespace tpusim {
 
-DmaDescriptor dma_descriptor(const DmaInstr& d) {
-    DmaDescriptor desc;
-    desc.dir = d.to_vmem ? DmaDescriptor::Dir::HbmToVmem : DmaDescriptor::Dir::VmemToHbm;
-    desc.hbm_addr = d.hbm_addr;
-    desc.vmem_addr = d.vmem_addr;
-    desc.rows = d.rows;
-    desc.row_bytes = d.row_bytes;
-    desc.hbm_stride = d.hbm_stride;
-    desc.vmem_stride = d.vmem_stride;
-    return desc;
-}
-
-Bytes DmaDescriptor::hbm_extent() const {
-    return rows <= 0 ? hbm_addr : hbm_addr + static_cast<Bytes>(rows - 1) * hbm_stride + row_bytes;
-}
-
-Bytes DmaDescriptor::vmem_extent() const {
-    return rows <= 0 ? vmem_addr
-                     : vmem_addr + static_cast<Bytes>(rows - 1) * vmem_stride + row_bytes;
-}
-
-std::vector<DmaChunk> split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes) {
+std::vector<DmaDescriptor> split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes) {
     if (d.rows < 1 || d.row_bytes == 0) {
         throw std::invalid_argument("DMA descriptor: expected at least one row of one byte");
     }
@@ -40,7 +19,7 @@ std::vector<DmaChunk> split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes
         n.rows = 1;
         n.hbm_stride = n.vmem_stride = n.row_bytes;
     }
-    std::vector<DmaChunk> out;
+    std::vector<DmaDescriptor> out;
     if (n.row_bytes >= chunk_bytes) {
         // Long rows: each row in pieces of chunk_bytes.
         for (std::int64_t r = 0; r < n.rows; ++r) {
@@ -48,7 +27,7 @@ std::vector<DmaChunk> split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes
             const Addr v = n.vmem_addr + static_cast<Addr>(r) * n.vmem_stride;
             for (Bytes off = 0; off < n.row_bytes; off += chunk_bytes) {
                 const Bytes len = std::min(chunk_bytes, n.row_bytes - off);
-                out.push_back(DmaChunk{h + off, v + off, 1, len, len, len});
+                out.push_back(DmaDescriptor{n.dir, h + off, v + off, 1, len, len, len});
             }
         }
         return out;
@@ -56,9 +35,9 @@ std::vector<DmaChunk> split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes
     const auto per_chunk = static_cast<std::int64_t>(chunk_bytes / n.row_bytes);
     for (std::int64_t r = 0; r < n.rows; r += per_chunk) {
         const std::int64_t rows = std::min(per_chunk, n.rows - r);
-        out.push_back(DmaChunk{n.hbm_addr + static_cast<Addr>(r) * n.hbm_stride,
-                               n.vmem_addr + static_cast<Addr>(r) * n.vmem_stride, rows,
-                               n.row_bytes, n.hbm_stride, n.vmem_stride});
+        out.push_back(DmaDescriptor{n.dir, n.hbm_addr + static_cast<Addr>(r) * n.hbm_stride,
+                                    n.vmem_addr + static_cast<Addr>(r) * n.vmem_stride, rows,
+                                    n.row_bytes, n.hbm_stride, n.vmem_stride});
     }
     return out;
 }

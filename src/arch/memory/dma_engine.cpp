@@ -41,16 +41,29 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int cor
     stats_.counter("hbm_errors", hbm_errors_, "chunks", "chunks the HBM refused");
 }
 
-void DmaEngine::enqueue(const DmaDescriptor& d, sc_core::sc_event* done, DoneCallback on_done) {
+std::size_t DmaEngine::least_loaded() const {
     std::size_t best = 0;
     for (std::size_t e = 1; e < engines_.size(); ++e) {
         if (engines_[e]->queued_bytes < engines_[best]->queued_bytes) best = e;
     }
-    enqueue_on(best, d, done, std::move(on_done));
+    return best;
+}
+
+void DmaEngine::enqueue(const DmaDescriptor& d, sc_core::sc_event* done, DoneCallback on_done) {
+    enqueue_job(least_loaded(), Job{d, done, std::move(on_done), {}});
 }
 
 void DmaEngine::enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
                            DoneCallback on_done) {
+    enqueue_job(engine, Job{d, done, std::move(on_done), {}});
+}
+
+void DmaEngine::transfer(const DmaDescriptor& d, ReplyTo reply) {
+    enqueue_job(least_loaded(), Job{d, nullptr, {}, reply});
+}
+
+void DmaEngine::enqueue_job(std::size_t engine, Job job) {
+    const DmaDescriptor& d = job.d;
     const std::string what = fmt::format("DMA descriptor ({} rows of {} B)", d.rows, d.row_bytes);
     if (d.rows < 1 || d.row_bytes == 0 ||
         (d.rows > 1 && (d.hbm_stride < d.row_bytes || d.vmem_stride < d.row_bytes))) {
@@ -69,8 +82,8 @@ void DmaEngine::enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::
                                      d.hbm_extent(), hbm_capacity_ / kGiB));
     }
     Engine& e = *engines_.at(engine);
-    e.jobs.push_back(Job{d, done, std::move(on_done)});
     e.queued_bytes += d.bytes();
+    e.jobs.push_back(std::move(job));
     e.job_ready.notify(sc_core::SC_ZERO_TIME);
 }
 
@@ -95,6 +108,7 @@ void DmaEngine::engine_thread(std::size_t idx) {
         ++descriptors_;
         if (job.done) job.done->notify(sc_core::SC_ZERO_TIME);
         if (job.on_done) job.on_done(end);
+        if (job.reply.to) job.reply(end);
     }
 }
 
@@ -102,18 +116,14 @@ void DmaEngine::worker_thread(std::size_t idx) {
     Engine& e = *engines_[idx];
     for (;;) {
         while (e.chunks.empty()) sc_core::wait(e.chunk_ready);
-        const DmaChunk c = e.chunks.front();
+        const DmaDescriptor c = e.chunks.front();
         e.chunks.pop_front();
         move_chunk(c, e.dir);
         if (--e.chunks_left == 0) e.chunk_done.notify(sc_core::SC_ZERO_TIME);
     }
 }
 
-void DmaEngine::transfer(const DmaInstr& d, DoneFn done) {
-    enqueue(dma_descriptor(d), nullptr, std::move(done));
-}
-
-void DmaEngine::move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir) {
+void DmaEngine::move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir) {
     const bool to_vmem = dir == DmaDescriptor::Dir::HbmToVmem;
     ++chunks_;
     if (!to_vmem) {

@@ -22,24 +22,19 @@ CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
 
 CalibratedHbm::~CalibratedHbm() = default;
 
-void CalibratedHbm::transfer(int core_on_chip, const DmaInstr& d, DoneFn done) {
+void CalibratedHbm::transfer(int core_on_chip, const DmaDescriptor& d, ReplyTo reply) {
     const Cycle now = now_cycles();
-    const std::uint64_t tag = next_tag_++;
-    waiting_.emplace(tag, std::move(done));
-    const Cycle t = model_.transfer(d.hbm_addr, d.bytes(), !d.to_vmem, core_on_chip, now);
-    due_.push({t, tag});
+    const Cycle t = model_.transfer(d.hbm_addr, d.bytes(), !d.to_vmem(), core_on_chip, now);
+    due_.push({t, next_seq_++, reply});
     due_q_.notify(cycles(t - now));
 }
 
 void CalibratedHbm::deliver() {
     const Cycle now = now_cycles();
     while (!due_.empty() && due_.top().t <= now) {
-        const std::uint64_t tag = due_.top().tag;
+        const ReplyTo reply = due_.top().reply;
         due_.pop();
-        auto it = waiting_.find(tag);
-        auto cb = std::move(it->second);
-        waiting_.erase(it);
-        cb(now);
+        reply(now);
     }
 }
 

@@ -4,10 +4,11 @@
 // completion at once and deliver it at its cycle.
 //
 // Contract for every call: the transfer starts no earlier than the current simulation time,
-// and `done(cycle)` is called exactly once, from the simulation, with the core cycle at which
-// it completed (not earlier than the call).
+// and the target calls `reply(cycle)` exactly once, from the simulation, with the core cycle
+// at which it completed (not earlier than the call). As TLM's backward path: a request
+// carries where its completion goes (the initiator's CompletionIf, exported as done_in, and
+// the initiator's tag), not a callback.
 #include <cstdint>
-#include <functional>
 #include <systemc>
 
 #include "tpusim/common/types.h"
@@ -15,24 +16,35 @@
 
 namespace tpusim {
 
-using DoneFn = std::function<void(Cycle)>;
+// The initiator's side of a request: told once when the request with `tag` completed.
+class CompletionIf : public virtual sc_core::sc_interface {
+ public:
+    virtual void complete(std::uint64_t tag, Cycle at) = 0;
+};
+
+// Where a target sends a request's completion.
+struct ReplyTo {
+    CompletionIf* to = nullptr;
+    std::uint64_t tag = 0;
+    void operator()(Cycle at) const { to->complete(tag, at); }
+};
 
 // A DMA instruction of one core: HBM <-> this core's VMEM.
 class DmaIf : public virtual sc_core::sc_interface {
  public:
-    virtual void transfer(const DmaInstr& d, DoneFn done) = 0;
+    virtual void transfer(const DmaDescriptor& d, ReplyTo reply) = 0;
 };
 
 // A collective or send / recv step of core `core`.
 class CollectiveIf : public virtual sc_core::sc_interface {
  public:
-    virtual void arrive(const CollectiveInstr& c, std::int64_t core, DoneFn done) = 0;
+    virtual void arrive(const CollectiveInstr& c, std::int64_t core, ReplyTo reply) = 0;
 };
 
 // Infeed / outfeed over the chip's host link.
 class HostIf : public virtual sc_core::sc_interface {
  public:
-    virtual void transfer(const HostInstr& h, DoneFn done) = 0;
+    virtual void transfer(const HostInstr& h, ReplyTo reply) = 0;
 };
 
 }  // namespace tpusim

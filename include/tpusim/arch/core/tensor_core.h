@@ -18,6 +18,7 @@
 #include <string>
 #include <systemc>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "tpusim/arch/core/core_ports.h"
@@ -53,13 +54,16 @@ struct TensorCoreConfigs {
     bool dma_engines = true;          // false: dma_out is bound outside (calibrated HBM)
 };
 
-class TensorCore : public sc_core::sc_module {
+class TensorCore : public sc_core::sc_module, public CompletionIf {
  public:
     // Bound by the chip before the simulation starts (core_ports.h has the contracts);
     // dma_out by the core itself to its DmaEngine when it has one.
     sc_core::sc_port<DmaIf> dma_out{"dma_out"};
     sc_core::sc_port<CollectiveIf> ici_out{"ici_out"};
     sc_core::sc_port<HostIf> host_out{"host_out"};
+    // Where the targets of those ports send completions: every request carries
+    // ReplyTo{&*done_in, instruction index}.
+    sc_core::sc_export<CompletionIf> done_in{"done_in"};
 
     SC_HAS_PROCESS(TensorCore);
     TensorCore(sc_core::sc_module_name name, std::int64_t id, const TensorCoreConfigs& cfg,
@@ -88,6 +92,9 @@ class TensorCore : public sc_core::sc_module {
     void on_completion();
     void issue(std::uint32_t idx, Cycle stall);
     void complete_at(std::uint32_t idx, Cycle t, Unit unit, Cycle busy);
+    // CompletionIf: a DMA, ICI or host instruction (tag: its index) completed at `at`.
+    void complete(std::uint64_t tag, Cycle at) override;
+    ReplyTo reply_to(std::uint32_t idx, Cycle now);
     // Records [start, end) of `op` on one unit's timeline track (an index into open_spans_).
     void span(std::size_t lane, std::uint32_t op, Cycle start, Cycle end);
     std::size_t add_track(const std::string& process, const std::string& thread);
@@ -106,6 +113,7 @@ class TensorCore : public sc_core::sc_module {
     std::vector<std::unique_ptr<Lane>> mxu_lanes_;
     Lane vpu_lane_;
     std::vector<std::uint8_t> done_;
+    std::unordered_map<std::uint32_t, Cycle> issued_at_;  // DMA, ICI, host instructions
     // Lowest instruction not yet completed: the core reads none below it again, so a streamed
     // program may free them (SharedInstrs::release).
     std::size_t first_pending_ = 0;

@@ -15,7 +15,7 @@ class HostLinkModule : public sc_core::sc_module, public HostIf {
 
     HostLinkModule(sc_core::sc_module_name name, const HostConfig& cfg, double core_clock_mhz,
                    int chip);
-    void transfer(const HostInstr& h, DoneFn done) override;
+    void transfer(const HostInstr& h, ReplyTo reply) override;
     const HostLink& link() const { return link_; }
 
  private:

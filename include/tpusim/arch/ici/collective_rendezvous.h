@@ -22,20 +22,20 @@ class CollectiveRendezvous : public sc_core::sc_module, public CollectiveIf {
     sc_core::sc_export<CollectiveIf> core_in{"core_in"};
 
     CollectiveRendezvous(sc_core::sc_module_name name, IciNetwork& ici);
-    void arrive(const CollectiveInstr& c, std::int64_t core, DoneFn done) override;
+    void arrive(const CollectiveInstr& c, std::int64_t core, ReplyTo reply) override;
     // Only cores below `cores` are simulated (0: all of them).
     void simulate_only(std::int64_t cores) { simulated_ = cores; }
 
  private:
     struct Pending {
         std::size_t arrived = 0;
-        std::vector<DoneFn> done;
+        std::vector<ReplyTo> done;
     };
     IciNetwork& ici_;
     std::int64_t simulated_ = 0;
     std::map<std::pair<std::uint64_t, std::int64_t>, Pending> pending_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<Cycle>> sends_done_;
-    std::map<std::pair<std::int64_t, std::int64_t>, std::deque<DoneFn>> recvs_waiting_;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::deque<ReplyTo>> recvs_waiting_;
 };
 
 }  // namespace tpusim

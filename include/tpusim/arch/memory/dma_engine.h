@@ -43,8 +43,8 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     void enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
                     DoneCallback on_done = {});
 
-    // DmaIf: the core's DMA instruction as a descriptor (dma_descriptor), enqueued.
-    void transfer(const DmaInstr& d, DoneFn done) override;
+    // DmaIf: the core's DMA instruction, enqueued.
+    void transfer(const DmaDescriptor& d, ReplyTo reply) override;
 
     std::size_t engines() const { return engines_.size(); }
     StatGroup& stats() { return stats_; }
@@ -53,21 +53,24 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     struct Job {
         DmaDescriptor d;
         sc_core::sc_event* done;
-        DoneCallback on_done;
+        DoneCallback on_done;  // enqueue's callers (benches, tests)
+        ReplyTo reply;         // transfer's: the core's done_in
     };
     struct Engine {
         std::deque<Job> jobs;
         Bytes queued_bytes = 0;
         sc_core::sc_event job_ready;
         // Chunks of the running descriptor, handed to the engine's workers.
-        std::deque<DmaChunk> chunks;
+        std::deque<DmaDescriptor> chunks;
         DmaDescriptor::Dir dir = DmaDescriptor::Dir::HbmToVmem;
         sc_core::sc_event chunk_ready, chunk_done;
         std::size_t chunks_left = 0;
     };
+    std::size_t least_loaded() const;
+    void enqueue_job(std::size_t engine, Job job);  // checks the descriptor first
     void engine_thread(std::size_t e);
     void worker_thread(std::size_t e);
-    void move_chunk(const DmaChunk& c, DmaDescriptor::Dir dir);
+    void move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir);
 
     DmaConfig cfg_;
     int core_;

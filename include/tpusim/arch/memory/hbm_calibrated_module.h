@@ -3,11 +3,9 @@
 // (hbm_calibrated.h) behind one DMA export per core of the chip. A transfer's completion is
 // known when it is submitted and delivered at its cycle.
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <queue>
 #include <systemc>
-#include <unordered_map>
 #include <vector>
 
 #include "tpusim/arch/core/core_ports.h"
@@ -26,26 +24,26 @@ class CalibratedHbm : public sc_core::sc_module {
     CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm, double core_clock_mhz,
                   std::int64_t cores_per_chip);
     ~CalibratedHbm() override;
-    void transfer(int core_on_chip, const DmaInstr& d, DoneFn done);
+    void transfer(int core_on_chip, const DmaDescriptor& d, ReplyTo reply);
     StatGroup& stats() { return model_.stats(); }
 
  private:
     struct CorePort : DmaIf {
         CalibratedHbm* hbm = nullptr;
         int core = 0;
-        void transfer(const DmaInstr& d, DoneFn done) override {
-            hbm->transfer(core, d, std::move(done));
+        void transfer(const DmaDescriptor& d, ReplyTo reply) override {
+            hbm->transfer(core, d, reply);
         }
     };
     void deliver();
     HbmCalibratedModel model_;
     std::vector<std::unique_ptr<CorePort>> ports_;
-    std::uint64_t next_tag_ = 1;
-    std::unordered_map<std::uint64_t, DoneFn> waiting_;
+    std::uint64_t next_seq_ = 1;  // submission order: equal cycles complete in it
     struct Due {
         Cycle t;
-        std::uint64_t tag;
-        bool operator>(const Due& o) const { return t != o.t ? t > o.t : tag > o.tag; }
+        std::uint64_t seq;
+        ReplyTo reply;
+        bool operator>(const Due& o) const { return t != o.t ? t > o.t : seq > o.seq; }
     };
     std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
     sc_core::sc_event_queue due_q_;
