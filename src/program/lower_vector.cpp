@@ -146,13 +146,10 @@ std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* bod
             ld.unit = Unit::Dma;
             ld.op = u32;
             ld.waits = w;
-            ld.dma().to_vmem = true;
-            ld.dma().vmem_addr = buf.addr;
-            ld.dma().hbm_addr = src + static_cast<Bytes>(r0) * row_in;
-            ld.dma().rows = rows;
-            ld.dma().row_bytes = row_in;
-            ld.dma().hbm_stride = row_in;
-            ld.dma().vmem_stride = row_in;
+            ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
+                                 {src, static_cast<std::int64_t>(row_in), r0, 0, rows,
+                                  static_cast<std::int64_t>(row_in), 1},
+                                 buf.addr);
             const std::uint32_t id = emit(std::move(ld));
             vmem_.use(buf.addr, id);
             s.loaded = {id};
