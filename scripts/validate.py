@@ -52,7 +52,7 @@ SETS = {
     "GEMM, M >= 512": (4.0, 4.0),
     "GEMM": (8.0, 8.0),
     "GELU": (12.0, 27.0),
-    "LayerNorm": (15.0, 33.0),
+    "LayerNorm": (15.0, 29.0),
     "all-reduce (calibration)": (10.0, 10.0),
     "ResNet-50 v2-8 img/s": (10.0, 10.0),
     "ResNet-50 v3-32 img/s": (10.0, 10.0),
