@@ -76,6 +76,10 @@ class CoreLowering {
     // the row reduction `body` on the VPU. Returns its last VPU instruction.
     std::uint32_t lower_statistics_pass(std::size_t i, const char* body, Addr src,
                                         std::int64_t cols, const Waits& after);
+    // Op i's DMA of rows [r0, r0 + rows) of `row_bytes` each, from the HBM array at `src` into
+    // a fresh VMEM buffer, after `after`; the DMA and the buffer are added to `s`.
+    void load_rows(std::size_t i, Addr src, Bytes row_bytes, std::int64_t r0, std::int64_t rows,
+                   const Waits& after, Step& s);
     void lower_copy(std::size_t i);
     void lower_single(std::size_t i);
     // Delivers a result tile of op `i`: to its fused consumer, or back to HBM.

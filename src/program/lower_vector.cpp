@@ -83,26 +83,8 @@ void CoreLowering::lower_vector(std::size_t i) {
         const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         Step st;
-        auto load_rows = [=](Step& s, Addr src) {
-            const Bytes bytes = static_cast<Bytes>(rows) * row_in;
-            Waits w = deps;
-            Buffer buf = alloc(bytes, false, w, i);
-            Instr ld;
-            ld.unit = Unit::Dma;
-            ld.op = u32;
-            ld.waits = w;
-            ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
-                                 {src, static_cast<std::int64_t>(row_in), r0, 0, rows,
-                                  static_cast<std::int64_t>(row_in), 1},
-                                 buf.addr);
-            const std::uint32_t id = emit(std::move(ld));
-            vmem_.use(buf.addr, id);
-            s.loaded.push_back(id);
-            s.buffers.push_back(buf.addr);
-            count_hbm(i, bytes);
-        };
         st.load = [=](Step& s) {
-            for (Addr src : inputs) load_rows(s, src);
+            for (Addr src : inputs) load_rows(i, src, row_in, r0, rows, deps, s);
         };
         st.compute = [=](Step& s) {
             Waits w = s.loaded;
@@ -126,6 +108,24 @@ void CoreLowering::lower_vector(std::size_t i) {
     run_pipeline(static_cast<std::size_t>(chunks), make);
 }
 
+void CoreLowering::load_rows(std::size_t i, Addr src, Bytes row_bytes, std::int64_t r0,
+                             std::int64_t rows, const Waits& after, Step& s) {
+    const Bytes bytes = static_cast<Bytes>(rows) * row_bytes;
+    Waits w = after;
+    Buffer buf = alloc(bytes, false, w, i);
+    Instr ld;
+    ld.unit = Unit::Dma;
+    ld.op = static_cast<std::uint32_t>(i);
+    ld.waits = w;
+    const auto row = static_cast<std::int64_t>(row_bytes);
+    ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem, {src, row, r0, 0, rows, row, 1}, buf.addr);
+    const std::uint32_t id = emit(std::move(ld));
+    vmem_.use(buf.addr, id);
+    s.loaded.push_back(id);
+    s.buffers.push_back(buf.addr);
+    count_hbm(i, bytes);
+}
+
 std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* body, Addr src,
                                                   std::int64_t cols, const Waits& after) {
     const OpSpec& op = ops_[i];
@@ -138,24 +138,7 @@ std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* bod
         const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         Step st;
-        st.load = [=](Step& s) {
-            const Bytes bytes = static_cast<Bytes>(rows) * row_in;
-            Waits w = after;
-            Buffer buf = alloc(bytes, false, w, i);
-            Instr ld;
-            ld.unit = Unit::Dma;
-            ld.op = u32;
-            ld.waits = w;
-            ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
-                                 {src, static_cast<std::int64_t>(row_in), r0, 0, rows,
-                                  static_cast<std::int64_t>(row_in), 1},
-                                 buf.addr);
-            const std::uint32_t id = emit(std::move(ld));
-            vmem_.use(buf.addr, id);
-            s.loaded = {id};
-            s.buffers = {buf.addr};
-            count_hbm(i, bytes);
-        };
+        st.load = [=](Step& s) { load_rows(i, src, row_in, r0, rows, after, s); };
         // One f32 statistic per row stays for the next kernel (its 4 B per row to and from
         // HBM are left out).
         st.compute = [=, &last](Step& s) {
