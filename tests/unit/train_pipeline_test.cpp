@@ -2,6 +2,7 @@
 // cycles follow from the rules in include/tpusim/train/input_pipeline.h.
 #include <catch2/catch.hpp>
 
+#include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/train/input_pipeline.h"
 
@@ -114,4 +115,31 @@ TEST_CASE("train: host costs from the config and the run", "[train]") {
     host.access = HostAccess::node;
     h = host_timing(host, run, 4, 500, mhz);
     CHECK(h.infeed_per_batch == 1024000);
+}
+
+TEST_CASE("train: a run past 2^62 cycles is a located error, not a wrapped time", "[train]") {
+    // One batch of 2^40 samples at 2^40 cycles each on one worker: 2^80 cycles, which an int64
+    // product would wrap. The producer's cost saturates and the step's end is refused.
+    HostTiming h;
+    h.cpu_per_sample = Cycle{1} << 40;
+    RunDescription run = run_of(std::int64_t{1} << 40, std::int64_t{1} << 40, 1);
+    run.path = "run.json";
+    CHECK_THROWS_WITH(simulate_pipeline(h, run, [](std::int64_t) { return Cycle{1}; }),
+                      Catch::Contains("run.json: /epochs: the run would last more than 2^62"));
+}
+
+TEST_CASE("train: the pipeline keeps a ring of prefetch + 1 steps, same times as one per step",
+          "[train]") {
+    // 1,000 steps with prefetch 3: step k waits for step k - 3's infeed. A producer of 100
+    // cycles per batch, an infeed of 30 and a device step of 120: the device paces the run once
+    // the prefetch is full, so every step after the first starts 120 after the previous one.
+    HostTiming h;
+    h.cpu_per_sample = 100;
+    h.prefetch = 3;
+    h.infeed_per_batch = 30;
+    const PipelineResult p =
+        simulate_pipeline(h, run_of(1000, 1, 1), [](std::int64_t) { return Cycle{120}; });
+    // Step 0: batch at 100, infeed to 130, runs 130..250; then 999 more steps of 120.
+    CHECK(p.total == 130 + 1000 * 120);
+    CHECK(p.device == 1000 * 120);
 }
