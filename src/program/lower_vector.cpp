@@ -167,21 +167,9 @@ void CoreLowering::lower_copy(std::size_t i) {
         const Bytes off = static_cast<Bytes>(c) * chunk;
         const Bytes bytes = std::min(chunk, op.bytes - off);
         Step st;
-        st.load = [=](Step& s) {
-            Waits w = deps;
-            Buffer buf = alloc(bytes, false, w, i);
-            Instr ld;
-            ld.unit = Unit::Dma;
-            ld.op = static_cast<std::uint32_t>(i);
-            ld.waits = w;
-            const auto n = static_cast<std::int64_t>(bytes);
-            ld.dma() =
-                dma_block(DmaDescriptor::Dir::HbmToVmem, {src + off, n, 0, 0, 1, n, 1}, buf.addr);
-            const std::uint32_t id = emit(std::move(ld));
-            vmem_.use(buf.addr, id);
-            s.loaded = {id};
-            s.acc = buf.addr;
-            count_hbm(i, bytes);
+        st.load = [=](Step& s) {  // one contiguous row of the chunk's bytes
+            load_rows(i, src + off, bytes, 0, 1, deps, s);
+            s.acc = s.buffers.back();
         };
         st.compute = [](Step& s) { s.computed = s.loaded; };
         st.finish = [=](Step& s) {

@@ -31,26 +31,26 @@ $d/jax_seed_workloads/resnet_unet_dp8.before_optimizations.hlo"
 # rematerialisation: docs/hlo.md, "Limits").
 over="$d/xla_repo_models_preopt/hlo_llama3_8b_cp_bf16_1x4.hlo
 $d/xla_repo_models_preopt/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo"
-for f in $checked; do
-    out=$(timeout 120 "$bin" trace check --config $v3 --hlo "$f" 2>&1)
-    rc=$?
-    if [ $rc -ne 0 ] || grep -qi 'unknown' <<<"$out"; then
-        echo "FAIL $f: rc=$rc $(tail -c 300 <<<"$out")"
-        fails=$((fails + 1))
-    else
-        passes=$((passes + 1))
-    fi
-done
-for f in $fits; do
-    out=$(timeout 120 "$bin" run -q --config $v3 --hlo "$f" 2>&1)
-    rc=$?
-    if [ $rc -ne 0 ] || grep -qi 'unknown' <<<"$out"; then
-        echo "FAIL $f: rc=$rc $(tail -c 300 <<<"$out")"
-        fails=$((fails + 1))
-    else
-        passes=$((passes + 1))
-    fi
-done
+# Each module must exit 0 with no opcode listed as unknown: `trace check` (import, lowering
+# and the HBM check) for $checked, a whole `run` for $fits.
+expect_clean() {  # COMMAND FILES...
+    local cmd=$1 f out rc
+    shift
+    for f in "$@"; do
+        out=$(timeout 120 "$bin" $cmd --config $v3 --hlo "$f" 2>&1)
+        rc=$?
+        if [ $rc -ne 0 ] || grep -qi 'unknown' <<<"$out"; then
+            echo "FAIL $f: rc=$rc $(tail -c 300 <<<"$out")"
+            fails=$((fails + 1))
+        else
+            passes=$((passes + 1))
+        fi
+    done
+}
+# shellcheck disable=SC2086
+expect_clean "trace check" $checked
+# shellcheck disable=SC2086
+expect_clean "run -q" $fits
 for f in $over; do
     err=$(timeout 120 "$bin" run -q --config $v3 --hlo "$f" 2>&1 >/dev/null)
     rc=$?
