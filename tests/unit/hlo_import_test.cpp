@@ -80,6 +80,27 @@ ENTRY e {
     CHECK(op_flops(d) == 2 * (8 * 56 * 56 * 64) * 9);  // 2 x output elements x taps
 }
 
+TEST_CASE("HLO convolution: a depthwise weight gradient packs its batch groups on M", "[hlo]") {
+    // MobileNetV2's form (PyTorch/XLA): x and dy are [batch 8, channels 64, 28, 28] read as
+    // fb01 / io01, so the batch is the contraction and the 64 channels are batch groups with
+    // one output feature each; the result is the 3x3 filter per channel. Per group the GEMM
+    // is m = 1 x 3*3 = 9 output taps, k = 28*28 window x 8 = 6272, n = 1. The groups share
+    // the contraction, so Q = 64 groups (the largest divisor of 64 with Q x n <= 128
+    // columns) stream their 9 rows each through one weight tile: batch 1, m = 576, n = 1.
+    const Trace t = import(R"(HloModule m
+ENTRY e {
+  x = f32[8,64,28,28]{3,2,1,0} parameter(0)
+  dy = f32[8,64,28,28]{3,2,1,0} parameter(1)
+  ROOT g = f32[3,3,1,64]{3,2,1,0} convolution(x, dy), window={size=28x28 pad=1_1x1_1}, dim_labels=fb01_io01->01bf, batch_group_count=64
+})");
+    const TraceOp& g = op_named(t, "g");
+    CHECK(g.matmul.batch == 1);
+    CHECK(g.matmul.m == 9 * 64);
+    CHECK(g.matmul.k == 28 * 28 * 8);
+    CHECK(g.matmul.n == 1);
+    CHECK(op_flops(g) == 2 * (3 * 3 * 64) * (28 * 28 * 8));  // useful: 2 x output x window
+}
+
 TEST_CASE("HLO fusion: one group of ops, intermediates on chip", "[hlo]") {
     const Trace t = import(R"(HloModule m
 f {
