@@ -123,6 +123,39 @@ ENTRY e {
     CHECK(results_kept_on_chip(t)[0]);
 }
 
+TEST_CASE("HLO fusion: a value used twice inside a fusion stays on chip", "[hlo]") {
+    // e = exp(p0) feeds n = -e and a = n + e, all in one fusion. n takes e's tiles (fused);
+    // a is fused onto n, and its use of e is on chip too (XLA's kernel computes e, n and a
+    // in one loop over the tiles), so e is not a dep of a and is never written to HBM. The
+    // fusion moves p0 in once and a out once: 2 x 1024 x 512 x 4 bytes.
+    const Trace t = import(R"(HloModule m
+f {
+  p0 = f32[1024,512]{1,0} parameter(0)
+  e = f32[1024,512]{1,0} exponential(p0)
+  n = f32[1024,512]{1,0} negate(e)
+  ROOT a = f32[1024,512]{1,0} add(n, e)
+}
+ENTRY e {
+  x = f32[1024,512]{1,0} parameter(0)
+  ROOT r = f32[1024,512]{1,0} fusion(x), kind=kLoop, calls=f
+})");
+    REQUIRE(t.ops.size() == 3);
+    const TraceOp& a = op_named(t, "a");
+    CHECK(a.fused);
+    REQUIRE(a.deps.size() == 1);
+    CHECK(t.ops[a.deps[0]].id == "n");
+    CHECK(a.vector.op == VectorOp::Scale);  // one stream: both operands on chip
+    const auto kept = results_kept_on_chip(t);
+    CHECK(kept[0]);  // e
+    CHECK(kept[1]);  // n
+    CHECK_FALSE(kept[2]);  // a: the fusion's result
+    const std::int64_t bytes = 1024 * 512 * 4;
+    std::int64_t hbm = 0;
+    for (std::size_t i = 0; i < t.ops.size(); ++i)
+        hbm += op_hbm_bytes_in(t.ops[i]) + (kept[i] ? 0 : op_bytes_out(t.ops[i]));
+    CHECK(hbm == 2 * bytes);
+}
+
 TEST_CASE("HLO while: known_trip_count and the induction variable", "[hlo]") {
     const std::string body = R"(HloModule m
 cond {
