@@ -146,8 +146,8 @@ ENTRY e {
     CHECK(t.ops[a.deps[0]].id == "n");
     CHECK(a.vector.op == VectorOp::Scale);  // one stream: both operands on chip
     const auto kept = results_kept_on_chip(t);
-    CHECK(kept[0]);  // e
-    CHECK(kept[1]);  // n
+    CHECK(kept[0]);        // e
+    CHECK(kept[1]);        // n
     CHECK_FALSE(kept[2]);  // a: the fusion's result
     const std::int64_t bytes = 1024 * 512 * 4;
     std::int64_t hbm = 0;
