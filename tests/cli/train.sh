@@ -26,9 +26,11 @@ run_bad sources "/sources/x: expected a string" "{$ok, \"global_batch\": 8, \"da
 run_bad drop "/global_batch: larger than the 10 samples" "{$ok, \"global_batch\": 16, \"drop_remainder\": true, \"dataset\": {\"samples\": 10}}"
 run_bad programs "/compiled_programs: expected an integer in [1," "{$ok, \"global_batch\": 8, \"compiled_programs\": 0, \"dataset\": {\"samples\": 10}}"
 run_bad top_array "/: expected an object" '[1]'
-# Runs too long for the host model: located errors, not an allocation of one record per step
-# or a multi-hour loop (a run past 2^62 cycles: tests/unit/train_pipeline_test.cpp).
+# Runs too long for the host model, and absurd per-batch figures: located errors, not an
+# allocation of one record per step, a multi-hour loop or a wrapped 64-bit product (the
+# pipeline rule itself: tests/unit/train_pipeline_test.cpp).
 run_bad huge_epoch "/dataset/samples: the run has 1099511627776 steps" "{$ok, \"global_batch\": 1, \"dataset\": {\"samples\": 1099511627776}}"
+run_bad forever "/epochs: the run would last more than 2^62 core cycles" "{$ok, \"global_batch\": 1099511627776, \"dataset\": {\"samples\": 1099511627776, \"infeed_bytes_per_sample\": 1099511627776}, \"pipeline\": {\"preprocess_ms_per_sample\": 10000000}}"
 run_bad many_epochs "/epochs: the run has 200000000 steps (100000 epochs x 2000 steps" "{$ok, \"global_batch\": 1, \"epochs\": 100000, \"dataset\": {\"samples\": 2000}}"
 printf '{%s, "global_batch": 8, "dataset": {"samples": 10}}' "$ok" > "$tmp/noinfeed.json"
 expect_error "no infeed anywhere" "/dataset/infeed_bytes_per_sample: missing" -- train --config $v3 \
