@@ -191,6 +191,10 @@ void CoreLowering::sink(std::size_t i, TileRef tile) {
 }
 
 void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
+    if (ops_[i].result_in_vmem) {  // the result stays in VMEM (S(1)): no write to HBM
+        done_[i].insert(done_[i].end(), tile.ready.begin(), tile.ready.end());
+        return;
+    }
     Instr out;
     out.unit = Unit::Dma;
     out.op = static_cast<std::uint32_t>(i);

@@ -108,6 +108,15 @@ void CoreLowering::lower_matmul(std::size_t i) {
                                   : static_cast<Bytes>(op.batch * op.m * op.k * e));
     const Addr rhs = operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * e));
     const Waits deps = dep_waits(op);
+    // Operands XLA placed in VMEM (S(1)) must fit there whole.
+    const Bytes lhs_bytes = static_cast<Bytes>(op.batch * op.m * op.k * e);
+    const Bytes rhs_bytes = static_cast<Bytes>(op.batch * op.k * op.n * e);
+    const Bytes resident = (op.lhs_in_vmem ? lhs_bytes : 0) + (op.rhs_in_vmem ? rhs_bytes : 0);
+    if (static_cast<double>(resident) > cap)
+        throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
+                         fmt::format("its VMEM-resident operands (vmem_operands) take {:.2f} MiB; "
+                                     "the core has {} MiB of VMEM",
+                                     static_cast<double>(resident) / kMiB, cfg_.vmem.capacity_mib));
     // Which operand is stationary in the array. With M no wider than the array, a weight tile
     // of B would stream only M rows per swap, and a swap costs about rows + cols + Lw cycles
     // (docs/mxu.md), so the array would idle most of the time; XLA then keeps the LHS tile
@@ -165,10 +174,14 @@ void CoreLowering::lower_matmul(std::size_t i) {
                                 {lhs, op.k, b * op.m + jm * tm, jk * tk, tm_e, tk_e,
                                  static_cast<Bytes>(e)},
                                 a.addr);
-            const std::uint32_t a_id = emit(ld);
-            vmem_.use(a.addr, a_id);
-            s.loaded.push_back(a_id);
-            count_hbm(i, a_bytes);
+            if (op.lhs_in_vmem) {  // resident in VMEM (S(1)): no DMA, ready after its deps
+                s.loaded.insert(s.loaded.end(), w.begin(), w.end());
+            } else {
+                const std::uint32_t a_id = emit(ld);
+                vmem_.use(a.addr, a_id);
+                s.loaded.push_back(a_id);
+                count_hbm(i, a_bytes);
+            }
             if (!reuse_b) {
                 const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * e);
                 Waits wb = deps;
@@ -179,11 +192,15 @@ void CoreLowering::lower_matmul(std::size_t i) {
                     DmaDescriptor::Dir::HbmToVmem,
                     {rhs, op.n, b * op.k + jk * tk, jn * tn, tk_e, tn_e, static_cast<Bytes>(e)},
                     bbuf.addr);
-                b_load = emit(lb);
-                vmem_.use(bbuf.addr, b_load);
-                count_hbm(i, b_bytes);
+                if (op.rhs_in_vmem) {
+                    s.loaded.insert(s.loaded.end(), wb.begin(), wb.end());
+                } else {
+                    b_load = emit(lb);
+                    vmem_.use(bbuf.addr, b_load);
+                    count_hbm(i, b_bytes);
+                }
             }
-            s.loaded.push_back(b_load);
+            if (!op.rhs_in_vmem) s.loaded.push_back(b_load);
             s.buffers = {a.addr, bbuf.addr};
             s.weights = bbuf.addr;
         };

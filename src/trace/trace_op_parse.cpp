@@ -326,6 +326,14 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
     r.set_kind(op_kind_name(op.kind));
     r.take("comment");
     op.fused = r.flag("fused");
+    op.result_in_vmem = r.flag("result_in_vmem");
+    if (const json* v = r.take("vmem_operands")) {
+        for (const json& x : r.array("vmem_operands", *v)) {
+            if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 1)
+                r.fail("\"vmem_operands\" must list operand indices 0 (lhs) or 1 (rhs)");
+            op.vmem_operands.push_back(x.get<int>());
+        }
+    }
     if (const json* d = r.take("deps")) {
         for (const json& dep : r.array("deps", *d)) {
             if (!dep.is_string()) {
@@ -360,6 +368,8 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
         op.dtype = r.dtype("dtype", DType::BF16);
         op.out_dtype = r.dtype("out_dtype", op.dtype);
     }
+    if (!op.vmem_operands.empty() && op.kind != OpKind::Matmul && op.kind != OpKind::Conv2d)
+        r.fail("\"vmem_operands\" applies to matmul and conv2d ops only");
     r.reject_unknown_keys();
     check_figures(r, op);
     return op;

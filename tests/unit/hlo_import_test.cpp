@@ -6,6 +6,8 @@
 
 #include "../test_util.h"
 #include "tpusim/common/error.h"
+#include "tpusim/config/tpu_config.h"
+#include "tpusim/program/from_trace.h"
 #include "tpusim/trace/hlo.h"
 
 using namespace tpusim;
@@ -307,4 +309,31 @@ TEST_CASE("HLO fusion pass: a cheap producer of several fusions is duplicated in
         CHECK_FALSE(results_kept_on_chip(costly)[i]);  // stored for its two readers
     }
     CHECK(exps == 1);
+}
+
+TEST_CASE("HLO S(1): a dot's VMEM operand is not read and its VMEM result is not written",
+          "[hlo]") {
+    // A TPU-compiled dot: lhs bf16[256,512] in HBM, rhs bf16[512,128] in VMEM (S(1)), result
+    // f32[256,128] in VMEM. The only HBM traffic is the lhs read: 256 * 512 * 2 bytes.
+    const std::string text = R"(HloModule m
+ENTRY e {
+  a = bf16[256,512]{1,0:T(8,128)(2,1)} parameter(0)
+  b = bf16[512,128]{1,0:T(8,128)(2,1)S(1)} parameter(1)
+  ROOT d = f32[256,128]{1,0:T(8,128)S(1)} dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+    const Trace t = import(text);
+    REQUIRE(t.ops.size() == 1);
+    CHECK(t.ops[0].vmem_operands == std::vector<int>{1});
+    CHECK(t.ops[0].result_in_vmem);
+    const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
+    const Program p = lower_trace(t, cfg);
+    REQUIRE(p.ops.size() == 1);
+    CHECK(p.ops[0].hbm_bytes == Bytes{256} * 512 * 2);
+    // The same dot with every value in HBM also reads rhs (512 * 128 * 2) and writes the
+    // f32 result (256 * 128 * 4).
+    Trace h = t;
+    h.ops[0].vmem_operands.clear();
+    h.ops[0].result_in_vmem = false;
+    CHECK(lower_trace(h, cfg).ops[0].hbm_bytes ==
+          Bytes{256} * 512 * 2 + Bytes{512} * 128 * 2 + Bytes{256} * 128 * 4);
 }

@@ -49,6 +49,7 @@ struct OpSpec {
     // graph
     std::vector<std::size_t> deps;
     bool fused = false;
+    bool lhs_in_vmem = false, rhs_in_vmem = false, result_in_vmem = false;  // S(1): no DMA
     std::vector<std::int64_t> cores;  // empty: every core of the program
 };
 

@@ -93,6 +93,10 @@ struct TraceOp {
     // The primary operand (first input) arrives on chip from the producer(s) in `deps` and is
     // not read from HBM; producers whose consumers are all fused keep their result on chip.
     bool fused = false;
+    // Operands (matmul/conv2d: 0 = lhs, 1 = rhs) held in VMEM (XLA's memory space S(1)): no
+    // HBM read. result_in_vmem: the result stays in VMEM, not written back to HBM.
+    std::vector<int> vmem_operands;
+    bool result_in_vmem = false;
     std::vector<int> cores;  // the cores that run this op; empty: every core of the program
     int line = 0;            // 1-based line of the op in its file; 0 when unknown
 };

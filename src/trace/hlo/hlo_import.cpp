@@ -59,6 +59,7 @@ Value merged(const std::vector<const Value*>& vs) {
 struct Place {
     std::vector<std::uint32_t> internal;  // ops of the same fusion that produce it
     bool on_chip = false;                 // no HBM read: internal, generated, or in VMEM
+    bool vmem = false;                    // its layout says memory space 1 (VMEM)
     std::vector<std::uint32_t> external;  // ops outside the fusion that it waits for
 };
 
@@ -240,8 +241,8 @@ class Importer {
         while ((x->opcode == "bitcast" || x->opcode == "reshape") && !x->operands.empty())
             x = &c.instrs[static_cast<std::size_t>(x->operands[0].instr)];
         const OpClass cls = op_class(x->opcode);
-        p.on_chip = x->opcode == "constant" || cls == OpClass::Generated ||
-                    (!x->shape.tuple && x->shape.memory_space == 1);
+        p.vmem = !x->shape.tuple && x->shape.memory_space == 1;
+        p.on_chip = x->opcode == "constant" || cls == OpClass::Generated || p.vmem;
         return p;
     }
 
@@ -322,7 +323,7 @@ class Importer {
         const std::size_t n = std::strtoull(std::string(p.literal).c_str(), nullptr, 10);
         if (p.opcode != "parameter" || n >= fusion.operands.size()) return Place{};
         Place pl = outside(c, fusion.operands[n], vals);
-        if (!p.shape.tuple && p.shape.memory_space == 1) pl.on_chip = true;
+        if (!p.shape.tuple && p.shape.memory_space == 1) pl.on_chip = pl.vmem = true;
         return pl;
     }
 
@@ -450,6 +451,12 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         op->id = unique_id(in.name, suffix);
         op->line = line_of(in.offset);
         op->fused = chained && !internal.empty();
+        // S(1) (VMEM) operands of a matmul or convolution are not read from HBM, and an S(1)
+        // result is not written back (elementwise ops already leave S(1) operands out).
+        if (op->kind == OpKind::Matmul || op->kind == OpKind::Conv2d)
+            for (int k = 0; k < 2 && k < static_cast<int>(ps.size()); ++k)
+                if (ps[static_cast<std::size_t>(k)].vmem) op->vmem_operands.push_back(k);
+        op->result_in_vmem = !in.shape.tuple && in.shape.memory_space == 1;
         const auto idx = static_cast<std::uint32_t>(trace_.ops.size());
         if (op->fused) {
             // A value used twice inside one fusion stays on chip for both uses, as in XLA's

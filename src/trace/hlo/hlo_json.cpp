@@ -66,6 +66,8 @@ nlohmann::json trace_to_json_object(const Trace& t) {
             o["deps"] = deps;
         }
         if (op.fused) o["fused"] = true;
+        if (!op.vmem_operands.empty()) o["vmem_operands"] = op.vmem_operands;
+        if (op.result_in_vmem) o["result_in_vmem"] = true;
         if (!op.cores.empty()) o["cores"] = op.cores;
         if (op.line > 0) o["comment"] = fmt::format("HLO line {}", op.line);
         ops.push_back(std::move(o));
