@@ -90,7 +90,7 @@ void add_train_command(CLI::App& app) {
         HloImportStats hlo_stats;
         const Trace trace = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
                                           : load_hlo(o.hlo, o.hlo_opts, cfg, hlo_stats, false);
-        const StepProgram step = device_step(trace);
+        const StepProgram step = device_step(unroll_loops(trace));  // loops written out
         resolve_step_inputs(in.run, step, o.hlo.empty() ? o.trace : o.hlo);
         in.program_ops = step.ops;
         in.cores = trace.cores;
