@@ -366,6 +366,9 @@ class Importer {
     std::unordered_set<std::string> ids_;
     std::unordered_map<std::string, std::int64_t> next_copy_;
     std::unordered_set<std::uint32_t> warned_;
+    // Trace ops that already hand their tiles to a fused consumer (the program runs one fused
+    // consumer per producer; docs/trace-format.md).
+    std::unordered_set<std::uint32_t> claimed_;
     int depth_ = 0;         // walk() calls open
     bool in_loop_ = false;  // walking the body of a repeated loop: inner loops are unrolled
     bool has_fusions_ = false, pass_ = false;
@@ -402,9 +405,16 @@ std::optional<Value> Importer::repeat(const HloInstr& w, std::int32_t body, cons
         const TraceOp& b = trace_.ops[n1 + k];
         same = a.kind == b.kind && a.fused == b.fused;
     }
-    for (std::uint32_t k = n1; k < n2; ++k) ids_.erase(trace_.ops[k].id);
+    // The scratch ops go (their ids and fusion claims with them).
+    auto drop_from = [&](std::uint32_t from) {
+        for (std::uint32_t k = from; k < static_cast<std::uint32_t>(trace_.ops.size()); ++k) {
+            ids_.erase(trace_.ops[k].id);
+            claimed_.erase(k);
+        }
+    };
+    drop_from(n1);
     if (!same) {  // not the same ops trip after trip: the caller unrolls
-        for (std::uint32_t k = n0; k < n1; ++k) ids_.erase(trace_.ops[k].id);
+        drop_from(n0);
         trace_.ops.resize(n0);
         return std::nullopt;
     }
@@ -516,6 +526,26 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         op->line = line_of(in.offset);
         op->fused = chained && !internal.empty();
         const auto idx = static_cast<std::uint32_t>(trace_.ops.size());
+        if (op->fused) {
+            // A value used twice inside one fusion stays on chip for both uses, as in XLA's
+            // fused kernel (one loop over the tiles computes every member). The op is fused
+            // onto the latest operand from the fusion that does not yet feed a fused consumer
+            // (the program fuses an op whose other deps come before its producer); operands
+            // whose producer already feeds one are not deps (they are on chip, costed so by
+            // cost_instruction), so they are not written to HBM for this op. When every
+            // operand already feeds a fused consumer, the deps stay as they are.
+            auto free_one = internal.end();
+            for (auto it = internal.begin(); it != internal.end(); ++it)
+                if (!claimed_.count(*it) && (free_one == internal.end() || *it > *free_one))
+                    free_one = it;
+            if (free_one != internal.end()) {
+                std::vector<std::uint32_t> keep{*free_one};
+                for (std::uint32_t d : internal)
+                    if (d != *free_one && !claimed_.count(d)) keep.push_back(d);
+                internal = std::move(keep);
+            }
+            claimed_.insert(internal.front());
+        }
         for (std::uint32_t d : internal) op->deps.push_back(d);
         if (!op->fused) unfused.push_back(idx);
         trace_.ops.push_back(std::move(*op));
