@@ -132,6 +132,27 @@ else
     fails=$((fails + 1))
 fi
 
+# With a validation pass per epoch, the eval steps lie on the device lane between the epoch's
+# last training step and the next epoch's first, each after its eval batch's infeed.
+if "$bin" train --config $v3 --trace $d/mlp_step.json --run $d/eval_epoch.run.json -q \
+    --timeline "$tmp/tle.json" >/dev/null && python3 - "$tmp/tle.json" <<'PY'; then
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+spans = {(e["tid"], e["name"]): e for e in ev if e["ph"] == "X"}
+end = lambda e: e["ts"] + e["dur"]
+for i in range(5):  # the eval pass: 6 steps of 128 samples
+    step, feed = spans[(2, f"eval step {i}")], spans[(1, f"eval batch {i}")]
+    assert step["ts"] >= end(feed) - 1e-6, i
+    if i: assert step["ts"] >= end(spans[(2, f"eval step {i - 1}")]) - 1e-6, i
+assert spans[(2, "eval step 0")]["ts"] >= end(spans[(2, "step 4")]) - 1e-6
+assert spans[(2, "step 5")]["ts"] >= end(spans[(2, "eval step 5")]) - 1e-6
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL timeline with eval steps"
+    fails=$((fails + 1))
+fi
+
 # The Siamese encoder of gen_trace.py bert --seq2 (the RoBERTa/QUEST case) runs the same encoder
 # on a second sequence: with seq2 = seq, its encoder is the single-sequence step at twice the
 # batch, so the matmul FLOPs agree except the head (one prediction per sample: P x h x vocab
