@@ -26,7 +26,8 @@ $d/jax_seed_workloads/resnet50_dp8.before_optimizations.hlo
 $d/jax_seed_workloads/resnet_unet_dp8.after_spmd_partitioning.hlo
 $d/jax_seed_workloads/resnet_unet_dp8.before_optimizations.hlo"
 # Over 16 GiB per core by the check: Llama-3 8B 1x4 has 22.4 GiB of entry parameters (f32
-# weights and optimizer state per device), more than a core holds; MaxText holds 24.7 GiB
+# weights and optimizer state per device), more than a core holds (hlo_llama.sh replays it on
+# the what-if boards with more HBM, configs/tpu_v{2,3}_8_hbm128.json); MaxText holds 24.7 GiB
 # at its peak (its 7.5 GiB of parameters and 17.2 GiB of live results; no
 # rematerialisation: docs/hlo.md, "Limits").
 over="$d/xla_repo_models_preopt/hlo_llama3_8b_cp_bf16_1x4.hlo

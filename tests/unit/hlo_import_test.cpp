@@ -80,6 +80,27 @@ ENTRY e {
     CHECK(op_flops(d) == 2 * (8 * 56 * 56 * 64) * 9);  // 2 x output elements x taps
 }
 
+TEST_CASE("HLO convolution: a depthwise weight gradient packs its batch groups on M", "[hlo]") {
+    // MobileNetV2's form (PyTorch/XLA): x and dy are [batch 8, channels 64, 28, 28] read as
+    // fb01 / io01, so the batch is the contraction and the 64 channels are batch groups with
+    // one output feature each; the result is the 3x3 filter per channel. Per group the GEMM
+    // is m = 1 x 3*3 = 9 output taps, k = 28*28 window x 8 = 6272, n = 1. The groups share
+    // the contraction, so Q = 64 groups (the largest divisor of 64 with Q x n <= 128
+    // columns) stream their 9 rows each through one weight tile: batch 1, m = 576, n = 1.
+    const Trace t = import(R"(HloModule m
+ENTRY e {
+  x = f32[8,64,28,28]{3,2,1,0} parameter(0)
+  dy = f32[8,64,28,28]{3,2,1,0} parameter(1)
+  ROOT g = f32[3,3,1,64]{3,2,1,0} convolution(x, dy), window={size=28x28 pad=1_1x1_1}, dim_labels=fb01_io01->01bf, batch_group_count=64
+})");
+    const TraceOp& g = op_named(t, "g");
+    CHECK(g.matmul.batch == 1);
+    CHECK(g.matmul.m == 9 * 64);
+    CHECK(g.matmul.k == 28 * 28 * 8);
+    CHECK(g.matmul.n == 1);
+    CHECK(op_flops(g) == 2 * (3 * 3 * 64) * (28 * 28 * 8));  // useful: 2 x output x window
+}
+
 TEST_CASE("HLO fusion: one group of ops, intermediates on chip", "[hlo]") {
     const Trace t = import(R"(HloModule m
 f {
@@ -100,6 +121,39 @@ ENTRY e {
     CHECK(t.ops[1].fused);  // e's result stays on chip; y is the one operand read from HBM
     CHECK(t.ops[1].vector.op == VectorOp::Add);
     CHECK(results_kept_on_chip(t)[0]);
+}
+
+TEST_CASE("HLO fusion: a value used twice inside a fusion stays on chip", "[hlo]") {
+    // e = exp(p0) feeds n = -e and a = n + e, all in one fusion. n takes e's tiles (fused);
+    // a is fused onto n, and its use of e is on chip too (XLA's kernel computes e, n and a
+    // in one loop over the tiles), so e is not a dep of a and is never written to HBM. The
+    // fusion moves p0 in once and a out once: 2 x 1024 x 512 x 4 bytes.
+    const Trace t = import(R"(HloModule m
+f {
+  p0 = f32[1024,512]{1,0} parameter(0)
+  e = f32[1024,512]{1,0} exponential(p0)
+  n = f32[1024,512]{1,0} negate(e)
+  ROOT a = f32[1024,512]{1,0} add(n, e)
+}
+ENTRY e {
+  x = f32[1024,512]{1,0} parameter(0)
+  ROOT r = f32[1024,512]{1,0} fusion(x), kind=kLoop, calls=f
+})");
+    REQUIRE(t.ops.size() == 3);
+    const TraceOp& a = op_named(t, "a");
+    CHECK(a.fused);
+    REQUIRE(a.deps.size() == 1);
+    CHECK(t.ops[a.deps[0]].id == "n");
+    CHECK(a.vector.op == VectorOp::Scale);  // one stream: both operands on chip
+    const auto kept = results_kept_on_chip(t);
+    CHECK(kept[0]);        // e
+    CHECK(kept[1]);        // n
+    CHECK_FALSE(kept[2]);  // a: the fusion's result
+    const std::int64_t bytes = 1024 * 512 * 4;
+    std::int64_t hbm = 0;
+    for (std::size_t i = 0; i < t.ops.size(); ++i)
+        hbm += op_hbm_bytes_in(t.ops[i]) + (kept[i] ? 0 : op_bytes_out(t.ops[i]));
+    CHECK(hbm == 2 * bytes);
 }
 
 TEST_CASE("HLO while: known_trip_count and the induction variable", "[hlo]") {

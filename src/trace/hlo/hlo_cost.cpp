@@ -349,7 +349,8 @@ std::optional<TraceOp> conv_op(const HloInstr& in, const HloComputation& comp,
         return v[0];
     };
     const std::int64_t fgc = count("feature_group_count");
-    const std::int64_t groups = fgc * count("batch_group_count");
+    const std::int64_t bgc = count("batch_group_count");
+    const std::int64_t groups = fgc * bgc;
     if (kout % groups != 0)
         ctx.m.fail(in.offset, "convolution: output features do not split into the groups");
     // Feature groups too narrow for the array share its passes: P groups side by side in a
@@ -359,10 +360,20 @@ std::optional<TraceOp> conv_op(const HloInstr& in, const HloComputation& comp,
     const std::int64_t k = kspatial * kin, n = kout / groups;
     for (std::int64_t p = 2; fgc > 1 && p <= fgc; ++p)
         if (fgc % p == 0 && p * k <= ctx.opts.mxu_rows && p * n <= ctx.opts.mxu_cols) pack = p;
+    // Batch groups (a depthwise weight gradient: one output feature per group) share the
+    // contraction (kernel spatial x input features), not only its size: XLA's
+    // ConvolutionGroupConverter expands such a convolution into one dense convolution over
+    // all pairs of groups, masked to the diagonal. Kept within one pass of the array's
+    // columns, Q groups side by side (Q divides the groups, Q x n fits the columns) stream
+    // their Q x m rows through the same weight tiles, so a weight tile swap serves Q x m
+    // rows instead of m (9 for a 3x3 filter). FLOPs stay the useful (diagonal) ones.
+    std::int64_t bpack = 1;
+    for (std::int64_t q = 2; fgc == 1 && q <= bgc; ++q)
+        if (bgc % q == 0 && q * n <= ctx.opts.mxu_cols) bpack = q;
     TraceOp t;
     t.kind = OpKind::Matmul;
-    t.matmul.batch = groups / pack;
-    t.matmul.m = obatch * ospatial;
+    t.matmul.batch = groups / pack / bpack;
+    t.matmul.m = obatch * ospatial * bpack;
     t.matmul.k = k;
     t.matmul.n = n * pack;
     if (t.matmul.m == 0 || t.matmul.k == 0 || t.matmul.n == 0) return std::nullopt;

@@ -358,6 +358,9 @@ class Importer {
     std::unordered_set<std::string> ids_;
     std::unordered_map<std::string, std::int64_t> next_copy_;
     std::unordered_set<std::uint32_t> warned_;
+    // Trace ops that already hand their tiles to a fused consumer (the program runs one fused
+    // consumer per producer; docs/trace-format.md).
+    std::unordered_set<std::uint32_t> claimed_;
     int depth_ = 0;  // walk() calls open
     bool has_fusions_ = false, pass_ = false;
     mutable std::size_t line_pos_ = 0;
@@ -448,6 +451,26 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         op->line = line_of(in.offset);
         op->fused = chained && !internal.empty();
         const auto idx = static_cast<std::uint32_t>(trace_.ops.size());
+        if (op->fused) {
+            // A value used twice inside one fusion stays on chip for both uses, as in XLA's
+            // fused kernel (one loop over the tiles computes every member). The op is fused
+            // onto the latest operand from the fusion that does not yet feed a fused consumer
+            // (the program fuses an op whose other deps come before its producer); operands
+            // whose producer already feeds one are not deps (they are on chip, costed so by
+            // cost_instruction), so they are not written to HBM for this op. When every
+            // operand already feeds a fused consumer, the deps stay as they are.
+            auto free_one = internal.end();
+            for (auto it = internal.begin(); it != internal.end(); ++it)
+                if (!claimed_.count(*it) && (free_one == internal.end() || *it > *free_one))
+                    free_one = it;
+            if (free_one != internal.end()) {
+                std::vector<std::uint32_t> keep{*free_one};
+                for (std::uint32_t d : internal)
+                    if (d != *free_one && !claimed_.count(d)) keep.push_back(d);
+                internal = std::move(keep);
+            }
+            claimed_.insert(internal.front());
+        }
         for (std::uint32_t d : internal) op->deps.push_back(d);
         if (!op->fused) unfused.push_back(idx);
         trace_.ops.push_back(std::move(*op));
