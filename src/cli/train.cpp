@@ -150,7 +150,7 @@ void add_train_command(CLI::App& app) {
         StepProgram eval;
         if (has_eval) {
             const std::string eval_path = !o.eval_hlo.empty() ? o.eval_hlo : eval_trace.path;
-            eval = device_step(eval_trace);
+            eval = device_step(unroll_loops(eval_trace));  // loops written out
             if (eval_trace.cores != trace.cores)
                 throw InputError(eval_path, "/cores",
                                  fmt::format("the eval step runs on {} cores and the training "
