@@ -411,11 +411,13 @@ def backward_convnet(net, dy, extra_grad_of=None):
 
 def gen_resnet50(a):
     b = a.batch
-    t = Trace(a.name or "resnet50_train_step", a.cores,
-              f"ResNet-50 v1.5 training step, {a.image}x{a.image} images, batch {b} per core x "
-              f"{a.cores} cores: forward, backward, gradient all-reduce per stage, SGD momentum",
+    fwd = a.forward_only
+    t = Trace(a.name or ("resnet50_eval_step" if fwd else "resnet50_train_step"), a.cores,
+              f"ResNet-50 v1.5 {'eval' if fwd else 'training'} step, {a.image}x{a.image} images,"
+              f" batch {b} per core x {a.cores} cores: " + (FWD_ONLY if fwd else
+              "forward, backward, gradient all-reduce per stage, SGD momentum"),
               {"generator": "scripts/gen_trace.py resnet50", "batch_per_core": b,
-               "image": a.image})
+               "image": a.image, **({"forward_only": True} if fwd else {})})
     net = ConvNet(t, b)
     x = t.op("input", "infeed", bytes=b * a.image * a.image * 3 * SIZE[BF16])
     net.no_grad.add(x)
@@ -482,6 +484,8 @@ def gen_resnet50(a):
     fc, s_fc = dense_fwd(t, "head.fc", gap, b, c, 1000)
     net.params["head"] = 0
     sm = t.vector("head.softmax", "softmax", [fc], rows=b, cols=1000, fused=True, out_dtype=F32)
+    if fwd:
+        return t
     dlog = t.vector("head.dlogits", "sub", [sm], elements=b * 1000, dtype=F32, fused=True,
                     out_dtype=BF16)
     dgap, g_fc = dense_bwd(t, s_fc, dlog)
@@ -496,11 +500,13 @@ def gen_resnet50(a):
 
 def gen_unet(a):
     b, img, base, depth = a.batch, a.image, a.base, a.depth
-    t = Trace(a.name or "unet_train_step", a.cores,
+    fwd = a.forward_only
+    t = Trace(a.name or ("unet_eval_step" if fwd else "unet_train_step"), a.cores,
               f"UNet ({depth} levels, {base} base channels, 3x3 convs) on {img}x{img} images, "
-              f"batch {b} per core x {a.cores} cores: forward, backward, all-reduce, Adam",
+              f"batch {b} per core x {a.cores} cores: " + (FWD_ONLY if fwd else
+              "forward, backward, all-reduce, Adam"),
               {"generator": "scripts/gen_trace.py unet", "batch_per_core": b, "image": img,
-               "base_channels": base, "depth": depth})
+               "base_channels": base, "depth": depth, **({"forward_only": True} if fwd else {})})
     net = ConvNet(t, b)
     x = t.op("input", "infeed", bytes=b * img * img * a.in_channels * SIZE[BF16])
     net.no_grad.add(x)
@@ -562,6 +568,8 @@ def gen_unet(a):
     net.size[logits] = n
     sm = t.vector("loss.softmax", "softmax", [logits], rows=b * hw[0] * hw[1], cols=a.classes,
                   fused=True, out_dtype=F32)
+    if fwd:
+        return t
     dlog = t.vector("loss.dlogits", "sub", [sm], elements=n, dtype=F32, fused=True,
                     out_dtype=BF16)
     grads = backward_convnet(net, dlog)
@@ -575,13 +583,21 @@ def gen_unet(a):
 # per timestep: one recurrent matmul and the gate arithmetic per step.
 
 
+# An evaluation (validation) step: the forward pass and the loss, no backward, all-reduce or
+# optimizer (`--forward-only`; tpusim train's eval passes, docs/train.md).
+FWD_ONLY = "forward only (evaluation step)"
+
+
 def gen_lstm(a):
     b, seq, emb, u, vocab = a.batch, a.seq, a.embedding, a.units, a.vocab
-    t = Trace(a.name or "lstm_imdb_train_step", a.cores,
+    fwd = a.forward_only
+    t = Trace(a.name or ("lstm_imdb_eval_step" if fwd else "lstm_imdb_train_step"), a.cores,
               f"Keras IMDB LSTM (embedding {vocab}x{emb}, LSTM {u} units, seq {seq}), batch {b} "
-              f"per core x {a.cores} cores: forward, backward through time, all-reduce, Adam",
+              f"per core x {a.cores} cores: " + (FWD_ONLY if fwd else
+              "forward, backward through time, all-reduce, Adam"),
               {"generator": "scripts/gen_trace.py lstm", "batch_per_core": b, "seq": seq,
-               "embedding": emb, "units": u, "vocab": vocab})
+               "embedding": emb, "units": u, "vocab": vocab,
+               **({"forward_only": True} if fwd else {})})
     g4, g3 = 4 * u, 3 * u
     e = t.vector("embed", "gather", rows=b * seq, cols=emb, table_rows=vocab)
     xp, s_xp = dense_fwd(t, "x_proj", e, b * seq, emb, g4)
@@ -609,6 +625,8 @@ def gen_lstm(a):
         steps.append(dict(p=p, h_prev=h, c_prev=c, sig=sig, gg=gg, c=c_new, tc=tc))
         h, c = h_new, c_new
     y, s_out = dense_fwd(t, "out", h, b, u, 1, act="sigmoid")
+    if fwd:
+        return t
     dy = t.vector("loss.dlogits", "sub", [y], elements=b, dtype=F32, fused=True,
                   out_dtype=BF16)
     dh, g_out = dense_bwd(t, s_out, dy)
@@ -747,12 +765,15 @@ def main(argv=None):
     p.add_argument("--vocab", type=int, default=30522)
     p.add_argument("--predictions", type=int, default=76,
                    help="masked positions per sequence (BERT pre-training: 76 of 512)")
-    p.add_argument("--forward-only", action="store_true")
+    p.add_argument("--forward-only", action="store_true",
+                   help="the forward pass only (an evaluation step; no masked-LM head)")
     p.add_argument("--no-embeddings", dest="embeddings", action="store_false")
     p.add_argument("--seq2", type=int, default=0,
                    help="Siamese: the same encoder also runs a second sequence of this length")
     p.set_defaults(func=gen_bert)
     p = sub.add_parser("resnet50", help="ResNet-50 training step")
+    p.add_argument("--forward-only", action="store_true",
+                   help="the forward pass and the loss only (an evaluation step)")
     common(p, 32)
     p.add_argument("--image", type=int, default=224)
     p.add_argument("--no-space-to-depth", dest="space_to_depth", action="store_false",
@@ -760,6 +781,8 @@ def main(argv=None):
                    "space-to-depth input, a 4x4 conv on 12 channels)")
     p.set_defaults(func=gen_resnet50)
     p = sub.add_parser("lstm", help="Keras IMDB LSTM training step")
+    p.add_argument("--forward-only", action="store_true",
+                   help="the forward pass and the loss only (an evaluation step)")
     common(p, 128)
     p.add_argument("--seq", type=int, default=500)
     p.add_argument("--embedding", type=int, default=128)
@@ -767,6 +790,8 @@ def main(argv=None):
     p.add_argument("--vocab", type=int, default=10000)
     p.set_defaults(func=gen_lstm)
     p = sub.add_parser("unet", help="UNet training step")
+    p.add_argument("--forward-only", action="store_true",
+                   help="the forward pass and the loss only (an evaluation step)")
     common(p, 4)
     p.add_argument("--image", type=int, default=256)
     p.add_argument("--base", type=int, default=64, help="channels of the first level")

@@ -12,6 +12,7 @@ namespace tpusim::cli {
 struct HloCliOptions {
     std::string passes = "all";
     std::int64_t while_trips = 0;
+    bool unroll_loops = false;
 };
 
 void add_hlo_options(CLI::App* cmd, HloCliOptions& o);

@@ -1,4 +1,5 @@
-// `tpusim import hlo FILE.hlo -o T.json`: an XLA HLO module as a trace (format v1), so that
+// `tpusim import hlo FILE.hlo -o T.json`: an XLA HLO module as a trace (format v1, or v2 with
+// loops), so that
 // imported programs can be inspected, edited and replayed with `run --trace` (docs/hlo.md).
 #include <fmt/format.h>
 
@@ -18,6 +19,9 @@ void add_hlo_options(CLI::App* cmd, HloCliOptions& o) {
                     "of fusion, tile-padding (docs/hlo.md)");
     cmd->add_option("--while-trips", o.while_trips,
                     "trips of a while loop whose trip count the module does not tell");
+    cmd->add_flag("--unroll-loops", o.unroll_loops,
+                  "write every trip of a while loop out as trace ops instead of one trace loop "
+                  "(docs/hlo.md)");
 }
 
 Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig& cfg,
@@ -29,6 +33,7 @@ Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig&
     apply_hlo_passes(o.passes, opts);
     if (o.while_trips < 0) throw InputError("--while-trips", "", "must be a positive integer");
     opts.while_trips = o.while_trips;
+    opts.unroll_loops = o.unroll_loops;
     Trace t = read_hlo_trace(path, opts, board_cores, &stats);
     if (!quiet)
         for (const auto& w : stats.warnings) std::cerr << w << "\n";
@@ -41,7 +46,8 @@ void add_import_command(CLI::App& app) {
     static HloCliOptions ho;
     auto* imp = app.add_subcommand("import", "convert other program formats into traces");
     imp->require_subcommand(1);
-    auto* cmd = imp->add_subcommand("hlo", "an XLA HLO text module -> trace format v1 JSON");
+    auto* cmd = imp->add_subcommand(
+        "hlo", "an XLA HLO text module -> trace JSON (format v1; v2 with loops)");
     cmd->add_option("file", hlo, "HLO text file (XLA_FLAGS=--xla_dump_to=DIR writes them)")
         ->required();
     cmd->add_option("-o,--output", out, "write the trace here (default: stdout)");
@@ -63,9 +69,19 @@ void add_import_command(CLI::App& app) {
         if (!f) throw InputError(out, "", "cannot write file");
         f << text;
         if (!f) throw InputError(out, "", "error while writing file");
-        std::cerr << fmt::format("{}: {} HLO instructions -> {} trace ops on {} core{} ({})\n", hlo,
-                                 stats.instructions, t.ops.size(), t.cores, t.cores == 1 ? "" : "s",
-                                 out);
+        std::cerr << fmt::format("{}: {} HLO instructions -> {} trace ops{} on {} core{} ({})\n",
+                                 hlo, stats.instructions, t.ops.size(),
+                                 t.loops.empty()
+                                     ? std::string()
+                                     : fmt::format(
+                                           " ({} in {} loop{})",
+                                           [&] {
+                                               std::size_t n = 0;
+                                               for (const auto& l : t.loops) n += l.count;
+                                               return n;
+                                           }(),
+                                           t.loops.size(), t.loops.size() == 1 ? "" : "s"),
+                                 t.cores, t.cores == 1 ? "" : "s", out);
     });
 }
 

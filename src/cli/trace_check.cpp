@@ -51,8 +51,10 @@ void run_check(const CheckOptions& o) {
     std::map<std::string, std::size_t> by_kind;
     std::map<std::string, Total> flops_by_kind;
     Total flops = 0, bytes_in = 0, bytes_out = 0, ici = 0;
-    for (const auto& op : t.ops) {
-        const auto cores = static_cast<Total>(op_core_count(t, op));
+    const auto trips = op_trips(t);  // a loop body's figures count once per trip
+    for (std::size_t i = 0; i < t.ops.size(); ++i) {
+        const TraceOp& op = t.ops[i];
+        const auto cores = static_cast<Total>(op_core_count(t, op)) * static_cast<Total>(trips[i]);
         ++by_kind[op_kind_name(op.kind)];
         flops += static_cast<Total>(op_flops(op)) * cores;
         flops_by_kind[op_kind_name(op.kind)] += static_cast<Total>(op_flops(op)) * cores;
@@ -63,6 +65,7 @@ void run_check(const CheckOptions& o) {
     if (o.json) {
         nlohmann::json j = {{"name", t.name},
                             {"ops", t.ops.size()},
+                            {"loops", t.loops.size()},
                             {"cores", t.cores},
                             {"by_kind", by_kind},
                             {"flops", to_string(flops)},
@@ -80,11 +83,15 @@ void run_check(const CheckOptions& o) {
     for (const auto& [k, n] : by_kind)
         kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", k, n);
     std::cout << fmt::format(
-        "{}: ok, {} ops ({}), {} core{}, {} FLOP, {} bytes in, {} bytes out, {} collective "
+        "{}: ok, {} ops ({}){}, {} core{}, {} FLOP, {} bytes in, {} bytes out, {} collective "
         "bytes (totals over all cores); live HBM footprint {:.3f} GiB per core at its peak "
         "(op \"{}\")\n",
-        t.name, t.ops.size(), kinds, t.cores, t.cores == 1 ? "" : "s", to_string(flops),
-        to_string(bytes_in), to_string(bytes_out), to_string(ici),
+        t.name, t.ops.size(), kinds,
+        t.loops.empty()
+            ? std::string()
+            : fmt::format(" in {} loop{}", t.loops.size(), t.loops.size() == 1 ? "" : "s"),
+        t.cores, t.cores == 1 ? "" : "s", to_string(flops), to_string(bytes_in),
+        to_string(bytes_out), to_string(ici),
         static_cast<double>(fp.peak_bytes) / static_cast<double>(kGiB), t.ops[fp.peak_op].id);
 }
 

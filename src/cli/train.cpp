@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -24,7 +25,7 @@ namespace {
 
 struct TrainCliOptions {
     CommonOptions common;
-    std::string trace, hlo, run, report, timeline;
+    std::string trace, hlo, run, report, timeline, eval_trace, eval_hlo;
     HloCliOptions hlo_opts;
     bool no_reuse = false, quiet = false, no_symmetry = false;
     std::int64_t warmup = 3;
@@ -51,6 +52,50 @@ struct TrainCliOptions {
     throw std::runtime_error("cannot re-run without reuse: execv failed");
 }
 
+// The eval step program: --eval-trace / --eval-hlo, else the run description's eval.trace
+// (relative to the run file). Empty trace when the run has no evaluation passes.
+Trace load_eval_trace(const TrainCliOptions& o, const RunDescription& run, const TpuConfig& cfg) {
+    if (!run.eval.enabled()) {
+        if (!o.eval_trace.empty() || !o.eval_hlo.empty())
+            throw InputError(run.path, "/eval",
+                             "missing, but an eval step program was given; expected the eval "
+                             "passes' samples and schedule");
+        return {};
+    }
+    if (!o.eval_hlo.empty()) {
+        HloImportStats stats;
+        return load_hlo(o.eval_hlo, o.hlo_opts, cfg, stats, false);
+    }
+    std::string path = o.eval_trace;
+    if (path.empty() && !run.eval.trace.empty()) {
+        const std::filesystem::path t(run.eval.trace);
+        path = t.is_absolute() ? t.string()
+                               : (std::filesystem::path(run.path).parent_path() / t).string();
+    }
+    if (path.empty())
+        throw InputError(run.path, "/eval/trace",
+                         "missing; evaluation passes need their step program: eval.trace, "
+                         "--eval-trace or --eval-hlo (a forward-only step, e.g. "
+                         "scripts/gen_trace.py MODEL --forward-only)");
+    return read_trace(path, cfg.cores());
+}
+
+// The run's steps in order: 0 a training step, 1 an eval step.
+std::vector<std::uint8_t> run_order(const RunDescription& run) {
+    std::vector<std::uint8_t> order;
+    for (std::int64_t e = 0; e < run.epochs; ++e)
+        for (std::int64_t k = 0; k < run.steps_per_epoch(); ++k) {
+            order.push_back(0);
+            if (run.eval_after(e, k)) order.insert(order.end(), run.eval.steps(), 1);
+        }
+    return order;
+}
+
+bool repeats(const std::vector<StepMeasure>& s, std::int64_t total) {
+    const auto n = static_cast<std::int64_t>(s.size());
+    return n < 2 || n >= total || s[n - 1] == s[n - 2];
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -64,6 +109,11 @@ void add_train_command(CLI::App& app) {
     auto* hl = cmd->add_option("--hlo", o.hlo, "the step program as XLA HLO text");
     tr->excludes(hl);
     add_hlo_options(cmd, o.hlo_opts);
+    auto* et = cmd->add_option("--eval-trace", o.eval_trace,
+                               "the eval step program (forward only) as a trace; default: the "
+                               "run description's eval.trace");
+    auto* eh = cmd->add_option("--eval-hlo", o.eval_hlo, "the eval step program as XLA HLO text");
+    et->excludes(eh);
     cmd->add_option("--run", o.run, "run description (dataset, batch, epochs, input pipeline)")
         ->required();
     cmd->add_option("--report,-r", o.report, "write the JSON report here");
@@ -90,28 +140,72 @@ void add_train_command(CLI::App& app) {
         HloImportStats hlo_stats;
         const Trace trace = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
                                           : load_hlo(o.hlo, o.hlo_opts, cfg, hlo_stats, false);
-        const StepProgram step = device_step(trace);
+        const StepProgram step = device_step(unroll_loops(trace));  // loops written out
         resolve_step_inputs(in.run, step, o.hlo.empty() ? o.trace : o.hlo);
         in.program_ops = step.ops;
         in.cores = trace.cores;
         in.reuse = !o.no_reuse;
+        const Trace eval_trace = load_eval_trace(o, in.run, cfg);
+        const bool has_eval = in.run.eval.enabled();
+        StepProgram eval;
+        if (has_eval) {
+            const std::string eval_path = !o.eval_hlo.empty() ? o.eval_hlo : eval_trace.path;
+            eval = device_step(unroll_loops(eval_trace));  // loops written out
+            if (eval_trace.cores != trace.cores)
+                throw InputError(eval_path, "/cores",
+                                 fmt::format("the eval step runs on {} cores and the training "
+                                             "step on {}; expected the same cores",
+                                             eval_trace.cores, trace.cores));
+            if (eval.trace.ops.empty())
+                throw InputError(eval_path, "",
+                                 "the eval step program has nothing but infeed; expected "
+                                 "device work");
+            RunDescription& r = in.run;
+            if (r.eval.infeed_bytes_per_sample == 0)
+                r.eval.infeed_bytes_per_sample =
+                    eval.infeed_bytes > 0 ? eval.infeed_bytes / r.eval.global_batch +
+                                                (eval.infeed_bytes % r.eval.global_batch != 0)
+                                          : r.infeed_bytes_per_sample;
+            in.eval_program_ops = eval.ops;
+        }
+        // With reuse: `--warmup` training steps, then as many eval steps (an eval step starts
+        // from an idle board after a training step, as in the run); without: the run's order.
         const std::int64_t total = in.run.epochs * in.run.steps_per_epoch();
-        const std::int64_t n = in.reuse ? std::min(total, o.warmup) : total;
-        const Program program = repeat_steps(lower_trace(step.trace, cfg), n);
+        std::int64_t total_eval = 0;
+        for (std::int64_t e = 0; e < in.run.epochs; ++e)
+            total_eval += in.run.evals_in_epoch(e) * in.run.eval.steps();
+        std::vector<std::uint8_t> order;
+        if (!in.reuse) {
+            order = run_order(in.run);
+        } else {
+            order.assign(static_cast<std::size_t>(std::min(total, o.warmup)), 0);
+            order.insert(order.end(), static_cast<std::size_t>(std::min(total_eval, o.warmup)), 1);
+        }
+        const Program train_p = lower_trace(step.trace, cfg);
+        const Program eval_p = has_eval ? lower_trace(eval.trace, cfg) : Program{};
+        const Program program = has_eval ? sequence_steps({&train_p, &eval_p}, order)
+                                         : sequence_steps({&train_p}, order);
         RunOptions ro;
         ro.progress = !o.quiet;
         ro.symmetry = !o.no_symmetry;
         Simulator sim(cfg, ro);
         const RunResult rr = sim.run(program);
         print_symmetry_info(rr, cfg);
-        in.steps = measure_steps(rr, n);
-        if (in.reuse && n >= 2 && n < total && !(in.steps[n - 1] == in.steps[n - 2]))
+        const std::vector<StepMeasure> m =
+            measure_steps(rr, static_cast<std::int64_t>(order.size()));
+        for (std::size_t k = 0; k < order.size(); ++k)
+            (order[k] ? in.eval_steps : in.steps).push_back(m[k]);
+        if (in.reuse && (!repeats(in.steps, total) || !repeats(in.eval_steps, total_eval)))
             rerun_without_reuse();
         const TrainResult r = run_training(cfg, in);
         nlohmann::json body = train_report_body(r, in);
         body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
                          {"name", trace.name},
                          {"ops", trace.ops.size()}};
+        if (has_eval)
+            body["eval_trace"] = {{"path", !o.eval_hlo.empty() ? o.eval_hlo : eval_trace.path},
+                                  {"name", eval_trace.name},
+                                  {"ops", eval_trace.ops.size()}};
         body["symmetry"] = {{"used", rr.symmetry.used},
                             {"simulated_cores", rr.symmetry.simulated_cores},
                             {"reason", rr.symmetry.reason}};

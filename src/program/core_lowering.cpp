@@ -44,9 +44,14 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
     consumer_.assign(ops.size(), -1);
     consumers_count_.assign(ops.size(), 0);
     lowered_.assign(ops.size(), false);
+    prev_done_.assign(ops.size(), {});
     for (const auto& op : ops) {
         for (auto d : op.deps) ++consumers_count_[d];
+        for (auto d : op.carried) ++consumers_count_[d];  // read from HBM in the next trip
     }
+    in_loop_.assign(ops.size(), false);
+    for (const auto& l : opts_.loops)
+        for (std::size_t i = l.first; i < l.first + l.count; ++i) in_loop_[i] = true;
     // A fused vector op is lowered inline where it can be (fusion_blocker): it processes its
     // producer's result tiles while they are in VMEM.
     const auto first_fused = first_fused_consumers(ops);
@@ -65,6 +70,7 @@ std::uint32_t CoreLowering::emit(Instr in) {
     in.waits.erase(std::unique(in.waits.begin(), in.waits.end()), in.waits.end());
     for (std::uint32_t w : in.waits) covered_[w] = true;
     covered_.push_back(false);
+    if (count_ >= kMaxCoreInstructions) too_many();
     const auto id = static_cast<std::uint32_t>(count_++);
     if (sink_) {
         sink_(std::move(in));
@@ -112,13 +118,32 @@ bool CoreLowering::on_this_core(const OpSpec& op) const {
 Addr CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
     const OpSpec& op = ops_[i];
     if (which < op.deps.size()) return out_addr_[op.deps[which]];
-    return hbm_alloc(bytes);  // a parameter: weights or an input the trace does not produce
+    // After the first trip, the operands past `deps` are the carried values, read in place
+    // from the buffers the previous trip wrote (the operand order of unroll_loops).
+    if (trip_ > 0 && which - op.deps.size() < op.carried.size())
+        return out_addr_[op.carried[which - op.deps.size()]];
+    // A parameter: weights or an input the trace does not produce. A loop body reads the
+    // same one in every trip.
+    if (!in_loop_[i]) return hbm_alloc(bytes);
+    const auto [it, fresh] = param_addr_.try_emplace({i, which}, 0);
+    if (fresh) it->second = hbm_alloc(bytes);
+    return it->second;
 }
 
 CoreLowering::Waits CoreLowering::dep_waits(const OpSpec& op) const {
     Waits w;
     for (auto d : op.deps) append(w, done_[d]);
+    // Loop-carried values: the previous trip's producer (the first trip's come from `deps`).
+    if (trip_ > 0)
+        for (auto d : op.carried) append(w, prev_done_[d]);
     return w;
+}
+
+void CoreLowering::too_many() const {
+    throw InputError(trace_name_, "",
+                     fmt::format("core {} would run more than {} instructions (2^32 - 1); "
+                                 "use fewer loop trips or a smaller program",
+                                 core_, kMaxCoreInstructions));
 }
 
 std::optional<std::size_t> CoreLowering::inline_consumer(std::size_t op) const {
@@ -146,6 +171,52 @@ void CoreLowering::run_pipeline(std::size_t count, const std::function<Step(std:
     if (prev.finish) prev.finish(prev);
 }
 
+void CoreLowering::lower_op(std::size_t i) {
+    const OpSpec& op = ops_[i];
+    if (!on_this_core(op) || lowered_[i]) return;
+    lowered_[i] = true;
+    switch (op.kind) {
+        case OpKind::Matmul:
+            lower_matmul(i);
+            break;
+        case OpKind::Vector:
+            lower_vector(i);
+            break;
+        case OpKind::Copy:
+            lower_copy(i);
+            break;
+        default:
+            lower_single(i);
+            break;
+    }
+}
+
+void CoreLowering::lower_loop(const LoopSpec& l) {
+    // Trip-invariant: every trip writes the body's results to the same HBM buffers
+    // (out_addr_, allocated once) and reads the same parameters; VMEM is allocated from the
+    // ring as each trip needs it. A trip's waits name its own producers, the previous trip's
+    // for carried values, and the ops before the loop.
+    std::size_t before = 0, per_trip = 0;
+    for (std::int64_t trip = 0; trip < l.trips; ++trip) {
+        trip_ = trip;
+        if (trip > 0) {
+            for (std::size_t b = l.first; b < l.first + l.count; ++b) {
+                prev_done_[b] = std::move(done_[b]);
+                done_[b].clear();
+                lowered_[b] = false;
+            }
+        }
+        before = count_;
+        for (std::size_t b = l.first; b < l.first + l.count; ++b) lower_op(b);
+        // Every trip lowers the same ops, so the same number of instructions: a loop that
+        // would overflow the stream's indices fails now, not after 2^32 of them.
+        per_trip = count_ - before;
+        const auto left = static_cast<unsigned __int128>(l.trips - trip - 1) * per_trip;
+        if (count_ + left > kMaxCoreInstructions) too_many();
+    }
+    trip_ = 0;
+}
+
 InstrList CoreLowering::run(std::vector<OpInfo>& infos) {
     infos_ = &infos;
     for (std::size_t i = 0; i < ops_.size(); ++i) {
@@ -153,24 +224,15 @@ InstrList CoreLowering::run(std::vector<OpInfo>& infos) {
         if (!on_this_core(op)) continue;
         out_addr_[i] = hbm_alloc(output_bytes(op));
     }
-    for (std::size_t i = 0; i < ops_.size(); ++i) {
-        const OpSpec& op = ops_[i];
-        if (!on_this_core(op) || lowered_[i]) continue;
-        lowered_[i] = true;
-        switch (op.kind) {
-            case OpKind::Matmul:
-                lower_matmul(i);
-                break;
-            case OpKind::Vector:
-                lower_vector(i);
-                break;
-            case OpKind::Copy:
-                lower_copy(i);
-                break;
-            default:
-                lower_single(i);
-                break;
+    std::size_t next_loop = 0;
+    for (std::size_t i = 0; i < ops_.size();) {
+        if (next_loop < opts_.loops.size() && opts_.loops[next_loop].first == i) {
+            const LoopSpec& l = opts_.loops[next_loop++];
+            lower_loop(l);
+            i = l.first + l.count;
+            continue;
         }
+        lower_op(i++);
     }
     return std::move(instrs_);
 }

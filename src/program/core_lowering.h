@@ -2,6 +2,7 @@
 // Lowering of a whole trace for one TensorCore (private to the program layer).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +68,9 @@ class CoreLowering {
     Waits dep_waits(const OpSpec& op) const;
     std::optional<std::size_t> inline_consumer(std::size_t op) const;
 
+    void lower_op(std::size_t i);
+    void lower_loop(const LoopSpec& l);
+    [[noreturn]] void too_many() const;
     void lower_matmul(std::size_t i);
     void lower_vector(std::size_t i);
     // Rows per chunk of a vector op whose rows take `row_bytes` of VMEM (docs/program.md).
@@ -99,8 +103,12 @@ class CoreLowering {
     std::vector<Bytes> hbm_bytes_;
     VmemRing vmem_;
     Addr hbm_size_, hbm_next_ = 0;
-    std::vector<Addr> out_addr_;          // HBM address of each op's result
-    std::vector<Waits> done_;             // per op: its final instructions on this core
+    std::vector<Addr> out_addr_;    // HBM address of each op's result
+    std::vector<Waits> done_;       // per op: its final instructions on this core
+    std::vector<Waits> prev_done_;  // loop body ops: done_ of the previous trip
+    std::vector<bool> in_loop_;     // per op: in a loop body
+    std::map<std::pair<std::size_t, std::size_t>, Addr> param_addr_;  // body ops' parameters
+    std::int64_t trip_ = 0;                                           // of the loop being lowered
     std::vector<std::int64_t> consumer_;  // fused consumer lowered inline, or -1
     std::vector<std::size_t> consumers_count_;
     std::vector<bool> lowered_;

@@ -46,24 +46,35 @@ std::vector<std::size_t> issue_order(const Trace& trace) {
         std::sort(need.begin(), need.end());
         order.insert(order.end(), need.begin(), need.end());
     };
-    for (std::size_t i = 0; i < n; ++i) {
-        const TraceOp& op = trace.ops[i];
-        bool waits = false;
-        for (std::size_t p : op.deps)
-            waits = waits || deferred[p] || is_collective(trace.ops[p].kind);
-        // Collectives themselves start as early as they can. A fused op whose producer is
-        // deferred is deferred with it (emitted in trace order, so still right after it).
-        if (waits && !is_collective(op.kind)) {
-            deferred[i] = true;
-            continue;
-        }
-        for (std::size_t p : op.deps)
-            if (deferred[p] && !emitted[p]) emit_with_ancestors(p);
-        emitted[i] = true;
-        order.push_back(i);
+    // A loop's body stays one run of ops (each trip is issued whole): the order is found
+    // within each segment, the ops between loops and each body alone.
+    std::vector<std::size_t> cuts{0};
+    for (const auto& l : trace.loops) {
+        cuts.push_back(l.first);
+        cuts.push_back(l.first + l.count);
     }
-    for (std::size_t i = 0; i < n; ++i)
-        if (!emitted[i]) emit_with_ancestors(i);
+    cuts.push_back(n);
+    for (std::size_t seg = 0; seg + 1 < cuts.size(); ++seg) {
+        const std::size_t b = cuts[seg], e = cuts[seg + 1];
+        for (std::size_t i = b; i < e; ++i) {
+            const TraceOp& op = trace.ops[i];
+            bool waits = false;
+            for (std::size_t p : op.deps)
+                waits = waits || deferred[p] || is_collective(trace.ops[p].kind);
+            // Collectives themselves start as early as they can. A fused op whose producer is
+            // deferred is deferred with it (emitted in trace order, so still right after it).
+            if (waits && !is_collective(op.kind)) {
+                deferred[i] = true;
+                continue;
+            }
+            for (std::size_t p : op.deps)
+                if (deferred[p] && !emitted[p]) emit_with_ancestors(p);
+            emitted[i] = true;
+            order.push_back(i);
+        }
+        for (std::size_t i = b; i < e; ++i)
+            if (!emitted[i]) emit_with_ancestors(i);
+    }
     return order;
 }
 
@@ -82,6 +93,7 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
         s.in_bytes = std::max<std::int64_t>(dtype_bytes(op.dtype), 2);
         s.out_bytes = std::max<std::int64_t>(dtype_bytes(op.out_dtype), 2);
         for (std::size_t d : op.deps) s.deps.push_back(position[d]);
+        for (std::size_t d : op.carried) s.carried.push_back(position[d]);
         s.fused = op.fused;
         for (int v : op.vmem_operands) (v == 0 ? s.lhs_in_vmem : s.rhs_in_vmem) = true;
         s.result_in_vmem = op.result_in_vmem;
@@ -138,6 +150,8 @@ Program lower_trace(const Trace& trace, const TpuConfig& cfg) {
     check_hbm_capacity(trace, cfg);
     LoweringOptions opts;
     opts.cores = trace.cores;
+    // issue_order keeps every body where it is, so a loop's ops keep their indices.
+    for (const auto& l : trace.loops) opts.loops.push_back({l.first, l.count, l.trips});
     return lower_ops(op_specs(trace), cfg, opts, trace.path.empty() ? trace.name : trace.path);
 }
 

@@ -39,6 +39,17 @@ void walk(const Trace& t, const std::vector<std::size_t>& order, const std::vect
             consumed[d] = true;
         }
     }
+    // A carried value is read by the next trip: it lives to the end of its loop's body (the
+    // body keeps its place in issue order, so its last position is its last index).
+    for (const auto& l : t.loops) {
+        for (std::size_t i = l.first; i < l.first + l.count; ++i) {
+            if (!runs_on(t.ops[i], core)) continue;
+            for (std::size_t d : t.ops[i].carried) {
+                last_use[d] = std::max(last_use[d], l.first + l.count - 1);
+                consumed[d] = true;
+            }
+        }
+    }
     // Results freed after the op at each position.
     std::vector<std::vector<std::size_t>> frees(n);
     for (std::size_t i = 0; i < n; ++i) {

@@ -114,10 +114,18 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
             info.flops = op.vector_flops;
         }
         info.cores = op.cores;
+        prog.ops.push_back(std::move(info));
+    }
+    for (const auto& l : opts.loops) {
+        for (std::size_t i = l.first; i < l.first + l.count; ++i) {
+            prog.ops[i].trips = l.trips;
+            prog.ops[i].flops *= static_cast<double>(l.trips);
+        }
+    }
+    for (auto& info : prog.ops) {
         if (info.cores.empty()) {
             for (std::int64_t c = 0; c < opts.cores; ++c) info.cores.push_back(c);
         }
-        prog.ops.push_back(std::move(info));
     }
     // Vector ops the VPU cannot run are input errors, located at the op (not mid-simulation).
     for (const auto& op : ops) {

@@ -41,6 +41,14 @@ TraceOp parse_op(const nlohmann::json& j, std::size_t index, std::int64_t progra
 // cycle), orders ops topologically and checks fused ops and send/recv pairing.
 void link_ops(Trace& t, const std::vector<std::vector<std::string>>& dep_ids);
 
+// Version 2: reads the `loops` table (null: none) and the carried deps (carried_ids[k] of the
+// op with id carried_owner[k]) of a trace already linked, and checks that every body is one
+// run of ops in dependency order, that carried deps stay in their body and that no fused op
+// crosses a loop's boundary.
+void link_loops(Trace& t, const nlohmann::json* loops,
+                const std::vector<std::vector<std::string>>& carried_ids,
+                const std::vector<std::string>& carried_owner);
+
 // `op "<id>"` as an InputError location.
 std::string op_where(const std::string& id);
 

@@ -321,6 +321,7 @@ std::vector<bool> results_kept_on_chip(const Trace& t) {
             ++consumers[d];
             if (op.fused) ++fused[d];
         }
+        for (std::size_t d : op.carried) ++consumers[d];  // read in the next trip, from HBM
     }
     std::vector<bool> kept(t.ops.size());
     for (std::size_t i = 0; i < t.ops.size(); ++i) {

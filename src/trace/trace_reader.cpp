@@ -74,13 +74,14 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
     if (!j.is_object()) {
         fail("", fmt::format("the top level must be a JSON object, got {}", json_type_name(j)));
     }
-    static const char* const kKeys[] = {
-        "format", "version", "name", "description", "cores", "ops", "parameter_bytes", "metadata"};
+    static const char* const kKeys[] = {"format",          "version",  "name",
+                                        "description",     "cores",    "ops",
+                                        "parameter_bytes", "metadata", "loops"};
     for (auto it = j.begin(); it != j.end(); ++it) {
         if (std::find(std::begin(kKeys), std::end(kKeys), it.key()) == std::end(kKeys)) {
             fail(json_pointer_child("", it.key()),
                  "unknown key (expected format, version, name, description, cores, ops, "
-                 "parameter_bytes, metadata)");
+                 "parameter_bytes, metadata, loops)");
         }
     }
     const auto format = j.find("format");
@@ -89,14 +90,19 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
         fail("/format", fmt::format("expected \"{}\", got {}", kTraceFormat, format->dump()));
     }
     const auto version = j.find("version");
-    const std::string supported = fmt::format("this tpusim reads version {}", kTraceVersion);
+    const std::string supported =
+        fmt::format("this tpusim reads versions {} and {}", kTraceVersion, kTraceLoopVersion);
     if (version == j.end()) fail("/version", fmt::format("missing ({})", supported));
-    if (!version->is_number_integer() || *version != kTraceVersion) {
+    if (!version->is_number_integer() ||
+        (*version != kTraceVersion && *version != kTraceLoopVersion)) {
         fail("/version", fmt::format("unsupported version {} ({})", version->dump(), supported));
     }
     Trace t;
     t.path = name;
-    t.version = kTraceVersion;
+    t.version = version->get<int>();
+    const auto loops = j.find("loops");
+    if (loops != j.end() && t.version < kTraceLoopVersion)
+        fail("/loops", fmt::format("loops need \"version\": {}", kTraceLoopVersion));
     t.name = stem(name);
     if (const auto it = j.find("name"); it != j.end()) {
         if (!it->is_string()) fail("/name", "expected a string, got " + json_type_name(*it));
@@ -134,12 +140,35 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
     if (!ops->is_array()) fail("/ops", "expected an array of ops, got " + json_type_name(*ops));
     if (ops->empty()) fail("/ops", "the trace has no ops");
     t.ops.reserve(ops->size());
-    std::vector<std::vector<std::string>> dep_ids(ops->size());
+    std::vector<std::vector<std::string>> dep_ids(ops->size()), carried_ids;
+    std::vector<std::string> carried_owner;
     for (std::size_t i = 0; i < ops->size(); ++i) {
-        t.ops.push_back(trace_detail::parse_op((*ops)[i], i, t.cores, name, dep_ids[i]));
+        const json& o = (*ops)[i];
+        const bool carries = o.is_object() && o.contains("carried");
+        if (!carries) {
+            t.ops.push_back(trace_detail::parse_op(o, i, t.cores, name, dep_ids[i]));
+        } else {  // version 2: the op less its carried deps, which link_loops resolves
+            json rest = o;
+            rest.erase("carried");
+            t.ops.push_back(trace_detail::parse_op(rest, i, t.cores, name, dep_ids[i]));
+            const std::string where = trace_detail::op_where(t.ops.back().id);
+            const json& c = o.at("carried");
+            if (t.version < kTraceLoopVersion)
+                fail(where, fmt::format("\"carried\" needs \"version\": {}", kTraceLoopVersion));
+            if (!c.is_array()) fail(where, "\"carried\" must be an array of op ids");
+            carried_ids.emplace_back();
+            for (const auto& d : c) {
+                if (!d.is_string()) fail(where, "\"carried\" must be an array of op ids");
+                carried_ids.back().push_back(d.get<std::string>());
+            }
+            carried_owner.push_back(t.ops.back().id);
+        }
         t.ops.back().line = i < lines.size() ? lines[i] : 0;
     }
     trace_detail::link_ops(t, dep_ids);
+    if (t.version >= kTraceLoopVersion)
+        trace_detail::link_loops(t, loops == j.end() ? nullptr : &*loops, carried_ids,
+                                 carried_owner);
     return t;
 }
 

@@ -68,6 +68,14 @@ Cycle HostTiming::produce(std::int64_t samples, std::int64_t epoch) const {
     return std::max(cpu, read);
 }
 
+Cycle HostTiming::produce_eval(std::int64_t samples) const {
+    const auto rounds = static_cast<Cycle>((samples + workers - 1) / workers);
+    const Cycle read =
+        read_cycles(static_cast<double>(samples) * static_cast<double>(stored_bytes_per_sample),
+                    read_bytes_per_cycle);
+    return std::max(sat_mul(rounds, eval_cpu_per_sample), read);
+}
+
 HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::int64_t chips,
                        std::size_t ops, double clock_mhz) {
     HostTiming h;
@@ -91,6 +99,18 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
         host.access == HostAccess::node ? batch / (host.network_bandwidth_gbps * 1e9) : 0.0;
     h.infeed_per_batch = to_cycles(std::max(pcie, net), clock_mhz);
     h.dispatch = to_cycles(host.dispatch_us * 1e-6, clock_mhz);
+    if (run.eval.enabled()) {
+        h.eval_cpu_per_sample = to_cycles(run.eval.preprocess_ms_per_sample * 1e-3, clock_mhz);
+        const double eval_batch = static_cast<double>(run.eval.global_batch) *
+                                  static_cast<double>(run.eval.infeed_bytes_per_sample);
+        const double eval_net = host.access == HostAccess::node
+                                    ? eval_batch / (host.network_bandwidth_gbps * 1e9)
+                                    : 0.0;
+        h.eval_infeed_per_batch = to_cycles(
+            std::max(eval_batch / static_cast<double>(chips) / (host.pcie_bandwidth_gbps * 1e9),
+                     eval_net),
+            clock_mhz);
+    }
     // Every program the run compiles costs the same: the step program stands for them all.
     h.compile = to_cycles(
         static_cast<double>(run.compiled_programs) *
@@ -99,8 +119,60 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
     return h;
 }
 
+namespace {
+
+void check_end(const RunDescription& run, Cycle end, std::int64_t step, std::int64_t steps,
+               std::int64_t epoch, const char* what) {
+    if (end >= kMaxRunCycles)
+        throw InputError(run.path, "/epochs",
+                         fmt::format("the run would last more than 2^62 core cycles ({}step {} "
+                                     "of {} per epoch, epoch {}): expected fewer samples, "
+                                     "epochs or smaller per-sample costs",
+                                     what, step + 1, steps, epoch + 1));
+}
+
+// One evaluation pass starting at `t` (the end of the training step before it): a new
+// iterator over the validation set, each eval step launched and infed like a training step.
+// Returns the end of its last step.
+Cycle eval_pass(const HostTiming& h, const RunDescription& run, const DeviceTime& device, Cycle t,
+                std::int64_t epoch, PipelineResult& r, std::size_t keep) {
+    const std::int64_t steps = run.eval.steps();
+    const auto ring = static_cast<std::size_t>(std::max<std::int64_t>(h.prefetch, 1) + 1);
+    std::vector<StepRecord> s(std::min(ring, static_cast<std::size_t>(steps)));
+    StepRecord prev;
+    for (std::int64_t j = 0; j < steps; ++j) {
+        const bool first = j == 0;
+        const Cycle slot = j >= h.prefetch
+                               ? s[static_cast<std::size_t>(j - h.prefetch) % s.size()].infeed_start
+                               : t;
+        StepRecord x;
+        x.eval = true;
+        x.index = r.eval_steps;
+        x.produce_start = std::max(first ? t : prev.ready, slot);
+        x.ready = sat_add(x.produce_start, h.produce_eval(run.eval.samples_in_step(j)));
+        x.infeed_start = std::max({x.ready, first ? t : prev.infeed_end, first ? t : prev.start});
+        x.infeed_end = sat_add(x.infeed_start, h.eval_infeed_per_batch);
+        const Cycle free_at = first ? t : prev.end;
+        x.start = std::max(sat_add(free_at, h.dispatch), x.infeed_end);
+        const Cycle gap = x.start - free_at;
+        x.wait_dispatch = std::min(gap, h.dispatch);
+        x.wait_infeed = gap - x.wait_dispatch;
+        x.end = sat_add(x.start, device(r.eval_steps));
+        check_end(run, x.end, j, steps, epoch, "eval ");
+        ++r.eval_steps;
+        if (r.first_steps.size() < keep) r.first_steps.push_back(x);
+        s[static_cast<std::size_t>(j) % s.size()] = x;
+        prev = x;
+    }
+    ++r.eval_passes;
+    r.eval += prev.end - t;
+    return prev.end;
+}
+
+}  // namespace
+
 PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
-                                 const std::function<Cycle(std::int64_t)>& device,
+                                 const DeviceTime& device, const DeviceTime& eval_device,
                                  std::size_t keep) {
     PipelineResult r;
     const std::int64_t steps = run.steps_per_epoch();
@@ -116,16 +188,18 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
     std::int64_t global = 0;
     for (std::int64_t e = 0; e < run.epochs; ++e) {
         StepRecord prev_rec;
+        Cycle board_free = t0;  // the end of the last step on the board, eval ones included
         for (std::int64_t k = 0; k < steps; ++k, ++global) {
             const StepRecord* prev = k > 0 ? &prev_rec : nullptr;
             const Cycle slot = k >= h.prefetch ? at(k - h.prefetch).infeed_start : t0;
             StepRecord x;
+            x.index = global;
             x.produce_start = std::max(prev ? prev->ready : t0, slot);
             x.ready = sat_add(x.produce_start, h.produce(run.samples_in_step(k), e));
             x.infeed_start =
                 std::max({x.ready, prev ? prev->infeed_end : t0, prev ? prev->start : t0});
             x.infeed_end = sat_add(x.infeed_start, h.infeed_per_batch);
-            const Cycle free_at = prev ? prev->end : t0;
+            const Cycle free_at = board_free;
             const Cycle compiled = global == 0 ? sat_add(t0, h.compile) : 0;
             x.start = std::max({sat_add(free_at, h.dispatch), x.infeed_end, compiled});
             const Cycle gap = x.start - free_at;
@@ -134,13 +208,7 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
             x.wait_infeed = gap - x.wait_compile - x.wait_dispatch;
             const Cycle d = device(global);
             x.end = sat_add(x.start, d);
-            if (x.end >= kMaxRunCycles)
-                throw InputError(
-                    run.path, "/epochs",
-                    fmt::format("the run would last more than 2^62 core cycles (step {} of {} "
-                                "per epoch, epoch {}): expected fewer samples, epochs or "
-                                "smaller per-sample costs",
-                                k + 1, steps, e + 1));
+            check_end(run, x.end, k, steps, e, "");
             r.device += d;
             r.compile += x.wait_compile;
             r.dispatch += x.wait_dispatch;
@@ -148,8 +216,11 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
             if (r.first_steps.size() < keep) r.first_steps.push_back(x);
             at(k) = x;
             prev_rec = x;
+            board_free = x.end;
+            if (run.eval_after(e, k))
+                board_free = eval_pass(h, run, eval_device, x.end, e, r, keep);
         }
-        const Cycle end = steps > 0 ? prev_rec.end : t0;
+        const Cycle end = steps > 0 ? board_free : t0;
         r.epoch_cycles.push_back(end - t0);
         t0 = end;
     }

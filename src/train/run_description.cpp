@@ -155,6 +155,32 @@ std::int64_t RunDescription::samples_in_step(std::int64_t i) const {
     return left < global_batch ? left : global_batch;
 }
 
+std::int64_t EvalDescription::steps() const {
+    if (samples <= 0) return 0;
+    return drop_remainder ? samples / global_batch : (samples + global_batch - 1) / global_batch;
+}
+
+std::int64_t EvalDescription::samples_in_step(std::int64_t i) const {
+    const std::int64_t left = samples - i * global_batch;
+    return left < global_batch ? left : global_batch;
+}
+
+bool RunDescription::eval_after(std::int64_t epoch, std::int64_t k) const {
+    if (!eval.enabled()) return false;
+    const std::int64_t per_epoch = steps_per_epoch();
+    if (eval.every_steps > 0) return (epoch * per_epoch + k + 1) % eval.every_steps == 0;
+    return k == per_epoch - 1 && (epoch + 1) % eval.every_epochs == 0;
+}
+
+std::int64_t RunDescription::evals_in_epoch(std::int64_t epoch) const {
+    if (!eval.enabled()) return 0;
+    const std::int64_t per_epoch = steps_per_epoch();
+    if (eval.every_steps > 0)
+        return ((epoch + 1) * per_epoch) / eval.every_steps -
+               (epoch * per_epoch) / eval.every_steps;
+    return (epoch + 1) % eval.every_epochs == 0 ? 1 : 0;
+}
+
 RunDescription parse_run_description(const nlohmann::json& j, const std::string& path) {
     RunDescription r;
     r.path = path;
@@ -192,6 +218,20 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
         p.source("cache_source", r.cache_source);
         p.integer("cached_bytes_per_sample", r.cached_bytes_per_sample, 0, kMaxCount);
     });
+    top.object("eval", [&](ObjectReader& e) {
+        EvalDescription& v = r.eval;
+        e.integer("samples", v.samples, 1, kMaxCount, true);
+        e.integer("global_batch", v.global_batch, 1, kMaxCount);
+        e.integer("every_steps", v.every_steps, 1, kMaxCount);
+        if (e.value().contains("every_epochs") && v.every_steps > 0)
+            throw InputError(path, "/eval/every_epochs",
+                             "given with every_steps; expected one of the two");
+        e.integer("every_epochs", v.every_epochs, 1, 100000);
+        e.boolean("drop_remainder", v.drop_remainder);
+        e.string("trace", v.trace);
+        e.integer("infeed_bytes_per_sample", v.infeed_bytes_per_sample, 1, kMaxCount);
+        e.number("preprocess_ms_per_sample", v.preprocess_ms_per_sample, 0, 1e7);
+    });
     const nlohmann::json* src = top.find("sources", false);
     if (src) {
         const std::string ptr = "/sources";
@@ -213,6 +253,18 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
                          fmt::format("larger than the {} samples with drop_remainder: no step "
                                      "would run",
                                      r.samples));
+    if (r.eval.enabled()) {
+        if (r.eval.global_batch == 0) r.eval.global_batch = r.global_batch;
+        if (r.eval.drop_remainder && r.eval.samples < r.eval.global_batch)
+            throw InputError(
+                path,
+                r.eval.global_batch == r.global_batch ? "/eval/samples" : "/eval/global_batch",
+                fmt::format("the eval batch of {} is larger than the {} eval "
+                            "samples with drop_remainder: no eval step would run",
+                            r.eval.global_batch, r.eval.samples));
+        if (r.eval.preprocess_ms_per_sample < 0)
+            r.eval.preprocess_ms_per_sample = r.preprocess_ms_per_sample;
+    }
     // epochs <= 10^5 and steps <= 2^40: the product fits in 64 bits.
     const std::int64_t steps = r.steps_per_epoch();
     if (steps * r.epochs > kMaxRunSteps)
@@ -221,6 +273,18 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
             fmt::format("the run has {} steps ({} epochs x {} steps of {} samples); expected "
                         "at most {} (2^27)",
                         steps * r.epochs, r.epochs, steps, r.global_batch, kMaxRunSteps));
+    // Eval steps over the run: passes <= run steps <= 2^27 and steps per pass <= 2^40.
+    if (r.eval.enabled()) {
+        double passes = 0;
+        for (std::int64_t e = 0; e < r.epochs; ++e)
+            passes += static_cast<double>(r.evals_in_epoch(e));
+        const double eval_steps = passes * static_cast<double>(r.eval.steps());
+        if (eval_steps > static_cast<double>(kMaxRunSteps))
+            throw InputError(path, "/eval/samples",
+                             fmt::format("the run has {:.0f} eval steps ({:.0f} passes x {}); "
+                                         "expected at most {} (2^27)",
+                                         eval_steps, passes, r.eval.steps(), kMaxRunSteps));
+    }
     return r;
 }
 

@@ -116,33 +116,42 @@ void resolve_step_inputs(RunDescription& run, const StepProgram& step,
 
 namespace {
 
-// One core's stream repeated `n` times: waits and op indices shifted per step, each step's
-// collectives new instances, and the first instruction of step k + 1 waiting for the
-// instructions nothing in step k waits for (the step is over when they are).
-SharedInstrs repeat_stream(const SharedInstrs& step, std::int64_t n, std::uint32_t nops,
-                           std::uint64_t instances) {
-    const auto m = static_cast<std::uint32_t>(step.size());
-    std::vector<bool> waited_on(m, false);
-    for (const Instr& in : step)
-        for (std::uint32_t w : in.waits) waited_on[w] = true;
-    std::vector<std::uint32_t> sinks;
-    for (std::uint32_t i = 0; i < m; ++i)
-        if (!waited_on[i]) sinks.push_back(i);
+// One core's streams (one per program) run in `order`: waits and op indices shifted per step,
+// each step's collectives new instances, and the first instruction of a step waiting for the
+// instructions nothing in the step before waits for (that step is over when they are).
+SharedInstrs sequence_stream(const std::vector<const SharedInstrs*>& streams,
+                             const std::vector<std::uint8_t>& order,
+                             const std::vector<std::uint32_t>& op_base, std::uint64_t instances) {
+    std::vector<std::vector<std::uint32_t>> sinks(streams.size());
+    for (std::size_t p = 0; p < streams.size(); ++p) {
+        const SharedInstrs& step = *streams[p];
+        std::vector<bool> waited_on(step.size(), false);
+        for (const Instr& in : step)
+            for (std::uint32_t w : in.waits) waited_on[w] = true;
+        for (std::uint32_t i = 0; i < step.size(); ++i)
+            if (!waited_on[i]) sinks[p].push_back(i);
+    }
     InstrList out;
-    for (std::int64_t k = 0; k < n; ++k) {
-        const auto base = m * static_cast<std::uint32_t>(k);
-        for (std::uint32_t i = 0; i < m; ++i) {
+    std::vector<std::uint32_t> prev_sinks;  // absolute indices of the last non-empty step's
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        const SharedInstrs& step = *streams[order[k]];
+        const auto base = static_cast<std::uint32_t>(out.size());
+        for (std::uint32_t i = 0; i < step.size(); ++i) {
             Instr in = step[i];
-            in.op += nops * static_cast<std::uint32_t>(k);
+            in.op += op_base[k];
             for (std::uint32_t& w : in.waits) w += base;
-            if (k > 0 && i == 0)
-                for (std::uint32_t s : sinks) in.waits.push_back(base - m + s);
+            if (i == 0)
+                for (std::uint32_t s : prev_sinks) in.waits.push_back(s);
             if (in.coll && k > 0) {
                 auto c = std::make_shared<CollectiveInstr>(*in.coll);
                 c->instance += instances * static_cast<std::uint64_t>(k);
                 in.coll = std::move(c);
             }
             out.push_back(std::move(in));
+        }
+        if (step.size() > 0) {
+            prev_sinks.clear();
+            for (std::uint32_t s : sinks[order[k]]) prev_sinks.push_back(base + s);
         }
     }
     return SharedInstrs(std::move(out));
@@ -151,34 +160,52 @@ SharedInstrs repeat_stream(const SharedInstrs& step, std::int64_t n, std::uint32
 }  // namespace
 
 Program repeat_steps(const Program& step, std::int64_t n) {
+    return sequence_steps({&step}, std::vector<std::uint8_t>(static_cast<std::size_t>(n), 0));
+}
+
+Program sequence_steps(const std::vector<const Program*>& programs,
+                       const std::vector<std::uint8_t>& order) {
+    const Program& first = *programs.at(0);
     Program p;
-    p.name = step.name;
-    p.warnings = step.warnings;
-    const auto nops = static_cast<std::uint32_t>(step.ops.size());
+    p.name = first.name;
+    for (const Program* g : programs)
+        p.warnings.insert(p.warnings.end(), g->warnings.begin(), g->warnings.end());
     std::uint64_t instances = 0;
-    for (const CoreProgram& c : step.cores)
-        for (const Instr& in : c.instrs)
-            if (in.coll) instances = std::max(instances, in.coll->instance + 1);
-    for (std::int64_t k = 0; k < n; ++k) {
-        for (const OpInfo& op : step.ops) {
+    for (const Program* g : programs) {
+        if (g->cores.size() != first.cores.size())
+            throw std::logic_error("sequence_steps: programs on different cores");
+        for (const CoreProgram& c : g->cores)
+            for (const Instr& in : c.instrs)
+                if (in.coll) instances = std::max(instances, in.coll->instance + 1);
+    }
+    std::vector<std::uint32_t> op_base(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        op_base[k] = static_cast<std::uint32_t>(p.ops.size());
+        for (const OpInfo& op : programs[order[k]]->ops) {
             OpInfo o = op;
             o.id += fmt::format("{}{}", kStepSuffix, k);
             if (!o.fused_into.empty()) o.fused_into += fmt::format("{}{}", kStepSuffix, k);
             p.ops.push_back(std::move(o));
         }
     }
-    // Cores that share one stream (SPMD, lowered once) share its repetition too.
-    std::vector<std::pair<const CoreProgram*, SharedInstrs>> done;
-    for (const CoreProgram& c : step.cores) {
-        CoreProgram out = c;
-        const auto it = std::find_if(done.begin(), done.end(), [&](const auto& d) {
-            return d.first->instrs.same_as(c.instrs);
-        });
+    // Cores that share their streams (SPMD, lowered once) share their sequence too.
+    std::vector<std::pair<std::size_t, SharedInstrs>> done;
+    for (std::size_t ci = 0; ci < first.cores.size(); ++ci) {
+        CoreProgram out = first.cores[ci];
+        const auto same = [&](std::size_t other) {
+            for (const Program* g : programs)
+                if (!g->cores[other].instrs.same_as(g->cores[ci].instrs)) return false;
+            return true;
+        };
+        const auto it =
+            std::find_if(done.begin(), done.end(), [&](const auto& d) { return same(d.first); });
         if (it != done.end()) {
             out.instrs = it->second;
         } else {
-            out.instrs = repeat_stream(c.instrs, n, nops, instances);
-            done.emplace_back(&c, out.instrs);
+            std::vector<const SharedInstrs*> streams;
+            for (const Program* g : programs) streams.push_back(&g->cores[ci].instrs);
+            out.instrs = sequence_stream(streams, order, op_base, instances);
+            done.emplace_back(ci, out.instrs);
         }
         p.cores.push_back(std::move(out));
     }

@@ -13,11 +13,22 @@ double secs(Cycle c, double clock_mhz) { return static_cast<double>(c) / (clock_
 
 // The device time of each step of the run: simulated steps as measured; with reuse, the
 // later steps repeat the last simulated one (the CLI checked that the last two agree).
-std::function<Cycle(std::int64_t)> device_of(const TrainInputs& in) {
-    return [&in](std::int64_t step) {
-        const auto n = static_cast<std::int64_t>(in.steps.size());
-        return in.steps[static_cast<std::size_t>(std::min(step, n - 1))].cycles;
+DeviceTime device_of(const std::vector<StepMeasure>& steps) {
+    return [&steps](std::int64_t step) {
+        const auto n = static_cast<std::int64_t>(steps.size());
+        return n == 0 ? Cycle{0} : steps[static_cast<std::size_t>(std::min(step, n - 1))].cycles;
     };
+}
+
+// MXU busy cycles of the first `n` steps of a kind: the simulated ones as measured, later
+// ones as the last (O(simulated steps)); a double, as it sums over every MXU.
+double busy_of(const std::vector<StepMeasure>& steps, std::int64_t n) {
+    if (steps.empty() || n <= 0) return 0.0;
+    const auto sim = std::min(n, static_cast<std::int64_t>(steps.size()));
+    double b = static_cast<double>(n - sim) * static_cast<double>(steps.back().mxu_busy);
+    for (std::int64_t s = 0; s < sim; ++s)
+        b += static_cast<double>(steps[static_cast<std::size_t>(s)].mxu_busy);
+    return b;
 }
 
 Cycle steady_epoch(const PipelineResult& p) { return p.epoch_cycles.back(); }
@@ -32,12 +43,15 @@ struct Lever {
 TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
     TrainResult r;
     r.clock_mhz = cfg.chip.clock_mhz;
-    const auto device = device_of(in);
+    const auto device = device_of(in.steps);
+    const auto eval_device = device_of(in.eval_steps);
     r.host = host_timing(cfg.host, in.run, cfg.chips(), in.program_ops, r.clock_mhz);
-    r.pipeline = simulate_pipeline(r.host, in.run, device);
+    r.pipeline = simulate_pipeline(r.host, in.run, device, eval_device);
     r.steps = r.pipeline.steps;
     r.simulated_steps = static_cast<std::int64_t>(in.steps.size());
     r.reused_steps = std::max<std::int64_t>(0, r.steps - r.simulated_steps);
+    r.simulated_eval_steps = static_cast<std::int64_t>(in.eval_steps.size());
+    r.reused_eval_steps = std::max<std::int64_t>(0, r.pipeline.eval_steps - r.simulated_eval_steps);
     const StepMeasure& last = in.steps.back();
     // Sums over the run's steps: the simulated ones as measured, every later step as the last
     // (O(simulated steps), not O(run steps)). Exposed ICI is at most each step's device time,
@@ -47,24 +61,25 @@ TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
     for (std::int64_t s = 0; s < measured(r.steps); ++s)
         r.exposed_ici += in.steps[static_cast<std::size_t>(s)].exposed_ici;
     const std::int64_t per_epoch = in.run.steps_per_epoch();
-    double first_busy =
-        static_cast<double>(per_epoch - measured(per_epoch)) * static_cast<double>(last.mxu_busy);
-    for (std::int64_t s = 0; s < measured(per_epoch); ++s)
-        first_busy += static_cast<double>(in.steps[static_cast<std::size_t>(s)].mxu_busy);
+    // The eval steps count in the MXU busy share of the epoch they run in.
+    const std::int64_t first_evals = in.run.evals_in_epoch(0) * in.run.eval.steps();
+    const std::int64_t last_evals = in.run.evals_in_epoch(in.run.epochs - 1) * in.run.eval.steps();
+    const double first_busy = busy_of(in.steps, per_epoch) + busy_of(in.eval_steps, first_evals);
+    const double last_eval_busy =
+        in.eval_steps.empty() ? 0.0 : static_cast<double>(in.eval_steps.back().mxu_busy);
     const double mxus = static_cast<double>(in.cores * cfg.core.mxus);
-    r.mxu_busy_fraction = static_cast<double>(last.mxu_busy) *
-                          static_cast<double>(in.run.steps_per_epoch()) /
+    r.mxu_busy_fraction = (static_cast<double>(last.mxu_busy) * static_cast<double>(per_epoch) +
+                           last_eval_busy * static_cast<double>(last_evals)) /
                           (static_cast<double>(steady_epoch(r.pipeline)) * mxus);
     r.mxu_busy_first_epoch =
         first_busy / (static_cast<double>(r.pipeline.epoch_cycles.front()) * mxus);
 
     const PipelineResult& p = r.pipeline;
     const Cycle compute = p.device - r.exposed_ici;
-    const std::pair<Cycle, const char*> parts[] = {{compute, "compute-bound"},
-                                                   {r.exposed_ici, "communication-bound"},
-                                                   {p.infeed_wait, "input-bound"},
-                                                   {p.dispatch, "dispatch-bound"},
-                                                   {p.compile, "compile-bound"}};
+    const std::pair<Cycle, const char*> parts[] = {
+        {compute, "compute-bound"},     {r.exposed_ici, "communication-bound"},
+        {p.infeed_wait, "input-bound"}, {p.dispatch, "dispatch-bound"},
+        {p.compile, "compile-bound"},   {p.eval, "evaluation-bound"}};
     r.verdict = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) {
                     return a.first < b.first;
                 })->second;
@@ -102,7 +117,8 @@ TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
         RunDescription d = in.run;
         l.apply(h, d);
         const HostTiming t = host_timing(h, d, cfg.chips(), in.program_ops, r.clock_mhz);
-        const double e = secs(steady_epoch(simulate_pipeline(t, d, device, 0)), r.clock_mhz);
+        const double e =
+            secs(steady_epoch(simulate_pipeline(t, d, device, eval_device, 0)), r.clock_mhz);
         r.what_ifs.push_back({l.change, e, now > 0 ? (e - now) / now : 0.0});
     }
     std::stable_sort(r.what_ifs.begin(), r.what_ifs.end(),
@@ -128,12 +144,19 @@ nlohmann::json train_report_body(const TrainResult& r, const TrainInputs& in) {
                          {"infeed_start_cycle", s.infeed_start},
                          {"infeed_end_cycle", s.infeed_end},
                          {"start_cycle", s.start},
-                         {"end_cycle", s.end}});
+                         {"end_cycle", s.end},
+                         {"kind", s.eval ? "eval" : "train"},
+                         {"index", s.index}});
     nlohmann::json device_steps = nlohmann::json::array();
     for (const StepMeasure& m : in.steps)
         device_steps.push_back({{"cycles", m.cycles},
                                 {"exposed_ici_cycles", m.exposed_ici},
                                 {"mxu_busy_cycles", m.mxu_busy}});
+    nlohmann::json eval_steps = nlohmann::json::array();
+    for (const StepMeasure& m : in.eval_steps)
+        eval_steps.push_back({{"cycles", m.cycles},
+                              {"exposed_ici_cycles", m.exposed_ici},
+                              {"mxu_busy_cycles", m.mxu_busy}});
     const std::int64_t samples = in.run.samples * in.run.epochs;
     return {
         {"run", {{"path", in.run.path}, {"name", in.run.name}, {"sources", in.run.sources}}},
@@ -156,7 +179,20 @@ nlohmann::json train_report_body(const TrainResult& r, const TrainInputs& in) {
           {"ici", secs(r.exposed_ici, f)},
           {"infeed_wait", secs(p.infeed_wait, f)},
           {"dispatch", secs(p.dispatch, f)},
-          {"compile", secs(p.compile, f)}}},
+          {"compile", secs(p.compile, f)},
+          {"eval", secs(p.eval, f)}}},
+        {"eval",
+         {{"samples", in.run.eval.samples},
+          {"global_batch", in.run.eval.global_batch},
+          {"steps_per_pass", in.run.eval.steps()},
+          {"passes", p.eval_passes},
+          {"steps", p.eval_steps},
+          {"seconds", secs(p.eval, f)},
+          {"step_seconds", in.eval_steps.empty() ? 0.0 : secs(in.eval_steps.back().cycles, f)},
+          {"infeed_seconds_per_batch", secs(r.host.eval_infeed_per_batch, f)},
+          {"reused_steps", r.reused_eval_steps},
+          {"simulated_steps", r.simulated_eval_steps},
+          {"device_steps", eval_steps}}},
         {"mxu_busy", r.mxu_busy_fraction},
         {"mxu_busy_first_epoch", r.mxu_busy_first_epoch},
         {"verdict", r.verdict},
@@ -193,9 +229,13 @@ std::string train_summary_text(const TrainResult& r, const TrainInputs& in) {
         static_cast<double>(in.run.samples) / secs(p.epoch_cycles.back(), f));
     s += fmt::format(
         "  time: device compute {:.1f}%, ICI (exposed) {:.1f}%, infeed wait {:.1f}%, "
-        "dispatch {:.1f}%, compile {:.1f}%\n",
+        "dispatch {:.1f}%, compile {:.1f}%, eval {:.1f}%\n",
         pct(p.device - r.exposed_ici), pct(r.exposed_ici), pct(p.infeed_wait), pct(p.dispatch),
-        pct(p.compile));
+        pct(p.compile), pct(p.eval));
+    if (p.eval_passes > 0)
+        s += fmt::format("  eval: {} passes x {} steps of {} samples, {:.4g} s in all\n",
+                         p.eval_passes, in.run.eval.steps(), in.run.eval.global_batch,
+                         secs(p.eval, f));
     s += fmt::format(
         "  MXU busy {:.1f}% over the last epoch ({:.1f}% over the first); verdict: "
         "{}\n",
@@ -206,7 +246,11 @@ std::string train_summary_text(const TrainResult& r, const TrainInputs& in) {
     for (const WhatIf& w : r.what_ifs)
         s += fmt::format("  what if {}: epoch {:.4g} s ({:+.0f}%)\n", w.change, w.epoch_seconds,
                          100.0 * w.change_fraction);
-    s += fmt::format("  {} steps simulated, {} reused\n", r.simulated_steps, r.reused_steps);
+    s += fmt::format("  {} steps simulated, {} reused", r.simulated_steps, r.reused_steps);
+    if (p.eval_passes > 0)
+        s += fmt::format("; {} eval steps simulated, {} reused", r.simulated_eval_steps,
+                         r.reused_eval_steps);
+    s += "\n";
     return s;
 }
 
@@ -233,7 +277,7 @@ nlohmann::json train_timeline_json(const TrainResult& r) {
     };
     for (std::size_t i = 0; i < r.pipeline.first_steps.size(); ++i) {
         const StepRecord& s = r.pipeline.first_steps[i];
-        const std::string n = fmt::format("batch {}", i);
+        const std::string n = fmt::format(s.eval ? "eval batch {}" : "batch {}", s.index);
         span(0, n, s.produce_start, s.ready);
         span(1, n, s.infeed_start, s.infeed_end);
         const Cycle waited = s.wait_compile + s.wait_dispatch + s.wait_infeed;
@@ -243,7 +287,7 @@ nlohmann::json train_timeline_json(const TrainResult& r) {
         span(2, "dispatch", at, at + s.wait_dispatch);
         at += s.wait_dispatch;
         span(2, "waiting for infeed", at, at + s.wait_infeed);
-        span(2, fmt::format("step {}", i), s.start, s.end);
+        span(2, fmt::format(s.eval ? "eval step {}" : "step {}", s.index), s.start, s.end);
     }
     return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
 }

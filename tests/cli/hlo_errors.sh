@@ -57,7 +57,7 @@ expect too_many_cores "program for 16 devices"
 expect tuple_nesting ":4:77: tuple shapes nested deeper than 64 levels"
 expect call_depth "computations call each other more than 64 levels deep"
 expect call_fan_out "the module expands to more than 1048576 instructions"
-expect huge_trip_count "the module expands to more than 1048576 instructions"
+expect huge_trip_count "while w runs more than 2^40 trips"
 expect memory_space "expected S(<memory space>) in the layout"
 
 # The HBM capacity check on imported modules (docs/program.md, "HBM capacity"): a module

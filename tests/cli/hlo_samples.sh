@@ -84,10 +84,12 @@ for f in tests/data/hlo/*/*.hlo; do
     fi
 done
 
-# import + run --trace == run --hlo (cycles), on fused TPU modules and a pre-optimisation one.
+# import + run --trace == run --hlo (cycles), on fused TPU modules, a pre-optimisation one and
+# while modules (trace loops, format version 2).
 for f in tests/data/hlo/xla_tests_tpu_extracted/hlo_isolation_test_base_test__L140__HloIsolationTest.TestOutputIsReduce.hlo \
     tests/data/hlo/xla_repo_small_tests/xla_tools_multihost_hlo_runner_data_multiple_gemm_fusions.hlo \
-    tests/data/hlo/xla_tests_tpu_extracted/while_loop_unroller_test__L1611__WhileLoopUnrollerTest.SymmetricMatMul.hlo; do
+    tests/data/hlo/xla_tests_tpu_extracted/while_loop_unroller_test__L1611__WhileLoopUnrollerTest.SymmetricMatMul.hlo \
+    tests/data/hlo_loops/rnn_while.hlo; do
     "$bin" import hlo "$f" --config $v3 --while-trips 3 -o "$tmp/t.json" 2>/dev/null || fail "import $f"
     a=$("$bin" run --config $v3 -q --json --while-trips 3 --hlo "$f" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cycles"])')
     b=$("$bin" run --config $v3 -q --json --trace "$tmp/t.json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["cycles"])')

@@ -26,6 +26,21 @@ run_bad sources "/sources/x: expected a string" "{$ok, \"global_batch\": 8, \"da
 run_bad drop "/global_batch: larger than the 10 samples" "{$ok, \"global_batch\": 16, \"drop_remainder\": true, \"dataset\": {\"samples\": 10}}"
 run_bad programs "/compiled_programs: expected an integer in [1," "{$ok, \"global_batch\": 8, \"compiled_programs\": 0, \"dataset\": {\"samples\": 10}}"
 run_bad top_array "/: expected an object" '[1]'
+# Evaluation passes (docs/train.md, "Evaluation passes").
+ev='"global_batch": 8, "dataset": {"samples": 10}'
+run_bad eval_samples "/eval/samples: missing" "{$ok, $ev, \"eval\": {\"every_steps\": 2}}"
+run_bad eval_key "/eval/every: unknown key" "{$ok, $ev, \"eval\": {\"samples\": 4, \"every\": 2}}"
+run_bad eval_both "/eval/every_epochs: given with every_steps" "{$ok, $ev, \"eval\": {\"samples\": 4, \"every_steps\": 2, \"every_epochs\": 1}}"
+run_bad eval_steps "/eval/every_steps: expected an integer in [1," "{$ok, $ev, \"eval\": {\"samples\": 4, \"every_steps\": 0}}"
+run_bad eval_drop "/eval/samples: the eval batch of 8 is larger than the 4 eval samples" "{$ok, $ev, \"eval\": {\"samples\": 4, \"drop_remainder\": true}}"
+run_bad eval_trace "/eval/trace: missing; evaluation passes need their step program" "{$ok, $ev, \"eval\": {\"samples\": 4}}"
+run_bad eval_cost "/eval/preprocess_ms_per_sample: expected a number in [0," "{$ok, $ev, \"eval\": {\"samples\": 4, \"preprocess_ms_per_sample\": -2}}"
+printf '{%s, %s}' "$ok" "$ev" > "$tmp/noeval.json"
+expect_error "eval trace without eval" "/eval: missing, but an eval step program was given" -- \
+    train --config $v3 --trace $d/mlp_step.json --run "$tmp/noeval.json" --eval-trace $d/mlp_eval.json -q
+printf '{%s, %s, "eval": {"samples": 4}}' "$ok" "$ev" > "$tmp/evalcores.json"
+expect_error "eval on other cores" "dp_step.json: /cores: the eval step runs on 8 cores and the training step on 1" -- \
+    train --config $v3 --trace $d/mlp_step.json --run "$tmp/evalcores.json" --eval-trace $d/dp_step.json -q
 # Runs too long for the host model, and absurd per-batch figures: located errors, not an
 # allocation of one record per step, a multi-hour loop or a wrapped 64-bit product (the
 # pipeline rule itself: tests/unit/train_pipeline_test.cpp).
@@ -59,11 +74,24 @@ errs = []
 if a["reused_steps"] == 0: errs.append("reuse run reused nothing")
 if b["reused_steps"] != 0: errs.append("--no-reuse run reused steps")
 if b["simulated_steps"] != b["steps"]: errs.append("--no-reuse did not simulate every step")
-for k in ("total_cycles", "epochs_seconds", "time_split", "mxu_busy", "verdict", "first_steps"):
+for k in ("total_cycles", "epochs_seconds", "time_split", "mxu_busy", "mxu_busy_first_epoch",
+          "verdict", "first_steps", "what_ifs"):
     if a[k] != b[k]: errs.append(f"{k}: reuse {a[k]} != full {b[k]}")
 steady = a["device_steps"][-1]
 for i, s in enumerate(b["device_steps"][1:], 1):
     if s != steady: errs.append(f"step {i}: {s} != steady {steady}")
+# Evaluation passes: the same passes and time, every simulated eval step the reused one.
+ea, eb = a["eval"], b["eval"]
+if ea["passes"] > 0:
+    if ea["reused_steps"] == 0: errs.append("reuse run reused no eval step")
+    if eb["reused_steps"] != 0 or eb["simulated_steps"] != eb["steps"]:
+        errs.append("--no-reuse did not simulate every eval step")
+    if eb["steps"] != ea["passes"] * ea["steps_per_pass"]: errs.append("eval steps != passes x steps")
+    if a["time_split"]["eval"] <= 0: errs.append("no eval time")
+    for i, s in enumerate(eb["device_steps"]):
+        if s != ea["device_steps"][-1]: errs.append(f"eval step {i}: {s} != {ea['device_steps'][-1]}")
+for k in ("passes", "steps", "seconds", "step_seconds"):
+    if ea[k] != eb[k]: errs.append(f"eval {k}: reuse {ea[k]} != full {eb[k]}")
 if a["verdict"] != want: errs.append(f"verdict {a['verdict']}, expected {want}")
 if errs: print("\n".join(errs))
 sys.exit(1 if errs else 0)
@@ -79,6 +107,12 @@ compare "mlp, compute-bound" $v3 $d/mlp_step.json $d/compute_bound.run.json comp
     --set host.dispatch_us=1
 compare "mlp, input-bound" $v3 $d/mlp_step.json $d/input_bound.run.json input-bound
 compare "data-parallel" configs/tpu_v2_8.json $d/dp_step.json $d/dp.run.json communication-bound
+# With evaluation passes: one per epoch (the eval trace named in the run, a padded last eval
+# batch, an input-bound pipeline), and every 2 steps of a data-parallel run (--eval-trace, the
+# forward step of dp_step.json: its matmul without the gradient all-reduce).
+compare "mlp, eval per epoch" $v3 $d/mlp_step.json $d/eval_epoch.run.json input-bound
+compare "data-parallel, eval every 2 steps" configs/tpu_v2_8.json $d/dp_step.json \
+    $d/dp_eval.run.json communication-bound --eval-trace $d/dp_eval.json
 
 # The timeline has the three lanes, and every step lies on the device lane after its infeed.
 if "$bin" train --config $v3 --trace $d/mlp_step.json --run $d/input_bound.run.json -q \
@@ -95,6 +129,27 @@ PY
     passes=$((passes + 1))
 else
     echo "FAIL timeline"
+    fails=$((fails + 1))
+fi
+
+# With a validation pass per epoch, the eval steps lie on the device lane between the epoch's
+# last training step and the next epoch's first, each after its eval batch's infeed.
+if "$bin" train --config $v3 --trace $d/mlp_step.json --run $d/eval_epoch.run.json -q \
+    --timeline "$tmp/tle.json" >/dev/null && python3 - "$tmp/tle.json" <<'PY'; then
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+spans = {(e["tid"], e["name"]): e for e in ev if e["ph"] == "X"}
+end = lambda e: e["ts"] + e["dur"]
+for i in range(5):  # the eval pass: 6 steps of 128 samples
+    step, feed = spans[(2, f"eval step {i}")], spans[(1, f"eval batch {i}")]
+    assert step["ts"] >= end(feed) - 1e-6, i
+    if i: assert step["ts"] >= end(spans[(2, f"eval step {i - 1}")]) - 1e-6, i
+assert spans[(2, "eval step 0")]["ts"] >= end(spans[(2, "step 4")]) - 1e-6
+assert spans[(2, "step 5")]["ts"] >= end(spans[(2, "eval step 5")]) - 1e-6
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL timeline with eval steps"
     fails=$((fails + 1))
 fi
 

@@ -54,9 +54,13 @@ std::vector<std::string> split_sections(const std::string& text, std::string_vie
 bool small_enough_to_lower(const Trace& t) {
     // Per op and core, each figure below 2^63 (the reader's contract): the sums cannot wrap in
     // 128 bits.
+    // A loop body's op counts once per trip: a loop of 10^9 trips is lowered trip by trip.
     unsigned __int128 flops = 0, bytes = 0;
-    for (const TraceOp& op : t.ops) {
-        const auto cores = static_cast<unsigned __int128>(op_core_count(t, op));
+    const auto trips = op_trips(t);
+    for (std::size_t i = 0; i < t.ops.size(); ++i) {
+        const TraceOp& op = t.ops[i];
+        const auto cores = static_cast<unsigned __int128>(op_core_count(t, op)) *
+                           static_cast<unsigned __int128>(trips[i]);
         flops += static_cast<unsigned __int128>(op_flops(op)) * cores;
         bytes += (static_cast<unsigned __int128>(op_bytes_in(op)) +
                   static_cast<unsigned __int128>(op_bytes_out(op))) *

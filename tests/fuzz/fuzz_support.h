@@ -32,8 +32,8 @@ std::vector<std::string> split_sections(const std::string& text, std::string_vie
 // Whether the harnesses lower this trace. Lowering time grows with the work the trace declares
 // (tiles, chunks), which is bounded only by the HBM capacity check; a fuzzer that kept finding
 // large valid programs would report their honest lowering time as timeouts. The harnesses lower
-// traces of at most 2^40 FLOP and 2^30 bytes moved (thousands of tiles), where any slowness is
-// a bug.
+// traces of at most 2^40 FLOP and 2^30 bytes moved (thousands of tiles; a loop body's ops
+// count once per trip), where any slowness is a bug.
 bool small_enough_to_lower(const Trace& t);
 
 // A committed config under configs/, loaded once per process.

@@ -180,19 +180,72 @@ ENTRY e {
   x = f32[128,128] parameter(0)
   s = (s32[], f32[128,128]) tuple(z, x)
   ROOT w = (s32[], f32[128,128]) while(s), condition=cond, body=body)";
-    // From 4 below 10 by 2: trips 4, 6, 8 = 3.
+    auto tanhs = [](const Trace& t) {
+        int n = 0;
+        for (const auto& op : t.ops)
+            n += op.kind == OpKind::Vector && op.vector.op == VectorOp::Tanh;
+        return n;
+    };
+    // From 4 below 10 by 2: trips 4, 6, 8 = 3. The body is one trace loop: its tanh once, run
+    // 3 times, reading the previous trip's result (carried).
     Trace t = import(body + "\n}");
-    int tanhs = 0;
-    for (const auto& op : t.ops)
-        tanhs += op.kind == OpKind::Vector && op.vector.op == VectorOp::Tanh;
-    CHECK(tanhs == 3);
-    CHECK(t.ops.back().id == "y@2");
+    CHECK(tanhs(t) == 1);
+    REQUIRE(t.loops.size() == 1);
+    CHECK(t.loops[0].id == "w");
+    CHECK(t.loops[0].trips == 3);
+    const TraceOp& y = op_named(t, "y");
+    const std::size_t yi = static_cast<std::size_t>(&y - t.ops.data());
+    CHECK(yi >= t.loops[0].first);
+    CHECK(yi < t.loops[0].first + t.loops[0].count);
+    CHECK(y.carried == std::vector<std::size_t>{yi});
+    // Written out trip by trip (the import as it was, and unroll_loops): 3 tanhs, the last "y@2".
+    HloImportOptions unroll;
+    unroll.unroll_loops = true;
+    const Trace u = import(body + "\n}", 8, unroll);
+    CHECK(u.loops.empty());
+    CHECK(tanhs(u) == 3);
+    CHECK(u.ops.back().id == "y@2");
+    const Trace v = unroll_loops(t);
+    CHECK(tanhs(v) == 3);
+    CHECK(v.ops.back().id == "y@2");
+    CHECK(v.ops.back().deps == std::vector<std::size_t>{v.ops.size() - 3});  // y@1 (j@2 between)
     t = import(body + R"(, backend_config={"known_trip_count":{"n":"7"}}
 })");
-    tanhs = 0;
-    for (const auto& op : t.ops)
-        tanhs += op.kind == OpKind::Vector && op.vector.op == VectorOp::Tanh;
-    CHECK(tanhs == 7);
+    CHECK(tanhs(t) == 1);
+    REQUIRE(t.loops.size() == 1);
+    CHECK(t.loops[0].trips == 7);
+    CHECK(tanhs(unroll_loops(t)) == 7);
+}
+
+TEST_CASE("HLO while: a million trips import as one body", "[hlo]") {
+    // known_trip_count 1,000,000: the trace holds the body once (its ops, plus one loop), and
+    // the import visits the body's instructions twice (the trip and the scratch trip that
+    // finds the carried deps), not a million times.
+    const std::string text = R"(HloModule m
+cond {
+  p = (s32[], f32[8,128]) parameter(0)
+  ROOT b = pred[] constant(true)
+}
+body {
+  p = (s32[], f32[8,128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[8,128] get-tuple-element(p), index=1
+  y = f32[8,128] tanh(x)
+  ROOT t = (s32[], f32[8,128]) tuple(i, y)
+}
+ENTRY e {
+  x = (s32[], f32[8,128]) parameter(0)
+  ROOT w = (s32[], f32[8,128]) while(x), condition=cond, body=body, backend_config={"known_trip_count":{"n":"1000000"}}
+})";
+    HloImportStats st;
+    const Trace t = hlo_to_trace(parse_hlo(text, "t.hlo"), HloImportOptions{}, 8, &st);
+    REQUIRE(t.loops.size() == 1);
+    CHECK(t.loops[0].trips == 1000000);
+    CHECK(t.loops[0].count == 1);
+    CHECK(t.ops.size() == 1);
+    CHECK(st.while_trips == 1000000);
+    CHECK(st.instructions <= 2 + 2 * 5);  // entry (2) + the body (5) twice
+    CHECK(op_trips(t) == std::vector<std::int64_t>{1000000});
 }
 
 TEST_CASE("HLO collectives: iota replica groups and SPMD cores", "[hlo]") {

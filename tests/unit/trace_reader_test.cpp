@@ -86,10 +86,10 @@ TEST_CASE("top-level errors name the JSON pointer", "[trace]") {
     CHECK(what_of(R"({"format": "hlo", "version": 1, "ops": []})") ==
           R"(expected "tpusim.trace", got "hlo")");
     CHECK(where_of(R"({"format": "tpusim.trace", "ops": []})") == "/version");
-    CHECK(what_of(R"({"format": "tpusim.trace", "version": 2, "ops": []})") ==
-          "unsupported version 2 (this tpusim reads version 1)");
+    CHECK(what_of(R"({"format": "tpusim.trace", "version": 3, "ops": []})") ==
+          "unsupported version 3 (this tpusim reads versions 1 and 2)");
     CHECK(what_of(R"({"format": "tpusim.trace", "version": "1", "ops": []})") ==
-          "unsupported version \"1\" (this tpusim reads version 1)");
+          "unsupported version \"1\" (this tpusim reads versions 1 and 2)");
     CHECK(where_of(trace_text(kMatmul, R"(, "extra": 1)")) == "/extra");
     CHECK(what_of(trace_text("")) == "the trace has no ops");
     CHECK(what_of("[1]").find("top level must be a JSON object") != std::string::npos);

@@ -148,3 +148,59 @@ TEST_CASE("train: the pipeline keeps a ring of prefetch + 1 steps, same times as
     CHECK(p.total == 130 + 1000 * 120);
     CHECK(p.device == 1000 * 120);
 }
+
+TEST_CASE("train: an evaluation pass runs between training steps", "[train]") {
+    // 4 training steps of 100 cycles, and after every 2nd an eval pass of 2 steps (3 samples in
+    // batches of 2, the last padded) of 30 cycles. Infeed 10 per training batch and 20 per
+    // eval batch, dispatch 5 before every step, batches from memory at no CPU cost.
+    HostTiming h;
+    h.infeed_per_batch = 10;
+    h.eval_infeed_per_batch = 20;
+    h.dispatch = 5;
+    RunDescription run = run_of(4, 1, 1);
+    run.eval.samples = 3;
+    run.eval.global_batch = 2;
+    run.eval.every_steps = 2;
+    const PipelineResult p = simulate_pipeline(
+        h, run, [](std::int64_t) { return Cycle{100}; }, [](std::int64_t) { return Cycle{30}; });
+    // Step 0: infeed 0..10, start max(0 + 5, 10) = 10, end 110. Step 1: its infeed (10..20)
+    // overlapped step 0; start 110 + 5 = 115, end 215.
+    // Eval pass at 215 (a new iterator): eval batch 0 infed 215..235, start max(220, 235) =
+    // 235, end 265; batch 1 infed 235..255 (behind batch 0's infeed), start 265 + 5 = 270, end
+    // 300: the pass takes 300 - 215 = 85.
+    // Step 2 waits for the pass: start 300 + 5 = 305 (its batch was infed at 115..125), end
+    // 405; step 3 starts 410, ends 510; the second pass takes 85 again: 510 + 85 = 595.
+    CHECK(p.total == 595);
+    CHECK(p.eval == 2 * 85);
+    CHECK(p.eval_passes == 2);
+    CHECK(p.eval_steps == 4);
+    CHECK(p.device == 4 * 100);
+    CHECK(p.dispatch == 4 * 5);
+    CHECK(p.infeed_wait == 5);  // step 0: 5 of its 10-cycle infeed beyond the dispatch
+    CHECK(p.total == p.device + p.compile + p.dispatch + p.infeed_wait + p.eval);
+    REQUIRE(p.first_steps.size() == 8);
+    CHECK(p.first_steps[2].eval);
+    CHECK(p.first_steps[2].start == 235);
+    CHECK(p.first_steps[3].start == 270);
+    CHECK(p.first_steps[4].index == 2);
+    CHECK(p.first_steps[4].start == 305);
+}
+
+TEST_CASE("train: eval passes every N steps or every N epochs", "[train]") {
+    RunDescription run = run_of(5, 2, 3);  // 3 steps per epoch (the last padded)
+    run.eval.samples = 1;
+    run.eval.global_batch = 1;
+    run.eval.every_epochs = 2;  // after epoch 2 of 3 only
+    CHECK(run.evals_in_epoch(0) == 0);
+    CHECK(run.evals_in_epoch(1) == 1);
+    CHECK(run.eval_after(1, 2));
+    CHECK_FALSE(run.eval_after(1, 1));
+    CHECK(run.evals_in_epoch(2) == 0);
+    // Every 2 steps over the run's steps 0..8: after steps 1 and 3, 5 and 7: 1, 2, 1 passes.
+    run.eval.every_steps = 2;
+    CHECK(run.evals_in_epoch(0) == 1);
+    CHECK(run.evals_in_epoch(1) == 2);
+    CHECK(run.evals_in_epoch(2) == 1);
+    CHECK(run.eval_after(1, 0));  // global step 3
+    CHECK_FALSE(run.eval_after(1, 1));
+}

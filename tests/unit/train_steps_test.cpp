@@ -76,3 +76,47 @@ TEST_CASE("train: steps are measured from the end of the previous step", "[train
     CHECK(s[1].exposed_ici == 50);
     CHECK(s[0].mxu_busy == 100);
 }
+
+TEST_CASE("train: training and eval steps run in the run's order with a barrier", "[train]") {
+    // Training step: load -> mm (2 ops, 2 instructions); eval step: one matmul (1 op).
+    Program train, eval;
+    for (const char* id : {"load", "mm"}) {
+        OpInfo o;
+        o.id = id;
+        train.ops.push_back(o);
+    }
+    OpInfo fwd;
+    fwd.id = "fwd";
+    eval.ops.push_back(fwd);
+    Instr dma;
+    dma.unit = Unit::Dma;
+    Instr mm;
+    mm.unit = Unit::Mxu;
+    mm.op = 1;
+    mm.waits = {0};
+    Instr f;
+    f.unit = Unit::Mxu;
+    CoreProgram tc, ec;
+    tc.instrs = SharedInstrs(InstrList{dma, mm});
+    ec.instrs = SharedInstrs(InstrList{f});
+    train.cores = {tc};
+    eval.cores = {ec};
+
+    // train, eval, eval, train: instructions 0-1, 2, 3, 4-5; ops 0-1, 2, 3, 4-5.
+    const Program p = sequence_steps({&train, &eval}, {0, 1, 1, 0});
+    REQUIRE(p.ops.size() == 6);
+    CHECK(p.ops[2].id == "fwd@step1");
+    CHECK(p.ops[3].id == "fwd@step2");
+    CHECK(p.ops[5].id == "mm@step3");
+    const auto& in = p.cores.at(0).instrs;
+    REQUIRE(in.size() == 6);
+    // Each step's first instruction waits for the sinks of the step before: the training
+    // step's mm (1), then the eval step's only instruction (2, then 3).
+    CHECK(in[2].waits == std::vector<std::uint32_t>{1});
+    CHECK(in[2].op == 2);
+    CHECK(in[3].waits == std::vector<std::uint32_t>{2});
+    CHECK(in[3].op == 3);
+    CHECK(in[4].waits == std::vector<std::uint32_t>{3});
+    CHECK(in[5].waits == std::vector<std::uint32_t>{4});  // mm after its own load
+    CHECK(in[5].op == 5);
+}

@@ -48,14 +48,26 @@ struct OpSpec {
     std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
     // graph
     std::vector<std::size_t> deps;
+    std::vector<std::size_t> carried;  // loop body ops: ops of the previous trip it needs
     bool fused = false;
     bool lhs_in_vmem = false, rhs_in_vmem = false, result_in_vmem = false;  // S(1): no DMA
     std::vector<std::int64_t> cores;  // empty: every core of the program
 };
 
-struct LoweringOptions {
-    std::int64_t cores = 1;  // program cores (SPMD); tiling choices: cfg.lowering
+// ops[first, first + count) run `trips` times (a trace loop): lowered trip after trip with
+// the same HBM addresses, each trip's instructions made when the stream reaches them.
+struct LoopSpec {
+    std::size_t first = 0, count = 0;
+    std::int64_t trips = 1;
 };
+
+struct LoweringOptions {
+    std::int64_t cores = 1;       // program cores (SPMD); tiling choices: cfg.lowering
+    std::vector<LoopSpec> loops;  // by first, disjoint
+};
+
+// Instructions one core's stream may hold: waits name instructions by 32-bit index.
+inline constexpr std::size_t kMaxCoreInstructions = (std::size_t{1} << 32) - 1;
 
 // Extra reads of its input that XLA's separate statistics fusions add to an unfused row
 // normalisation (layernorm, softmax: 2; rmsnorm: 1; other ops: 0). docs/program.md.

@@ -145,9 +145,10 @@ struct CoreProgram {
 struct OpInfo {
     std::string id;
     OpKind kind = OpKind::Matmul;
-    double flops = 0;         // useful FLOPs on one core
+    double flops = 0;         // useful FLOPs on one core, every trip of its loop
+    std::int64_t trips = 1;   // times it runs (its loop's trips)
     double padded_flops = 0;  // FLOPs the MXU performs including padding
-    Bytes hbm_bytes = 0;      // bytes the op moves between HBM and VMEM on one core
+    Bytes hbm_bytes = 0;      // bytes the op moves between HBM and VMEM on one core, every trip
     std::vector<std::int64_t> cores;
     std::string fused_into;  // producer whose tiles this op consumed in VMEM, if any
 };

@@ -93,12 +93,17 @@ HloModule read_hlo(const std::string& path);
 // calls that fan out exponentially fail with a located error instead of running for ever).
 inline constexpr int kMaxHloCallDepth = 64;
 inline constexpr std::int64_t kMaxHloInstructions = std::int64_t{1} << 20;
+// Trips of one while loop (a trace loop's `trips` is at most this too).
+inline constexpr std::int64_t kMaxHloTrips = std::int64_t{1} << 40;
 
 // What the import does besides translating opcodes (docs/hlo.md, "Passes").
 struct HloImportOptions {
     bool fusion = true;            // fuse producers into consumers in modules that have no fusions
     bool tile_padding = true;      // pad the minor two dimensions to the (8, 128) tile in bytes
     std::int64_t while_trips = 0;  // trips of a while whose count cannot be found; 0: error
+    // Write every trip of a while loop out as trace ops ("<name>@t"), as before trace loops;
+    // otherwise a loop of 2 or more trips is one trace loop (its body once).
+    bool unroll_loops = false;
     // The MXU array (mxu.rows x mxu.cols of the config): grouped convolutions pack as many
     // groups into one pass as it holds, as XLA's block-diagonal packing does.
     std::int64_t mxu_rows = 128, mxu_cols = 128;
@@ -110,16 +115,19 @@ struct HloImportOptions {
 void apply_hlo_passes(const std::string& list, HloImportOptions& opts);
 
 struct HloImportStats {
-    std::int64_t instructions = 0;  // HLO instructions visited (loop bodies once per trip)
+    std::int64_t instructions = 0;  // HLO instructions visited (a trace loop's body twice;
+                                    // unrolled loops once per trip)
     std::int64_t free_instructions = 0;
     std::int64_t while_trips = 0;
-    std::int64_t unmodelled_custom_calls = 0;  // executions (loop bodies once per trip)
+    std::int64_t unmodelled_custom_calls = 0;  // as visited (see `instructions`)
     std::vector<std::string> warnings;         // located, one line per instruction (custom-calls)
 };
 
-// The module as a trace: op ids are HLO instruction names (a loop body's op in trip t > 0 is
-// "<name>@t"). board_cores: the board's TensorCores; the program needs num_partitions (or the
-// devices its replica groups name) and fails naming the config when the board has fewer.
+// The module as a trace: op ids are HLO instruction names. A while loop of 2 or more trips is a
+// trace loop (format version 2) whose body holds its ops once, unless it lies inside another
+// such loop or opts.unroll_loops: then its ops of trip t > 0 are "<name>@t". board_cores: the
+// board's TensorCores; the program needs num_partitions (or the devices its replica groups name)
+// and fails naming the config when the board has fewer.
 Trace hlo_to_trace(const HloModule& m, const HloImportOptions& opts, std::int64_t board_cores,
                    HloImportStats* stats = nullptr);
 

@@ -90,6 +90,10 @@ struct TraceOp {
     int peer = -1;                                         // send: target; recv: source
     // Indices into Trace::ops, all earlier than this op, in the order the file names them.
     std::vector<std::size_t> deps;
+    // Ops of a loop body only (format version 2): body ops of the same loop whose result of
+    // the previous trip this op needs (a loop-carried value; in the first trip the loop's
+    // inputs, which `deps` name). Indices into Trace::ops, in the order the file names them.
+    std::vector<std::size_t> carried;
     // The primary operand (first input) arrives on chip from the producer(s) in `deps` and is
     // not read from HBM; producers whose consumers are all fused keep their result on chip.
     bool fused = false;
@@ -99,6 +103,16 @@ struct TraceOp {
     bool result_in_vmem = false;
     std::vector<int> cores;  // the cores that run this op; empty: every core of the program
     int line = 0;            // 1-based line of the op in its file; 0 when unknown
+};
+
+// A loop (format version 2): ops[first, first + count) run `trips` times in a row, trip after
+// trip, without being copied. A body op's `deps` inside the body are ops of the same trip;
+// deps outside it are ops before the loop; an op after the loop that names a body op waits
+// for its last trip.
+struct TraceLoop {
+    std::string id;
+    std::size_t first = 0, count = 0;
+    std::int64_t trips = 1;
 };
 
 struct Trace {
@@ -111,9 +125,15 @@ struct Trace {
     // each counted once however many ops read it), or -1 when the file does not say; then the
     // HBM footprint counts every operand without a producer as a parameter of its own.
     std::int64_t parameter_bytes = -1;
+    std::vector<TraceLoop> loops;  // by `first`, disjoint; empty in a version 1 file
 };
 
 inline constexpr int kTraceVersion = 1;
+// Version 2 is version 1 plus loops (`loops`, and `carried` on body ops); files without loops
+// are written as version 1.
+inline constexpr int kTraceLoopVersion = 2;
+// Ops a loop-free copy of a trace may have (unroll_loops).
+inline constexpr std::size_t kMaxUnrolledOps = std::size_t{1} << 24;
 inline constexpr const char* kTraceFormat = "tpusim.trace";
 
 // Throws InputError(path, where, what): where is a JSON pointer ("/version"),
@@ -144,6 +164,14 @@ std::int64_t op_bytes_out(const TraceOp& op);
 std::int64_t op_hbm_bytes_in(const TraceOp& op);
 // How many cores run the op.
 std::int64_t op_core_count(const Trace& t, const TraceOp& op);
+// For each op: how many times it runs (its loop's trips, else 1).
+std::vector<std::int64_t> op_trips(const Trace& t);
+// The same program with every loop written out trip by trip (the body op `x` of trip t > 0 is
+// "x@t"; carried deps name the previous trip's op): what a loop means, for tests and for
+// consumers that need a flat trace. Throws InputError when the copy would exceed
+// kMaxUnrolledOps.
+Trace unroll_loops(const Trace& t);
+
 // For each op: true when it has consumers and all of them are fused (result stays on chip).
 std::vector<bool> results_kept_on_chip(const Trace& t);
 

@@ -14,6 +14,10 @@
 //   started (the board holds one batch beyond the running step), so infeed overlaps the step.
 // - Step k starts at the latest of: step k - 1's end plus the launch (`dispatch`), its batch
 //   infed, and (first step of the run) the end of the compile, which starts with the run.
+// - An evaluation pass starts when the training step before it ends: a new iterator over the
+//   validation set (produced, infed and launched by the same rules, uncached), then its eval
+//   steps; the next training step waits for the pass to end. The training producer keeps
+//   running ahead meanwhile (its prefetch buffer stays full).
 // - Each epoch restarts the pipeline (a new iterator): its producer starts with the epoch.
 #include <cstdint>
 #include <functional>
@@ -36,9 +40,12 @@ struct HostTiming {
     Cycle infeed_per_batch = 0;
     Cycle dispatch = 0;
     Cycle compile = 0;
+    Cycle eval_cpu_per_sample = 0;  // eval batches: uncached, read from the dataset's source
+    Cycle eval_infeed_per_batch = 0;
 
     // Producing a batch of `samples` samples in epoch `epoch` (cached after the first).
     Cycle produce(std::int64_t samples, std::int64_t epoch) const;
+    Cycle produce_eval(std::int64_t samples) const;
 };
 
 // Costs from the host config, the run and the step program (`ops`: for the compile time).
@@ -48,19 +55,30 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
 struct StepRecord {
     Cycle produce_start = 0, ready = 0, infeed_start = 0, infeed_end = 0, start = 0, end = 0;
     Cycle wait_compile = 0, wait_dispatch = 0, wait_infeed = 0;
+    bool eval = false;       // a step of an evaluation pass
+    std::int64_t index = 0;  // the step's index among its kind (training or eval) in the run
 };
 
 struct PipelineResult {
     std::vector<Cycle> epoch_cycles;  // per epoch, end of its last step - end of the last epoch
     Cycle total = 0;
     Cycle device = 0, compile = 0, dispatch = 0, infeed_wait = 0;  // summed over the run
-    std::int64_t steps = 0;
+    Cycle eval = 0;  // evaluation passes, end of the step before - end of their last step
+    std::int64_t steps = 0, eval_steps = 0, eval_passes = 0;
     std::vector<StepRecord> first_steps;  // the first `keep` steps of the run
 };
 
-// device(step) is the device time of the run's step `step` (0-based over all epochs).
+// device(step) is the device time of the run's training step `step` (0-based over all
+// epochs), eval_device(step) that of its eval step `step` (0-based over all passes).
+using DeviceTime = std::function<Cycle(std::int64_t)>;
 PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
-                                 const std::function<Cycle(std::int64_t)>& device,
+                                 const DeviceTime& device, const DeviceTime& eval_device,
                                  std::size_t keep = 16);
+// A run without evaluation passes.
+inline PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
+                                        const DeviceTime& device, std::size_t keep = 16) {
+    return simulate_pipeline(
+        h, run, device, [](std::int64_t) { return Cycle{0}; }, keep);
+}
 
 }  // namespace tpusim

@@ -12,6 +12,24 @@ namespace tpusim {
 // Where the pipeline reads a sample's stored record from.
 enum class SampleSource { memory, disk, gcs };
 
+// Evaluation passes inside the run (Keras `validation_data`/`validation_split` with
+// `validation_freq`, a custom loop's "validate every N steps", PyTorch Lightning's
+// `val_check_interval`): a forward-only step program run over the validation set.
+struct EvalDescription {
+    std::int64_t samples = 0;       // validation samples per pass; 0: no evaluation
+    std::int64_t global_batch = 0;  // 0: the training batch
+    std::int64_t every_steps = 0;   // > 0: after every N-th training step of the run
+    std::int64_t every_epochs = 1;  // (every_steps == 0) at the end of every N-th epoch
+    bool drop_remainder = false;    // false: the last partial batch is padded
+    std::string trace;              // the eval step program (relative to the run file), or ""
+    std::int64_t infeed_bytes_per_sample = 0;  // 0: the eval trace's infeed, else training's
+    double preprocess_ms_per_sample = -1;      // < 0: the training pipeline's
+
+    bool enabled() const { return samples > 0; }
+    std::int64_t steps() const;  // eval steps per pass
+    std::int64_t samples_in_step(std::int64_t i) const;
+};
+
 struct RunDescription {
     std::string path;  // the file, for error messages
     std::string name;
@@ -40,6 +58,12 @@ struct RunDescription {
     SampleSource cache_source = SampleSource::memory;
     std::int64_t cached_bytes_per_sample = -1;   // read from cache_source; -1: stored bytes
     std::map<std::string, std::string> sources;  // key -> where its value comes from
+    EvalDescription eval;
+
+    // Whether an evaluation pass follows step `k` (0-based) of epoch `epoch`.
+    bool eval_after(std::int64_t epoch, std::int64_t k) const;
+    // Evaluation passes in epoch `epoch`.
+    std::int64_t evals_in_epoch(std::int64_t epoch) const;
 
     std::int64_t steps_per_epoch() const;
     // Samples in step `i` of an epoch (the last may be partial; padded to global_batch).

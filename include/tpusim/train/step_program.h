@@ -41,6 +41,11 @@ void resolve_step_inputs(RunDescription& run, const StepProgram& step,
 // `n` copies of the lowered step with a barrier between consecutive copies; the copy of op "x"
 // in step k is "x@step<k>", its collectives are new instances.
 Program repeat_steps(const Program& step, std::int64_t n);
+// The lowered programs run in `order` (indices into `programs`; e.g. training steps with an
+// evaluation pass between them), with the same barrier between consecutive steps. The
+// programs must run on the same cores. repeat_steps(p, n) is sequence_steps({&p}, n zeros).
+Program sequence_steps(const std::vector<const Program*>& programs,
+                       const std::vector<std::uint8_t>& order);
 
 struct StepMeasure {
     Cycle cycles = 0;       // end of the step's last op - end of the previous step's last op

@@ -14,11 +14,13 @@
 namespace tpusim {
 
 struct TrainInputs {
-    RunDescription run;              // infeed_bytes_per_sample resolved
-    std::size_t program_ops = 0;     // ops of the step program (compile time)
-    std::int64_t cores = 0;          // cores the step program runs on
-    std::vector<StepMeasure> steps;  // simulated steps, in run order
-    bool reuse = true;               // steps past the simulated ones repeat the last one
+    RunDescription run;                   // infeed_bytes_per_sample resolved
+    std::size_t program_ops = 0;          // ops of the step program (compile time)
+    std::int64_t cores = 0;               // cores the step program runs on
+    std::vector<StepMeasure> steps;       // simulated steps, in run order
+    std::vector<StepMeasure> eval_steps;  // simulated eval steps, in run order (if any)
+    std::size_t eval_program_ops = 0;
+    bool reuse = true;  // steps past the simulated ones repeat the last one
 };
 
 struct WhatIf {
@@ -32,7 +34,8 @@ struct TrainResult {
     HostTiming host;
     double clock_mhz = 0;
     std::int64_t steps = 0, reused_steps = 0, simulated_steps = 0;
-    Cycle exposed_ici = 0;            // summed over the run's steps
+    Cycle exposed_ici = 0;  // summed over the run's training steps
+    std::int64_t reused_eval_steps = 0, simulated_eval_steps = 0;
     double mxu_busy_fraction = 0;     // over the last epoch, of every MXU of the cores
     double mxu_busy_first_epoch = 0;  // the same over the first epoch
     std::string verdict;

@@ -278,11 +278,16 @@ class Importer {
                                                "condition is not a counter compared with a "
                                                "constant): give --while-trips N",
                                                in.name));
+            if (n > kMaxHloTrips)
+                m_.fail(in.offset, fmt::format("while {} runs more than 2^40 trips", in.name));
             const std::int32_t body = callee("body");
             Value state = args.empty() ? Value{} : args[0];
+            stats_.while_trips += n;
+            if (n >= 2 && !in_loop_ && !opts_.unroll_loops) {
+                if (auto v = repeat(in, body, state, n, suffix)) return std::move(*v);
+            }
             for (std::int64_t t = 0; t < n; ++t)
                 state = walk(body, {state}, t == 0 ? suffix : fmt::format("{}@{}", suffix, t));
-            stats_.while_trips += n;
             return state;
         }
         if (in.opcode == "conditional") {
@@ -348,6 +353,9 @@ class Importer {
         return operands;
     }
 
+    std::optional<Value> repeat(const HloInstr& w, std::int32_t body, const Value& state,
+                                std::int64_t trips, const std::string& suffix);
+
     Value emit_cluster(const HloComputation& c, const std::vector<std::int32_t>& members,
                        std::int32_t root, const std::string& suffix,
                        const std::function<Place(const HloOperand&)>& ext);
@@ -362,11 +370,78 @@ class Importer {
     // Trace ops that already hand their tiles to a fused consumer (the program runs one fused
     // consumer per producer; docs/trace-format.md).
     std::unordered_set<std::uint32_t> claimed_;
-    int depth_ = 0;  // walk() calls open
+    int depth_ = 0;         // walk() calls open
+    bool in_loop_ = false;  // walking the body of a repeated loop: inner loops are unrolled
     bool has_fusions_ = false, pass_ = false;
     mutable std::size_t line_pos_ = 0;
     mutable int line_no_ = 1;
 };
+
+void remap(Value& v, std::uint32_t from, std::uint32_t to, std::uint32_t delta) {
+    for (auto& o : v.ops)
+        if (o >= from && o < to) o -= delta;
+    for (auto& e : v.elems) remap(e, from, to, delta);
+}
+
+// A while loop as a trace loop: the body's ops once, run `trips` times. The body is walked
+// twice, from the loop's initial state (trip 0, the ops kept) and from the state trip 0
+// leaves (a scratch copy, dropped): a dep of the scratch copy on an op of trip 0 is a
+// loop-carried dep. Nullopt (the caller unrolls) when the two walks differ in their ops.
+std::optional<Value> Importer::repeat(const HloInstr& w, std::int32_t body, const Value& state,
+                                      std::int64_t trips, const std::string& suffix) {
+    const auto n0 = static_cast<std::uint32_t>(trace_.ops.size());
+    in_loop_ = true;
+    struct Leave {
+        bool& flag;
+        ~Leave() { flag = false; }
+    } leave{in_loop_};
+    const Value first = walk(body, {state}, suffix);
+    const auto n1 = static_cast<std::uint32_t>(trace_.ops.size());
+    Value next = walk(body, {first}, fmt::format("{}@repeat", suffix));
+    const auto n2 = static_cast<std::uint32_t>(trace_.ops.size());
+    const std::uint32_t count = n1 - n0;
+    bool same = n2 - n1 == count;
+    for (std::uint32_t k = 0; same && k < count; ++k) {
+        const TraceOp& a = trace_.ops[n0 + k];
+        const TraceOp& b = trace_.ops[n1 + k];
+        same = a.kind == b.kind && a.fused == b.fused;
+    }
+    // The scratch ops go (their ids and fusion claims with them).
+    auto drop_from = [&](std::uint32_t from) {
+        for (std::uint32_t k = from; k < static_cast<std::uint32_t>(trace_.ops.size()); ++k) {
+            ids_.erase(trace_.ops[k].id);
+            claimed_.erase(k);
+        }
+    };
+    drop_from(n1);
+    if (!same) {  // not the same ops trip after trip: the caller unrolls
+        drop_from(n0);
+        trace_.ops.resize(n0);
+        return std::nullopt;
+    }
+    for (std::uint32_t k = 0; k < count; ++k) {
+        TraceOp& a = trace_.ops[n0 + k];
+        for (std::size_t d : trace_.ops[n1 + k].deps) {
+            if (d >= n0 && d < n1) {  // the previous trip's op
+                if (std::find(a.carried.begin(), a.carried.end(), d) == a.carried.end())
+                    a.carried.push_back(d);
+            } else if (d < n0 && std::find(a.deps.begin(), a.deps.end(), d) == a.deps.end()) {
+                a.deps.push_back(d);  // before the loop (read again in every trip)
+            }
+        }
+    }
+    trace_.ops.resize(n1);
+    remap(next, n1, n2, n1 - n0);  // after the loop: the last trip's ops
+    if (count > 0) {
+        TraceLoop l;
+        l.id = unique_id(w.name, suffix);
+        l.first = n0;
+        l.count = count;
+        l.trips = trips;
+        trace_.loops.push_back(std::move(l));
+    }
+    return next;
+}
 
 // A fusion as trace ops: each costed member becomes one op; a member whose operands come
 // from ops of the same fusion is `fused` onto them (its primary operand stays on chip), the

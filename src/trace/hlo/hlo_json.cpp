@@ -65,6 +65,11 @@ nlohmann::json trace_to_json_object(const Trace& t) {
             for (std::size_t d : op.deps) deps.push_back(t.ops[d].id);
             o["deps"] = deps;
         }
+        if (!op.carried.empty()) {
+            json carried = json::array();
+            for (std::size_t d : op.carried) carried.push_back(t.ops[d].id);
+            o["carried"] = carried;
+        }
         if (op.fused) o["fused"] = true;
         if (!op.vmem_operands.empty()) o["vmem_operands"] = op.vmem_operands;
         if (op.result_in_vmem) o["result_in_vmem"] = true;
@@ -73,11 +78,20 @@ nlohmann::json trace_to_json_object(const Trace& t) {
         ops.push_back(std::move(o));
     }
     json out{{"format", kTraceFormat},
-             {"version", kTraceVersion},
+             {"version", t.loops.empty() ? kTraceVersion : kTraceLoopVersion},
              {"name", t.name},
              {"cores", t.cores},
              {"ops", std::move(ops)}};
     if (t.parameter_bytes >= 0) out["parameter_bytes"] = t.parameter_bytes;
+    if (!t.loops.empty()) {
+        json loops = json::array();
+        for (const TraceLoop& l : t.loops) {
+            json body = json::array();
+            for (std::size_t i = l.first; i < l.first + l.count; ++i) body.push_back(t.ops[i].id);
+            loops.push_back({{"id", l.id}, {"trips", l.trips}, {"body", std::move(body)}});
+        }
+        out["loops"] = std::move(loops);
+    }
     return out;
 }
 
@@ -85,15 +99,22 @@ std::string trace_to_json(const Trace& t) {
     // One op per line: readable, diffable, and the reader reports errors by line.
     const nlohmann::json j = trace_to_json_object(t);
     std::string out =
-        "{\"format\": \"tpusim.trace\", \"version\": 1, \"name\": " +
-        nlohmann::json(t.name).dump() + ", \"cores\": " + std::to_string(t.cores) +
+        "{\"format\": \"tpusim.trace\", \"version\": " + j.at("version").dump() +
+        ", \"name\": " + nlohmann::json(t.name).dump() + ", \"cores\": " + std::to_string(t.cores) +
         (t.parameter_bytes >= 0 ? ", \"parameter_bytes\": " + std::to_string(t.parameter_bytes)
                                 : std::string()) +
         ",\n \"ops\": [\n";
     const auto& ops = j.at("ops");
     for (std::size_t i = 0; i < ops.size(); ++i)
         out += "  " + ops[i].dump() + (i + 1 < ops.size() ? ",\n" : "\n");
-    out += " ]}\n";
+    out += " ]";
+    if (const auto l = j.find("loops"); l != j.end()) {
+        out += ",\n \"loops\": [\n";
+        for (std::size_t i = 0; i < l->size(); ++i)
+            out += "  " + (*l)[i].dump() + (i + 1 < l->size() ? ",\n" : "\n");
+        out += " ]";
+    }
+    out += "}\n";
     return out;
 }
 
