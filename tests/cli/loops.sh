@@ -9,10 +9,13 @@
 #     tests/unit/trace_loops_test.cpp); only the HBM addresses of the body's buffers differ
 #     (reused each trip instead of fresh), and the HBM's timing here does not depend on them.
 #  2. import hlo + run --trace gives the cycles of run --hlo on while modules.
-#  3. A loop of 1,000,000 trips imports as one body in O(body) time and memory, and runs in
+#  3. A loop of 1,000,000 trips imports as one body in O(body) memory, and runs in
 #     cycles = c(2) + (N - 2) x s, s = c(3) - c(2): every trip after the first issues the same
 #     instructions, waiting on the previous trip's result (the carried tanh), so the steady
 #     trip s is the same for every trip; c(2) holds the prologue, the first trip and the end.
+#  Under the sanitizers (TPUSIM_SANITIZED=1, set by tests/CMakeLists.txt) the run uses 10,000
+#  trips and the memory bounds are not checked; wall time is never checked here (benchmarks
+#  measure speed: scripts/bench.sh).
 # Usage: loops.sh path/to/tpusim (run from the source root).
 set -u
 source "$(dirname "$0")/lib.sh"
@@ -114,20 +117,19 @@ for f in "$rnn --while-trips 3" "$million"; do
     check "$f: run --hlo $a cycles, import + run --trace $b" $?
 done
 
-# 3. A million trips: the import holds one body (1 op in the loop, 2 in all) and takes well
-#    under a second and 100 MB.
-python3 - "$bin" "$million" "$tmp/million.json" <<'PY'
-import json, resource, subprocess, sys, time
-bin_, hlo, out = sys.argv[1:4]
-t0 = time.time()
+sanitized=${TPUSIM_SANITIZED:-0}
+# 3. A million trips: the import holds one body (1 op in the loop, 2 in all) in well under
+#    100 MB.
+python3 - "$bin" "$million" "$tmp/million.json" "$sanitized" <<'PY'
+import json, resource, subprocess, sys
+bin_, hlo, out, sanitized = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
 subprocess.run([bin_, "import", "hlo", hlo, "-o", out], check=True, capture_output=True)
-wall = time.time() - t0
 rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 t = json.load(open(out))
 assert t["version"] == 2 and len(t["loops"]) == 1, t.get("loops")
 assert t["loops"][0]["trips"] == 1000000 and t["loops"][0]["body"] == ["y"], t["loops"]
 assert len(t["ops"]) == 2, len(t["ops"])
-assert wall < 2 and rss_mb < 100, (wall, rss_mb)
+assert sanitized or rss_mb < 100, rss_mb
 PY
 check "million trips: import holds one body" $?
 # Steady trip from 2 and 3 trips (the same trace, trips edited), then the million.
@@ -141,25 +143,31 @@ s=$((c3 - c2))
 check "steady trip: c(2) $c2, c(3) $c3, c(4) $c4" $?
 # The run streams its instructions (3 per trip: DMA in, tanh, DMA out; past sim.stream_above_instructions, set low
 # here so that the bound shows): its memory does not grow with the trips.
-python3 - "$bin" "$v3" "$tmp/million.json" "$c2" "$s" <<'PY'
+python3 - "$bin" "$v3" "$tmp/million.json" "$c2" "$s" "$sanitized" <<'PY'
 import json, resource, subprocess, sys
 bin_, cfg, trace, c2, s = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+sanitized = sys.argv[6] == "1"
+n = 10000 if sanitized else 1000000
+if sanitized:
+    t = json.load(open(trace))
+    t["loops"][0]["trips"] = n
+    trace = trace + ".small.json"
+    json.dump(t, open(trace, "w"))
 p = subprocess.run([bin_, "run", "--config", cfg, "--json", "--trace", trace,
                     "--set", "sim.stream_above_instructions=65536"],
                    check=True, capture_output=True, text=True)
 r = json.loads(p.stdout)
-n = 1000000
 want = c2 + (n - 2) * s
 rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 assert r["cycles"] == want, (r["cycles"], want)
 # Every trip's work, once per trip: the tanh's FLOPs are a million times one trip's.
 y = next(o for o in r["ops"] if o["id"] == "y")
 assert y["flops"] == n * 1024, y["flops"]
-assert rss_mb < 150, rss_mb
+assert sanitized or rss_mb < 150, rss_mb
 # A run longer than the progress line's quiet time (3 s) shows it on stderr.
 if r["wall_seconds"] > 4:
     assert "[tpusim] simulated" in p.stderr, p.stderr[-500:]
-print(f"million trips: {r['cycles']} cycles = {c2} + 999998 x {s}; {r['wall_seconds']:.1f} s, {rss_mb:.0f} MB")
+print(f"{n} trips: {r['cycles']} cycles = {c2} + {n - 2} x {s}; {r['wall_seconds']:.1f} s, {rss_mb:.0f} MB")
 PY
 check "million trips: cycles = c(2) + (N - 2) x steady trip" $?
 
