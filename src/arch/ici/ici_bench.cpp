@@ -11,6 +11,14 @@
 
 namespace tpusim {
 
+namespace {
+// Records when the benchmarked collective ended.
+struct EndCycle final : CompletionIf {
+    Cycle at = 0;
+    void complete(std::uint64_t /*tag*/, Cycle c) override { at = c; }
+};
+}  // namespace
+
 double busbw_factor(CollectiveKind kind, int n) {
     if (n < 2) return 0.0;
     const double dn = static_cast<double>(n);
@@ -40,9 +48,10 @@ IciPoint run_ici_point(const TpuConfig& cfg, const CollectiveSpec& spec_in) {
     // The collective's setup (ici.collective_setup_us) precedes its first step.
     pt.latency_floor_seconds = latency_floor_cycles(s, engine.fabric()) / hz + s.setup_us * 1e-6;
     pt.reduction_bound_seconds = reduction_bound_cycles(s, cost) / hz;
-    Cycle finished = 0;
-    engine.start(s, 0, [&](Cycle c) { finished = c; });
+    EndCycle end;
+    engine.start(s, 0, ReplyTo{&end, 0});
     engine.run();
+    const Cycle finished = end.at;
     pt.cycles = finished;
     pt.seconds = static_cast<double>(finished) / hz;
     const double factor = busbw_factor(spec.kind, pt.participants);

@@ -49,17 +49,17 @@ std::size_t DmaEngine::least_loaded() const {
     return best;
 }
 
-void DmaEngine::enqueue(const DmaDescriptor& d, sc_core::sc_event* done, DoneCallback on_done) {
-    enqueue_job(least_loaded(), Job{d, done, std::move(on_done), {}});
+void DmaEngine::enqueue(const DmaDescriptor& d, sc_core::sc_event* done, ReplyTo reply) {
+    enqueue_job(least_loaded(), Job{d, done, reply});
 }
 
 void DmaEngine::enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
-                           DoneCallback on_done) {
-    enqueue_job(engine, Job{d, done, std::move(on_done), {}});
+                           ReplyTo reply) {
+    enqueue_job(engine, Job{d, done, reply});
 }
 
 void DmaEngine::transfer(const DmaDescriptor& d, ReplyTo reply) {
-    enqueue_job(least_loaded(), Job{d, nullptr, {}, reply});
+    enqueue_job(least_loaded(), Job{d, nullptr, reply});
 }
 
 void DmaEngine::enqueue_job(std::size_t engine, Job job) {
@@ -107,8 +107,7 @@ void DmaEngine::engine_thread(std::size_t idx) {
         e.queued_bytes -= job.d.bytes();
         ++descriptors_;
         if (job.done) job.done->notify(sc_core::SC_ZERO_TIME);
-        if (job.on_done) job.on_done(end);
-        if (job.reply.to) job.reply(end);
+        if (job.reply) job.reply(end);
     }
 }
 

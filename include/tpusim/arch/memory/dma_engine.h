@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <systemc>
 #include <tlm>
@@ -33,15 +32,14 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int core,
               Bytes hbm_capacity_bytes);
 
-    using DoneCallback = std::function<void(Cycle)>;
     // Non-blocking, callable from any SC_THREAD: queues `d` on the engine with the least
-    // queued work; `done` (if not null) is notified and `on_done` (if set) called with the
-    // core cycle at which its last byte has landed. Throws InputError when the descriptor
-    // reaches outside the VMEM or the HBM, or is malformed.
-    void enqueue(const DmaDescriptor& d, sc_core::sc_event* done, DoneCallback on_done = {});
+    // queued work; `done` (if not null) is notified and `reply` (if set) told the core cycle
+    // at which its last byte has landed. Throws InputError when the descriptor reaches
+    // outside the VMEM or the HBM, or is malformed.
+    void enqueue(const DmaDescriptor& d, sc_core::sc_event* done, ReplyTo reply = {});
     // Same, on a given engine (FIFO order with that engine's other descriptors).
     void enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
-                    DoneCallback on_done = {});
+                    ReplyTo reply = {});
 
     // DmaIf: the core's DMA instruction, enqueued.
     void transfer(const DmaDescriptor& d, ReplyTo reply) override;
@@ -53,8 +51,7 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     struct Job {
         DmaDescriptor d;
         sc_core::sc_event* done;
-        DoneCallback on_done;  // enqueue's callers (benches, tests)
-        ReplyTo reply;         // transfer's: the core's done_in
+        ReplyTo reply;
     };
     struct Engine {
         std::deque<Job> jobs;
