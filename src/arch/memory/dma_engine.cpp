@@ -85,7 +85,11 @@ void DmaEngine::enqueue_job(std::size_t engine, Job job) {
                          fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what,
                                      d.vmem_extent(), vmem_capacity / kMiB));
     }
-    if (d.hbm_extent() > hbm_capacity_) {
+    // The calibrated HBM (annotated) answers such a chunk with an address error instead
+    // (counted in hbm_errors), as that model has always served addresses past the capacity
+    // from its last half: the HLO replays of tests/cli/hlo_samples.sh and hlo_replays.sh
+    // have programs whose descriptors reach just past it.
+    if (timing_ == HbmTiming::blocking && d.hbm_extent() > hbm_capacity_) {
         throw InputError("", "dma",
                          fmt::format("{} reaches HBM byte {:#x}, chip has {} GiB", what,
                                      d.hbm_extent(), hbm_capacity_ / kGiB));

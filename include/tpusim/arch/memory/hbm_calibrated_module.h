@@ -3,7 +3,9 @@
 // (hbm_calibrated.h) behind a TLM-2.0 target socket that the DMA engines of every core of the
 // chip bind to, as they bind to the burst-level HbmModule. Loosely timed: b_transport takes
 // the transaction's start as annotated delay, answers with its completion as annotated delay
-// and never waits (the DMA engines run in DmaEngine::HbmTiming::annotated).
+// and never waits (the DMA engines run in DmaEngine::HbmTiming::annotated). A transaction that
+// reaches past the capacity is timed on the last half and answered with
+// TLM_ADDRESS_ERROR_RESPONSE.
 #include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <cstdint>
@@ -29,6 +31,7 @@ class CalibratedHbm : public sc_core::sc_module {
  private:
     void b_transport(int id, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
     HbmCalibratedModel model_;
+    Bytes capacity_;
 };
 
 }  // namespace tpusim
