@@ -16,13 +16,17 @@ case $case_name in
 lstm_imdb)  # Embedding(10000,128) -> LSTM(32) -> Dense(1), seq 500, 128 per core (seed 004)
     cfg=configs/colab_v2_8.json
     python3 $gen lstm --batch 128 --seq 500 --embedding 128 --units 32 --vocab 10000 -o "$trace" ;;
-resnet_unet)  # ~31M-parameter UNet, 96x96, 6 input channels, mask + depth, 128 per core (seed 001)
+resnet_unet)  # ~31M-parameter UNet, 96x96, 6 input channels, mask + depth, 32 per core (seed 001)
+    # The notebook ran on Colab's high-RAM TPU runtime (metadata machine_shape "hm"): 40 vCPUs
+    # (seed 002), hence 32 Gbit/s of VM egress (docs/config.md, host.network_bandwidth_gbps).
     cfg=configs/colab_v2_8.json
-    python3 $gen unet --batch 128 --image 96 --in-channels 6 --classes 2 -o "$trace" ;;
-roberta_quest)  # RoBERTa-base: 12 layers, 768 hidden, vocab 50265, seq 512; a 30-output head
+    set -- --set host.vcpus=40 --set host.network_bandwidth_gbps=4 "$@"
+    python3 $gen unet --batch 32 --image 96 --in-channels 6 --classes 2 -o "$trace" ;;
+roberta_quest)  # Siamese RoBERTa-base (12 layers, 768 hidden, vocab 50265) on a question of 416
+    # and an answer of 480 tokens, 8 per core; a small head (github.com/ceshine/kaggle-quest)
     cfg=configs/colab_v2_8.json
-    python3 $gen bert --batch 4 --seq 512 --vocab 50265 --predictions 1 -o "$trace" ;;
-kaggle_classifier)  # ResNet-50 at 224x224 without space-to-depth (PyTorch), 64 per core (seed 003)
+    python3 $gen bert --batch 8 --seq 416 --seq2 480 --vocab 50265 --predictions 1 -o "$trace" ;;
+kaggle_classifier)  # ResNet-50 at 224x224 without space-to-depth (PyTorch), 64 per core (seed 002)
     cfg=configs/kaggle_v3_8.json
     python3 $gen resnet50 --batch 64 --no-space-to-depth -o "$trace" ;;
 *)

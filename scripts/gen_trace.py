@@ -196,6 +196,29 @@ def encoder_layer_params(h, f):
     return 4 * (h * h + h) + 2 * h * f + f + h + 4 * h
 
 
+def siamese_fwd(t, a, L):
+    """The second sequence of a Siamese encoder: same weights (not counted again), own
+    activations; its pooled output joins the head's input."""
+    b, s, h, heads, f, vocab = a.batch, a.seq2, a.hidden, a.heads, a.ffn, a.vocab
+    T = b * s
+    params = t.param_count
+    x, emb_ln = None, None
+    if a.embeddings:
+        ids = t.op("s2.input_ids", "infeed", bytes=T * SIZE["s32"])
+        tok = t.vector("s2.emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab)
+        pos = t.vector("s2.emb.position", "add", [tok], elements=T * h, fused=True)
+        x, emb_ln = layernorm_fwd(t, "s2.emb.ln", pos, T, h)
+    states = []
+    for i in range(L):
+        p = f"s2.l{i}"
+        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
+        x, sf = ffn_fwd(t, p, x, T, h, f)
+        states.append((p, sa, sf))
+    pool = t.vector("s2.pool", "reduce_sum", [x], rows=b * h, cols=s)
+    t.param_count = params
+    return {"T": T, "states": states, "emb_ln": emb_ln, "pool": pool}
+
+
 def gen_bert(a):
     b, s, h, heads, f, L, vocab = a.batch, a.seq, a.hidden, a.heads, a.ffn, a.layers, a.vocab
     T = b * s
@@ -205,7 +228,8 @@ def gen_bert(a):
               f"batch {b} per core x {a.cores} cores" + ("" if fwd_only else
               ": forward, backward, gradient all-reduce per layer, Adam"),
               {"generator": "scripts/gen_trace.py bert", "layers": L, "seq": s,
-               "batch_per_core": b, "hidden": h, "heads": heads, "ffn": f, "vocab": vocab})
+               "batch_per_core": b, "hidden": h, "heads": heads, "ffn": f, "vocab": vocab,
+               **({"seq2": a.seq2} if a.seq2 else {})})
     x = None
     emb_params = (vocab + s + 2) * h + 2 * h
     # Over PCIe, a real step feeds only its input batch (int32 token ids); activations and
@@ -224,12 +248,17 @@ def gen_bert(a):
         x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
         x, sf = ffn_fwd(t, p, x, T, h, f)
         states.append((p, sa, sf))
+    # A Siamese model (seed 000's DualRobertaModel): the same encoder weights run a second
+    # sequence of length seq2 (the answer beside the question); both passes' gradients of a
+    # layer are summed before its one all-reduce.
+    second = siamese_fwd(t, a, L) if a.seq2 else None
     if fwd_only:
         return t
     # Masked-LM head on the masked positions (BERT pre-training: 76 of 512), weights tied to
     # the token embedding; the loss gradient arrives as d(logits) = softmax - one_hot.
     P = b * a.predictions
-    g = t.vector("mlm.gather", "gather", [x], rows=P, cols=h, table_rows=T)
+    head_in = [x, second["pool"]] if second else [x]
+    g = t.vector("mlm.gather", "gather", head_in, rows=P, cols=h, table_rows=T)
     tr, s_tr = dense_fwd(t, "mlm.transform", g, P, h, h, act="gelu")
     tr, s_ln = layernorm_fwd(t, "mlm.ln", tr, P, h)
     logits = t.matmul("mlm.logits", P, h, vocab, deps=[tr], transpose_rhs=True)
@@ -244,15 +273,28 @@ def gen_bert(a):
     dg, g_mlm = dense_bwd(t, s_tr, dtr)
     dx = t.vector("mlm.scatter", "scatter_add", [dg], rows=P, cols=h, table_rows=T)
     head_grads = g_mlm + [demb_dec, s_ln["name"] + ".grad"]
-    for p, sa, sf in reversed(states):
+    if second:
+        dx2 = t.vector("s2.pool_grad", "scale", [dg], elements=second["T"] * h)
+    for i, (p, sa, sf) in reversed(list(enumerate(states))):
         dx, g_f = ffn_bwd(t, p, sf, dx)
         dx, g_a = attention_bwd(t, f"{p}.attn", sa, dx)
-        grad_sync_and_update(t, p, g_f + g_a, encoder_layer_params(h, f))
+        grads = g_f + g_a
+        if second:
+            p2, sa2, sf2 = second["states"][i]
+            dx2, g_f2 = ffn_bwd(t, p2, sf2, dx2)
+            dx2, g_a2 = attention_bwd(t, f"{p2}.attn", sa2, dx2)
+            grads = [t.vector(f"{p}.grad_sum", "add", grads + g_f2 + g_a2,
+                              elements=encoder_layer_params(h, f), dtype=F32)]
+        grad_sync_and_update(t, p, grads, encoder_layer_params(h, f))
     grad_sync_and_update(t, "mlm", head_grads, h * h + 3 * h + vocab)
     if a.embeddings:
         dln = layernorm_bwd(t, emb_ln, dx)
         demb = t.vector("emb.tokens_grad", "scatter_add", [dln], rows=T, cols=h,
                         table_rows=vocab)
+        if second:
+            dln2 = layernorm_bwd(t, second["emb_ln"], dx2)
+            demb = t.vector("s2.emb.tokens_grad", "scatter_add", [dln2, demb],
+                            rows=second["T"], cols=h, table_rows=vocab)
         grad_sync_and_update(t, "emb", [demb, demb_dec], emb_params)
     return t
 
@@ -707,6 +749,8 @@ def main(argv=None):
                    help="masked positions per sequence (BERT pre-training: 76 of 512)")
     p.add_argument("--forward-only", action="store_true")
     p.add_argument("--no-embeddings", dest="embeddings", action="store_false")
+    p.add_argument("--seq2", type=int, default=0,
+                   help="Siamese: the same encoder also runs a second sequence of this length")
     p.set_defaults(func=gen_bert)
     p = sub.add_parser("resnet50", help="ResNet-50 training step")
     common(p, 32)

@@ -171,6 +171,7 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
     top.integer("global_batch", r.global_batch, 1, kMaxCount, true);
     top.integer("epochs", r.epochs, 1, 100000);
     top.boolean("drop_remainder", r.drop_remainder);
+    top.integer("compiled_programs", r.compiled_programs, 1, 1000);
     top.object(
         "dataset",
         [&](ObjectReader& d) {

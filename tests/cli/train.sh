@@ -24,10 +24,13 @@ run_bad cost "/pipeline/preprocess_ms_per_sample: expected a number in [0," "{$o
 run_bad cache "/pipeline/cache: expected true or false" "{$ok, \"global_batch\": 8, \"dataset\": {\"samples\": 10}, \"pipeline\": {\"cache\": 1}}"
 run_bad sources "/sources/x: expected a string" "{$ok, \"global_batch\": 8, \"dataset\": {\"samples\": 10}, \"sources\": {\"x\": 3}}"
 run_bad drop "/global_batch: larger than the 10 samples" "{$ok, \"global_batch\": 16, \"drop_remainder\": true, \"dataset\": {\"samples\": 10}}"
+run_bad programs "/compiled_programs: expected an integer in [1," "{$ok, \"global_batch\": 8, \"compiled_programs\": 0, \"dataset\": {\"samples\": 10}}"
 run_bad top_array "/: expected an object" '[1]'
-# Runs too long for the host model: located errors, not an allocation of one record per step
-# or a multi-hour loop (a run past 2^62 cycles: tests/unit/train_pipeline_test.cpp).
+# Runs too long for the host model, and absurd per-batch figures: located errors, not an
+# allocation of one record per step, a multi-hour loop or a wrapped 64-bit product (the
+# pipeline rule itself: tests/unit/train_pipeline_test.cpp).
 run_bad huge_epoch "/dataset/samples: the run has 1099511627776 steps" "{$ok, \"global_batch\": 1, \"dataset\": {\"samples\": 1099511627776}}"
+run_bad forever "/epochs: the run would last more than 2^62 core cycles" "{$ok, \"global_batch\": 1099511627776, \"dataset\": {\"samples\": 1099511627776, \"infeed_bytes_per_sample\": 1099511627776}, \"pipeline\": {\"preprocess_ms_per_sample\": 10000000}}"
 run_bad many_epochs "/epochs: the run has 200000000 steps (100000 epochs x 2000 steps" "{$ok, \"global_batch\": 1, \"epochs\": 100000, \"dataset\": {\"samples\": 2000}}"
 printf '{%s, "global_batch": 8, "dataset": {"samples": 10}}' "$ok" > "$tmp/noinfeed.json"
 expect_error "no infeed anywhere" "/dataset/infeed_bytes_per_sample: missing" -- train --config $v3 \
@@ -92,6 +95,33 @@ PY
     passes=$((passes + 1))
 else
     echo "FAIL timeline"
+    fails=$((fails + 1))
+fi
+
+# The Siamese encoder of gen_trace.py bert --seq2 (the RoBERTa/QUEST case) runs the same encoder
+# on a second sequence: with seq2 = seq, its encoder is the single-sequence step at twice the
+# batch, so the matmul FLOPs agree except the head (one prediction per sample: P x h x vocab
+# forward and two such products backward, for 1 sample fewer) and nothing else.
+gen_b() {  # OUT ARGS...
+    local out=$1
+    shift
+    python3 scripts/gen_trace.py bert --layers 1 --seq 64 --hidden 128 --heads 2 --ffn 256 \
+        --vocab 512 --predictions 1 --cores 1 "$@" -o "$out"
+}
+if gen_b "$tmp/siam.json" --batch 1 --seq2 64 && gen_b "$tmp/b2.json" --batch 2 &&
+    "$bin" run --config $v3 --trace "$tmp/siam.json" --json > "$tmp/siam.out" &&
+    "$bin" run --config $v3 --trace "$tmp/b2.json" --json > "$tmp/b2.out" &&
+    python3 - "$tmp/siam.out" "$tmp/b2.out" <<'PY'; then
+import json, sys
+siam, b2 = (json.load(open(f))["mxu_flops"] for f in sys.argv[1:])
+# The head's matmuls: transform (1 x 128 x 128) forward, dx and dw backward, and the logits
+# (1 x 128 x 512) forward, d(transform) and d(embedding) backward: 2 FLOPs per MAC.
+head_per_sample = 2 * 3 * (128 * 128 + 128 * 512)
+assert siam == b2 - head_per_sample, (siam, b2, head_per_sample)
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL siamese encoder FLOPs"
     fails=$((fails + 1))
 fi
 

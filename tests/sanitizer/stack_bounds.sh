@@ -35,3 +35,11 @@ check "system test process" "$tmp/sys.log"
 "$bin" run --config configs/tpu_v3_8.json --trace traces/gemm.json --quiet > "$tmp/cli.log" 2>&1 ||
     { tail -n 20 "$tmp/cli.log"; fail "tpusim run exited with $?"; }
 check "tpusim run process" "$tmp/cli.log"
+# Inside the simulation too: a thread process that ended (the sequencer's, once its program was
+# issued) left ASan on its stack, and the next thread's first call of a noreturn function
+# logged "ignoring requested __asan_handle_no_return" (src/arch/core/sequencer.h: it parks now).
+if grep -q "ignoring requested __asan_handle_no_return" "$tmp/cli.log"; then
+    grep -A1 "ignoring requested" "$tmp/cli.log"
+    fail "tpusim run process: ASan lost track of the running thread stack during the simulation"
+fi
+echo "ok: no stale stack bounds during the simulation"

@@ -115,6 +115,11 @@ TEST_CASE("train: host costs from the config and the run", "[train]") {
     host.access = HostAccess::node;
     h = host_timing(host, run, 4, 500, mhz);
     CHECK(h.infeed_per_batch == 1024000);
+    // Four programs compiled in the first epoch (train, a partial batch, two validation
+    // shapes: Keras on TPU), each 1 s + 500 x 2 ms: 8 s.
+    run.compiled_programs = 4;
+    h = host_timing(host, run, 4, 500, mhz);
+    CHECK(h.compile == 8000000000);
 }
 
 TEST_CASE("train: a run past 2^62 cycles is a located error, not a wrapped time", "[train]") {

@@ -14,6 +14,11 @@
 // LeakSanitizer has encountered a fatal error". Whether the reused region holds a guard page
 // depends on mmap placement, so which process fails varies from run to run.
 //
+// The same missing annotation hits inside a simulation: after a thread process ends, ASan takes
+// the next thread's stack to be the ended one's and warns "ignoring requested
+// __asan_handle_no_return" at that thread's next throw or noreturn call. So the board's thread
+// processes never end: each loops, or parks on an event that is never notified (Sequencer).
+//
 // Contract: call on the process's main stack (in sc_main, after the last sc_start) before
 // returning. It re-announces the real stack of the calling thread as the current fiber, so the
 // leak scan reads exactly that stack. Without sanitizers the weak symbols are null and it does

@@ -22,6 +22,10 @@ struct RunDescription {
     // false: the last, partial batch is padded to a full one (the same program runs on it, as
     // TPUEstimator and Keras on TPU do); true: it is dropped.
     bool drop_remainder = false;
+    // XLA programs the framework compiles during the first epoch, each costing the config's
+    // compile time: the training step, and e.g. a partial last batch that is not padded
+    // (Keras on TPU recompiles for it) or a validation step. All are charged before step 1.
+    std::int64_t compiled_programs = 1;
     std::int64_t infeed_bytes_per_sample = 0;  // one sample's input tensors; 0: from the trace
     std::int64_t stored_bytes_per_sample = 0;  // the record read from `source` per sample
     SampleSource source = SampleSource::memory;

@@ -34,7 +34,11 @@ Sequencer::Sequencer(sc_core::sc_module_name name, const SequencerConfig& cfg)
 }
 
 void Sequencer::run() {
-    if (!program_) return;
+    if (program_) issue_program();
+    wait(never_);
+}
+
+void Sequencer::issue_program() {
     const auto& instrs = program_->instrs;
     std::int64_t used[kUnitCount] = {};  // slots taken in the current bundle, by unit
     Cycle bundle_cycle = ~Cycle{0};

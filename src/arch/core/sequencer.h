@@ -36,10 +36,18 @@ class Sequencer : public sc_core::sc_module {
     void load(const CoreProgram& program) { program_ = &program; }
 
  private:
+    // The SC_THREAD: issues the program, then parks on `never_` instead of returning. SystemC
+    // 2.3.4 leaves a thread process that ends without telling AddressSanitizer about the switch
+    // away from its stack (include/tpusim/common/sanitizer.h), so ASan would take the ended
+    // thread's stack for the next thread's and warn "ignoring requested
+    // __asan_handle_no_return" inside the simulation; a parked thread switches with yield(),
+    // which is annotated. Parking changes no cycle: nothing waits for the thread to end.
     void run();
+    void issue_program();
 
     SequencerConfig cfg_;
     const CoreProgram* program_ = nullptr;
+    sc_core::sc_event never_;  // never notified
 };
 
 }  // namespace tpusim
