@@ -49,12 +49,15 @@ void run_bench_ici(const BenchIciOptions& o) {
             if (spec.kind == CollectiveKind::kSendRecv) break;
         }
     }
-    nlohmann::json points = nlohmann::json::array();
-    std::vector<IciPoint> results;
+    // Through the IciNetwork module `tpusim run` builds, one size after another.
+    std::vector<CollectiveSpec> specs;
     for (Bytes b : sizes) {
         spec.bytes = b;
-        const IciPoint p = run_ici_point(cfg, spec);
-        results.push_back(p);
+        specs.push_back(spec);
+    }
+    const std::vector<IciPoint> results = run_ici_points(cfg, specs);
+    nlohmann::json points = nlohmann::json::array();
+    for (const IciPoint& p : results) {
         points.push_back({{"bytes", p.bytes},
                           {"cycles", p.cycles},
                           {"seconds", p.seconds},

@@ -27,16 +27,16 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
     tc.mxu_fidelity = cfg.sim.mxu_fidelity;
     tc.cores_per_chip = per_chip;
     tc.hbm_capacity_bytes = cfg.hbm.capacity_bytes();
-    tc.dma_engines = burst;
+    tc.hbm_timing = burst ? DmaEngine::HbmTiming::blocking : DmaEngine::HbmTiming::annotated;
     for (std::int64_t local = 0; local < per_chip; ++local) {
         const std::int64_t c = index * per_chip + local;
         cores_.push_back(
             std::make_unique<TensorCore>(fmt::format("core{}", c).c_str(), c, tc, timeline));
         TensorCore& core = *cores_.back();
         if (burst) {
-            core.dma_engine()->hbm_out(hbm_->target_in);
+            core.dma_engine().hbm_out(hbm_->target_in);
         } else {
-            core.dma_out(calibrated_->core_in[static_cast<std::size_t>(local)]);
+            core.dma_engine().hbm_out(calibrated_->target_in);
         }
         core.ici_out(ici);
         core.host_out(host_->core_in);

@@ -1,12 +1,13 @@
 #pragma once
 // The board as SystemC modules, built from the config and read top to bottom:
 //   board
-//     chip<N>          HBM (burst-level behind TLM-2.0, or calibrated queues), host link,
-//                      TensorCores (each with its sequencer, MXUs, VPU, VMEM and, burst
-//                      model, DMA engines)
+//     chip<N>          HBM (burst-level or calibrated queues, both TLM-2.0 targets), host
+//                      link, TensorCores (each with its sequencer, MXUs, VPU, VMEM and DMA
+//                      engines, whose hbm_out socket is bound to the HBM)
 //     ici              the ICI network (links, routers) and the rendezvous the cores'
 //     ici_rendezvous   ici_out ports are bound to
-// Every core's dma_out, ici_out and host_out port is bound by name in Chip. Private to src/sim.
+// Every core's ici_out and host_out port and its DMA engines' hbm_out socket are bound in Chip.
+// Private to src/sim.
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>

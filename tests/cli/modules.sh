@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tpusim info --modules`: the module tree a run elaborates has the hierarchy of
 # docs/architecture.md, with one Mxu per configured MXU, a sequencer, a Vpu and a Vmem per
-# core, every core's ports, and (burst HBM) a DMA engine inside each core with its TLM socket.
+# core, every core's ports, and a DMA engine inside each core whose TLM socket the chip binds to
+# its HBM (a TLM target in both HBM models).
 # Usage: modules.sh path/to/tpusim (run from the source root).
 set -u
 bin=$1
@@ -13,7 +14,8 @@ for name in board board.ici board.ici_rendezvous board.chip3 board.chip0.hbm boa
     board.chip0.core0.sequencer board.chip0.core0.sequencer.core_out board.chip0.core0.vmem \
     board.chip0.core0.vmem.dma_in \
     board.chip0.core0.dma_out board.chip0.core0.ici_out board.chip0.core0.host_out \
-    board.chip1.core3 board.chip0.hbm.core_in_0; do
+    board.chip1.core3 board.chip0.hbm.target_in board.chip0.core0.dma \
+    board.chip0.core0.dma.hbm_out board.chip0.core0.dma.core_in board.chip0.core0.dma.vmem_out; do
     grep -Eq "^ *$name  \(" <<< "$tree" || fail "no $name in the module tree"
 done
 # v3-8: 4 chips x 2 cores x core.mxus = 2 MXUs; an override changes the count.
@@ -22,7 +24,7 @@ tree=$("$bin" info --config $v3 --modules --set core.mxus=3 --set sim.hbm_model=
     fail "info --modules (burst) exited with $?"
 [[ $(grep -Ec '\.mxu_[0-9]+  \(sc_module\)' <<< "$tree") == 24 ]] || fail "expected 24 MXUs"
 for name in board.chip0.core0.dma board.chip0.core0.dma.hbm_out board.chip0.core0.dma.core_in \
-    board.chip0.core0.dma.vmem_out; do
+    board.chip0.core0.dma.vmem_out board.chip0.hbm.target_in; do
     grep -Eq "^ *$name  \(" <<< "$tree" || fail "no $name in the burst module tree"
 done
 echo "module tree ok"

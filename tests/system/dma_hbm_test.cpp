@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <systemc>
 
+#include "../completion_log.h"
 #include "../test_util.h"
 #include "tpusim/arch/memory/dma_engine.h"
 #include "tpusim/arch/memory/hbm_module.h"
@@ -40,8 +41,7 @@ TEST_CASE("DMA HBM->VMEM on both cores moves every byte near the streaming bandw
     // Each core fills 8 MiB of its VMEM from its local half, as 4 descriptors of 2 MiB
     // (one per engine), and records when the last one finished.
     const Bytes per_desc = 2 * kMiB;
-    std::vector<Cycle> finished;
-    Cycle last[2] = {0, 0};
+    test::CompletionLog log;  // tag: the core
     for (int core = 0; core < 2; ++core) {
         DmaEngine& dma = core == 0 ? chip.dma0 : chip.dma1;
         for (int i = 0; i < 4; ++i) {
@@ -51,15 +51,16 @@ TEST_CASE("DMA HBM->VMEM on both cores moves every byte near the streaming bandw
             d.vmem_addr = i * per_desc;
             d.rows = 1;
             d.row_bytes = per_desc;
-            dma.enqueue(d, nullptr, [&finished, &last, core](Cycle c) {
-                finished.push_back(c);
-                last[core] = std::max(last[core], c);
-            });
+            dma.enqueue(d, nullptr, log.to(static_cast<std::uint64_t>(core)));
         }
     }
     sc_core::sc_start();
-    REQUIRE(finished.size() == 8);
-    const Cycle end = *std::max_element(finished.begin(), finished.end());
+    REQUIRE(log.order.size() == 8);
+    Cycle last[2] = {0, 0}, end = 0;
+    for (const auto& [core, c] : log.order) {
+        last[core] = std::max(last[core], c);
+        end = std::max(end, c);
+    }
     const double seconds = static_cast<double>(end) / (cfg.chip.clock_mhz * 1e6);
     const double gbps = 16.0 * kMiB / seconds / 1e9;
     const auto& k = chip.hbm.system().counters();
@@ -94,9 +95,10 @@ TEST_CASE("a DMA descriptor reaching past VMEM is refused at enqueue", "[dma][vm
     d.vmem_addr = 0;
     d.dir = DmaDescriptor::Dir::VmemToHbm;
     sc_core::sc_event done;
-    Cycle at = 0;
-    chip.dma0.enqueue(d, &done, [&at](Cycle c) { at = c; });
+    test::CompletionLog log;
+    chip.dma0.enqueue(d, &done, log.to());
     sc_core::sc_start();
+    const Cycle at = log.at.at(0);
     CHECK(at > static_cast<Cycle>(cfg.dma.setup_latency_cycles));
     CHECK(chip.hbm.system().counters().write_bursts * 32 == 2 * kMiB);
 }

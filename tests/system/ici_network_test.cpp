@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <systemc>
 
+#include "../completion_log.h"
 #include "../test_util.h"
 #include "tpusim/common/sim_time.h"
 #include "tpusim/config/tpu_config.h"
@@ -28,14 +29,10 @@ struct TrainingStep : sc_core::sc_module {
         wait(cycles(compute_ / 2));
         CollectiveSpec first;
         first.bytes = grads_ / 2;
-        Cycle first_done = 0;
-        bool first_finished = false;
+        test::CompletionLog first_log;
         sc_core::sc_event first_ev;
-        net_.start(first, [&](Cycle c) {
-            first_done = c;
-            first_finished = true;
-            first_ev.notify(sc_core::SC_ZERO_TIME);
-        });
+        first_log.event = &first_ev;
+        net_.start(first, first_log.to());
         first_start = now_cycles();
         // Second half overlaps the first all-reduce.
         wait(cycles(compute_ / 2));
@@ -43,8 +40,8 @@ struct TrainingStep : sc_core::sc_module {
         second.bytes = grads_ - grads_ / 2;
         second_start = now_cycles();
         second_done = net_.run(second);
-        if (!first_finished) wait(first_ev);
-        first_end = first_done;
+        if (first_log.order.empty()) wait(first_ev);
+        first_end = first_log.at.at(0);
         // Optimizer.
         wait(cycles(compute_ / 10));
         step_end = now_cycles();
@@ -76,10 +73,10 @@ TEST_CASE("a data-parallel step overlaps the gradient all-reduce with the backwa
         IciEngine e(topo, cfg.ici, cfg.chip.clock_mhz, cost);
         CollectiveSpec s;
         s.bytes = b;
-        Cycle end = 0;
-        e.start(lower_collective(s, topo, cfg.ici), 0, [&](Cycle c) { end = c; });
+        test::CompletionLog end;
+        e.start(lower_collective(s, topo, cfg.ici), 0, end.to());
         e.run();
-        return end;
+        return end.at.at(0);
     };
     const Cycle t1 = alone(grads / 2), t2 = alone(grads - grads / 2);
     REQUIRE(step.first_start == compute / 2);

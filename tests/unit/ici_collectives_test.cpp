@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "../completion_log.h"
 #include "../test_util.h"
 #include "arch/ici/ici_bounds.h"
 #include "tpusim/arch/ici/ici_bench.h"
@@ -23,10 +24,10 @@ struct Board {
           cost(cfg.vpu, cfg.hbm, cfg.chip),
           engine(topo, cfg.ici, cfg.chip.clock_mhz, cost) {}
     Cycle run(const CollectiveSpec& spec, Cycle at = 0) {
-        Cycle end = 0;
-        engine.start(lower_collective(spec, topo, cfg.ici), at, [&](Cycle c) { end = c; });
+        test::CompletionLog end;
+        engine.start(lower_collective(spec, topo, cfg.ici), at, end.to());
         engine.run();
-        return end;
+        return end.at.at(0);
     }
     Bytes link_bytes(int chip, int dim, int sign) const {
         return engine.fabric().link_bytes(
@@ -145,13 +146,14 @@ TEST_CASE("collectives on replica subgroups use only their chips' links", "[ici]
     rs.group = {4, 5, 6, 7};
     const Cycle t_alone = alone.run(rs);
     Board both("tpu_v3_8.json");
-    Cycle t1 = 0, t2 = 0;
-    both.engine.start(lower_collective(rs, both.topo, both.cfg.ici), 0, [&](Cycle c) { t1 = c; });
+    test::CompletionLog log;
+    both.engine.start(lower_collective(rs, both.topo, both.cfg.ici), 0, log.to(1));
     CollectiveSpec ag = rs;
     ag.kind = CollectiveKind::kAllGather;
     ag.group = {0, 1, 2, 3};
-    both.engine.start(lower_collective(ag, both.topo, both.cfg.ici), 0, [&](Cycle c) { t2 = c; });
+    both.engine.start(lower_collective(ag, both.topo, both.cfg.ici), 0, log.to(2));
     both.engine.run();
+    const Cycle t1 = log.at.at(1), t2 = log.at.at(2);
     REQUIRE(t1 == t_alone);
     REQUIRE(t2 > 0);
 }
@@ -164,12 +166,13 @@ TEST_CASE("collectives sharing links slow each other down", "[ici][collectives]"
     Board one("tpu_v3_8.json");
     const Cycle t_one = one.run(a);
     Board two("tpu_v3_8.json");
-    Cycle ta = 0, tb = 0;
+    test::CompletionLog log;
     CollectiveSpec b = a;
     b.pairs = {{1, 3}};  // the other core of chip 0, also to chip 1 over +x
-    two.engine.start(lower_collective(a, two.topo, two.cfg.ici), 0, [&](Cycle c) { ta = c; });
-    two.engine.start(lower_collective(b, two.topo, two.cfg.ici), 0, [&](Cycle c) { tb = c; });
+    two.engine.start(lower_collective(a, two.topo, two.cfg.ici), 0, log.to(1));
+    two.engine.start(lower_collective(b, two.topo, two.cfg.ici), 0, log.to(2));
     two.engine.run();
+    const Cycle ta = log.at.at(1), tb = log.at.at(2);
     REQUIRE(two.link_bytes(0, 0, 1) == 2 * a.bytes);
     // Both share one link: the last needs about twice the serialisation time.
     const double ser = static_cast<double>(a.bytes) / two.engine.fabric().link_bytes_per_cycle();

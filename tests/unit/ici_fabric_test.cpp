@@ -15,12 +15,12 @@ namespace {
 constexpr double kMhz = 940.0;
 
 // A fabric on its own event queue that records when each tag's last byte arrived.
-struct Rig {
-    Rig(const Topology& t, const IciConfig& c)
-        : fabric(t, c, kMhz, queue, [this](std::uint64_t tag, Bytes b, Tick when) {
-              got[tag] += b;
-              last[tag] = when;
-          }) {}
+struct Rig final : IciDeliveryIf {
+    Rig(const Topology& t, const IciConfig& c) : fabric(t, c, kMhz, queue, *this) {}
+    void deliver(std::uint64_t tag, Bytes b, Tick when) override {
+        got[tag] += b;
+        last[tag] = when;
+    }
     void run() {
         while (!queue.empty()) fabric.handle(queue.pop());
     }

@@ -13,6 +13,11 @@ inline sc_core::sc_time cycles(Cycle n) {
     return sc_core::sc_time(static_cast<double>(n), sc_core::SC_NS);
 }
 
+// A SystemC duration (an annotated delay) in core cycles.
+inline Cycle to_cycles(const sc_core::sc_time& t) {
+    return static_cast<Cycle>(t.to_seconds() * 1e9 + 0.5);
+}
+
 // The current simulation time in core cycles.
 inline Cycle now_cycles() {
     return static_cast<Cycle>(sc_core::sc_time_stamp().to_seconds() * 1e9 + 0.5);

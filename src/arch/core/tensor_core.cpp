@@ -51,14 +51,12 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const Tens
     // before the restructuring (tests/golden).
     done_in.bind(*this);
     vmem_ = std::make_unique<Vmem>("vmem", cfg_.vmem, cfg_.dma);
-    if (cfg_.dma_engines) {
-        // The chip binds the engines' hbm_out socket to its HBM.
-        dma_ = std::make_unique<DmaEngine>(
-            "dma", cfg_.dma, static_cast<int>(id % cfg_.cores_per_chip), cfg_.hbm_capacity_bytes);
-        dma_->vmem_out.bind(vmem_->dma_in);
-        dma_out.bind(dma_->core_in);
-        stats_.group.add_child(dma_->stats());
-    }
+    // The chip binds the engines' hbm_out socket to its HBM.
+    dma_ = std::make_unique<DmaEngine>("dma", cfg_.dma, static_cast<int>(id % cfg_.cores_per_chip),
+                                       cfg_.hbm_capacity_bytes, cfg_.hbm_timing);
+    dma_->vmem_out.bind(vmem_->dma_in);
+    dma_out.bind(dma_->core_in);
+    stats_.group.add_child(dma_->stats());
     stats_.group.add_child(vmem_->stats());
     mxus_.init(static_cast<std::size_t>(cfg_.core.mxus), [this](const char* nm, std::size_t) {
         return new Mxu(nm, cfg_.mxu, cfg_.mxu_fidelity);

@@ -20,18 +20,7 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, R
         s.element_bytes = static_cast<Bytes>(c.element_bytes);
         s.group = {static_cast<int>(core), static_cast<int>(c.peer)};
         s.pairs = {{static_cast<int>(core), static_cast<int>(c.peer)}};
-        const auto key = std::make_pair(core, c.peer);
-        ici_.start(s, [this, key, reply](Cycle t) {
-            reply(t);
-            auto& waiting = recvs_waiting_[key];
-            if (waiting.empty()) {
-                sends_done_[key].push_back(t);
-            } else {
-                const ReplyTo r = waiting.front();
-                waiting.pop_front();
-                r(t);
-            }
-        });
+        start(s, Started{{reply}, true, std::make_pair(core, c.peer)});
         return;
     }
     if (c.role == CollectiveInstr::Role::kRecv) {
@@ -64,9 +53,29 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, R
         s.pairs.emplace_back(static_cast<int>(a), static_cast<int>(b));
     auto replies = std::move(p.done);
     pending_.erase({c.instance, leader});
-    ici_.start(s, [replies](Cycle t) {
-        for (const ReplyTo& r : replies) r(t);
-    });
+    start(s, Started{std::move(replies), false, {}});
+}
+
+void CollectiveRendezvous::start(const CollectiveSpec& s, Started started) {
+    const std::uint64_t tag = next_tag_++;
+    started_.emplace(tag, std::move(started));
+    ici_.start(s, ReplyTo{this, tag});
+}
+
+void CollectiveRendezvous::complete(std::uint64_t tag, Cycle t) {
+    const auto it = started_.find(tag);
+    const Started st = std::move(it->second);
+    started_.erase(it);
+    for (const ReplyTo& r : st.replies) r(t);
+    if (!st.is_send) return;
+    auto& waiting = recvs_waiting_[st.key];
+    if (waiting.empty()) {
+        sends_done_[st.key].push_back(t);
+    } else {
+        const ReplyTo r = waiting.front();
+        waiting.pop_front();
+        r(t);
+    }
 }
 
 }  // namespace tpusim

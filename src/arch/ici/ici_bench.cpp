@@ -3,13 +3,24 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <systemc>
 
 #include "arch/ici/ici_bounds.h"
 #include "tpusim/arch/ici/ici_engine.h"
+#include "tpusim/arch/ici/ici_network.h"
 #include "tpusim/common/error.h"
+#include "tpusim/common/sim_time.h"
 #include "tpusim/config/topology.h"
 
 namespace tpusim {
+
+namespace {
+// Records when the benchmarked collective ended.
+struct EndCycle final : CompletionIf {
+    Cycle at = 0;
+    void complete(std::uint64_t /*tag*/, Cycle c) override { at = c; }
+};
+}  // namespace
 
 double busbw_factor(CollectiveKind kind, int n) {
     if (n < 2) return 0.0;
@@ -25,24 +36,21 @@ double busbw_factor(CollectiveKind kind, int n) {
     }
 }
 
-IciPoint run_ici_point(const TpuConfig& cfg, const CollectiveSpec& spec_in) {
-    const auto wall0 = std::chrono::steady_clock::now();
-    const Topology topo(cfg.board, cfg.chip);
-    const CollectiveSpec& spec = spec_in;
-    const AnalyticalReductionCost cost(cfg.vpu, cfg.hbm, cfg.chip);
-    IciEngine engine(topo, cfg.ici, cfg.chip.clock_mhz, cost);
-    const LoweredCollective s = lower_collective(spec, topo, cfg.ici);
+namespace {
+
+// The figures of one point: `finished` cycles for the collective, `link_bytes` and
+// `link_busy_ticks` per link (of this collective alone).
+IciPoint make_point(const TpuConfig& cfg, const CollectiveSpec& spec, const LoweredCollective& s,
+                    const IciFabric& fabric, const ReductionCostModel& cost, Cycle finished,
+                    const std::vector<Bytes>& link_bytes, const std::vector<Tick>& link_busy) {
     IciPoint pt;
     pt.bytes = spec.bytes;
     pt.participants = static_cast<int>(s.streams.front().cores.size());
     const double hz = cfg.chip.clock_mhz * 1e6;
-    pt.link_bound_seconds = link_limited_cycles(s, engine.fabric()) / hz;
+    pt.link_bound_seconds = link_limited_cycles(s, fabric) / hz;
     // The collective's setup (ici.collective_setup_us) precedes its first step.
-    pt.latency_floor_seconds = latency_floor_cycles(s, engine.fabric()) / hz + s.setup_us * 1e-6;
+    pt.latency_floor_seconds = latency_floor_cycles(s, fabric) / hz + s.setup_us * 1e-6;
     pt.reduction_bound_seconds = reduction_bound_cycles(s, cost) / hz;
-    Cycle finished = 0;
-    engine.start(s, 0, [&](Cycle c) { finished = c; });
-    engine.run();
     pt.cycles = finished;
     pt.seconds = static_cast<double>(finished) / hz;
     const double factor = busbw_factor(spec.kind, pt.participants);
@@ -54,18 +62,91 @@ IciPoint run_ici_point(const TpuConfig& cfg, const CollectiveSpec& spec_in) {
         pt.bound_busbw_gbps =
             static_cast<double>(spec.bytes) / pt.link_bound_seconds / 1e9 * factor;
     }
-    const auto& fabric = engine.fabric();
-    for (std::size_t l = 0; l < topo.links().size(); ++l) {
-        pt.max_link_bytes = std::max(pt.max_link_bytes, fabric.link_bytes(l));
+    for (std::size_t l = 0; l < link_bytes.size(); ++l) {
+        pt.max_link_bytes = std::max(pt.max_link_bytes, link_bytes[l]);
         if (finished > 0) {
             pt.max_link_busy_fraction = std::max(
-                pt.max_link_busy_fraction, static_cast<double>(fabric.link_busy_ticks(l)) /
-                                               static_cast<double>(finished * kTicksPerCycle));
+                pt.max_link_busy_fraction,
+                static_cast<double>(link_busy[l]) / static_cast<double>(finished * kTicksPerCycle));
         }
     }
-    pt.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     return pt;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Runs the specs one after another through the network, from one SC_THREAD.
+struct IciBenchDriver : sc_core::sc_module {
+    SC_HAS_PROCESS(IciBenchDriver);
+    IciBenchDriver(sc_core::sc_module_name n, const TpuConfig& cfg, const Topology& topo,
+                   const ReductionCostModel& cost, IciNetwork& net,
+                   const std::vector<CollectiveSpec>& specs)
+        : sc_module(n), cfg_(cfg), topo_(topo), cost_(cost), net_(net), specs_(specs) {
+        SC_THREAD(run);
+    }
+    void run() {
+        const IciFabric& fabric = net_.engine().fabric();
+        const std::size_t links = topo_.links().size();
+        for (const CollectiveSpec& spec : specs_) {
+            const auto wall0 = std::chrono::steady_clock::now();
+            std::vector<Bytes> bytes0(links);
+            std::vector<Tick> busy0(links);
+            for (std::size_t l = 0; l < links; ++l) {
+                bytes0[l] = fabric.link_bytes(l);
+                busy0[l] = fabric.link_busy_ticks(l);
+            }
+            const Cycle start = now_cycles();
+            const Cycle end = net_.run(spec);
+            for (std::size_t l = 0; l < links; ++l) {
+                bytes0[l] = fabric.link_bytes(l) - bytes0[l];
+                busy0[l] = fabric.link_busy_ticks(l) - busy0[l];
+            }
+            points.push_back(make_point(cfg_, spec, lower_collective(spec, topo_, cfg_.ici), fabric,
+                                        cost_, end - start, bytes0, busy0));
+            points.back().wall_seconds = seconds_since(wall0);
+        }
+    }
+    const TpuConfig& cfg_;
+    const Topology& topo_;
+    const ReductionCostModel& cost_;
+    IciNetwork& net_;
+    const std::vector<CollectiveSpec>& specs_;
+    std::vector<IciPoint> points;
+};
+
+}  // namespace
+
+IciPoint run_ici_point(const TpuConfig& cfg, const CollectiveSpec& spec) {
+    const auto wall0 = std::chrono::steady_clock::now();
+    const Topology topo(cfg.board, cfg.chip);
+    const AnalyticalReductionCost cost(cfg.vpu, cfg.hbm, cfg.chip);
+    IciEngine engine(topo, cfg.ici, cfg.chip.clock_mhz, cost);
+    const LoweredCollective s = lower_collective(spec, topo, cfg.ici);
+    EndCycle end;
+    engine.start(s, 0, ReplyTo{&end, 0});
+    engine.run();
+    const auto& fabric = engine.fabric();
+    std::vector<Bytes> bytes(topo.links().size());
+    std::vector<Tick> busy(topo.links().size());
+    for (std::size_t l = 0; l < bytes.size(); ++l) {
+        bytes[l] = fabric.link_bytes(l);
+        busy[l] = fabric.link_busy_ticks(l);
+    }
+    IciPoint pt = make_point(cfg, spec, s, fabric, cost, end.at, bytes, busy);
+    pt.wall_seconds = seconds_since(wall0);
+    return pt;
+}
+
+std::vector<IciPoint> run_ici_points(const TpuConfig& cfg,
+                                     const std::vector<CollectiveSpec>& specs) {
+    const Topology topo(cfg.board, cfg.chip);
+    const AnalyticalReductionCost cost(cfg.vpu, cfg.hbm, cfg.chip);
+    IciNetwork net("ici", topo, cfg.ici, cfg.chip.clock_mhz, cost);
+    IciBenchDriver driver("bench_ici", cfg, topo, cost, net, specs);
+    sc_core::sc_start();
+    return driver.points;
 }
 
 Bytes parse_byte_size(const std::string& text) {

@@ -38,14 +38,30 @@ IciEngine::IciEngine(const Topology& topo, const IciConfig& cfg, double clock_mh
     : topo_(topo),
       cost_(cost),
       clock_mhz_(clock_mhz),
-      fabric_(std::make_unique<IciFabric>(
-          topo, cfg, clock_mhz, queue_,
-          [this](std::uint64_t tag, Bytes bytes, Tick when) { deliver(tag, bytes, when); })),
+      fabric_(std::make_unique<IciFabric>(topo, cfg, clock_mhz, queue_,
+                                          static_cast<IciDeliveryIf&>(*this))),
       vpu_free_(static_cast<std::size_t>(topo.cores()), 0) {}
 
 IciEngine::~IciEngine() = default;
 
-void IciEngine::start(Schedule schedule, Cycle at, Done done) {
+std::uint32_t IciEngine::new_group(std::size_t streams, ReplyTo done) {
+    std::uint32_t g;
+    if (!free_groups_.empty()) {
+        g = free_groups_.back();
+        free_groups_.pop_back();
+    } else {
+        g = static_cast<std::uint32_t>(groups_.size());
+        groups_.emplace_back();
+    }
+    groups_[g] = Group{streams, done};
+    return g;
+}
+
+void IciEngine::start(Schedule schedule, Cycle at, ReplyTo done) {
+    start_stream(std::move(schedule), at, new_group(1, done));
+}
+
+void IciEngine::start_stream(Schedule schedule, Cycle at, std::uint32_t group) {
     const Tick when = std::max(now_, static_cast<Tick>(at) * kTicksPerCycle);
     if (schedule.cores.size() >= (1u << kPartBits)) throw std::invalid_argument("too many cores");
     std::uint32_t slot;
@@ -66,26 +82,21 @@ void IciEngine::start(Schedule schedule, Cycle at, Done done) {
     }
     a->parts_left = schedule.cores.size();
     a->schedule = std::move(schedule);
-    a->done = std::move(done);
+    a->group = group;
     active_[slot] = std::move(a);
     ++active_count_;
     queue_.push(when, kStart, slot);
 }
 
-void IciEngine::start(LoweredCollective collective, Cycle at, Done done) {
+void IciEngine::start(LoweredCollective collective, Cycle at, ReplyTo done) {
     // The setup (barrier, descriptors) runs before any stream sends.
     at += static_cast<Cycle>(std::llround(collective.setup_us * clock_mhz_));
     if (collective.streams.empty()) {
-        start(Schedule{}, at, std::move(done));
+        start(Schedule{}, at, done);
         return;
     }
-    auto left = std::make_shared<std::size_t>(collective.streams.size());
-    auto shared_done = std::make_shared<Done>(std::move(done));
-    for (auto& s : collective.streams) {
-        start(std::move(s), at, [left, shared_done](Cycle c) {
-            if (--*left == 0 && *shared_done) (*shared_done)(c);
-        });
-    }
+    const std::uint32_t group = new_group(collective.streams.size(), done);
+    for (auto& s : collective.streams) start_stream(std::move(s), at, group);
 }
 
 void IciEngine::dispatch(const IciEvent& e) {
@@ -162,10 +173,14 @@ void IciEngine::advance(std::uint32_t coll, std::uint32_t part) {
         }
         if (--a.parts_left > 0) return;
     }
-    Done done = std::move(a.done);
+    const std::uint32_t group = a.group;
     active_[coll].reset();
     free_slots_.push_back(coll);
     --active_count_;
+    Group& g = groups_[group];
+    if (--g.left > 0) return;
+    const ReplyTo done = g.done;
+    free_groups_.push_back(group);
     if (done) done(ticks_to_cycles(now_));
 }
 

@@ -24,10 +24,10 @@ struct IciFabric::LinkState {
 };
 
 IciFabric::IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mhz,
-                     IciEventQueue& queue, DeliverFn deliver)
+                     IciEventQueue& queue, IciDeliveryIf& client)
     : topo_(topo),
       queue_(queue),
-      deliver_(std::move(deliver)),
+      client_(client),
       bytes_per_cycle_(cfg.link_bandwidth_gbps * cfg.link_efficiency * 1e3 / clock_mhz),
       latency_(static_cast<Tick>(std::llround(cfg.link_latency_ns * clock_mhz / 1e3 *
                                               static_cast<double>(kTicksPerCycle)))),
@@ -149,7 +149,7 @@ void IciFabric::handle(const IciEvent& e) {
         case kDeliver: {
             const std::uint64_t tag = messages_[e.a].tag;
             if (e.b) free_message(e.a);  // b: the train that completes the message
-            deliver_(tag, e.c, now);
+            client_.deliver(tag, e.c, now);
             break;
         }
         default:

@@ -11,20 +11,28 @@ IciNetwork::IciNetwork(sc_core::sc_module_name name, const Topology& topo, const
     SC_THREAD(loop);
 }
 
-void IciNetwork::start(const CollectiveSpec& spec, std::function<void(Cycle)> done) {
-    engine_.start(lower_collective(spec, topo_, cfg_), now_cycles(), std::move(done));
+void IciNetwork::start(const CollectiveSpec& spec, ReplyTo done) {
+    engine_.start(lower_collective(spec, topo_, cfg_), now_cycles(), done);
     wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
-Cycle IciNetwork::run(const CollectiveSpec& spec) {
-    sc_core::sc_event finished;
+namespace {
+// The calling thread's side of run(): wakes it when the collective has ended.
+struct Waiter final : CompletionIf {
     Cycle at = 0;
-    start(spec, [&](Cycle c) {
+    sc_core::sc_event finished;
+    void complete(std::uint64_t /*tag*/, Cycle c) override {
         at = c;
         finished.notify(sc_core::SC_ZERO_TIME);
-    });
-    sc_core::wait(finished);
-    return at;
+    }
+};
+}  // namespace
+
+Cycle IciNetwork::run(const CollectiveSpec& spec) {
+    Waiter w;
+    start(spec, ReplyTo{&w, 0});
+    sc_core::wait(w.finished);
+    return w.at;
 }
 
 // Sleeps until the engine's next event (or new work), then runs the engine up to now.

@@ -6,6 +6,13 @@
 namespace tpusim {
 
 std::vector<DmaDescriptor> split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes) {
+    std::vector<DmaDescriptor> out;
+    split_descriptor(d, chunk_bytes, out);
+    return out;
+}
+
+void split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes, std::vector<DmaDescriptor>& out) {
+    out.clear();
     if (d.rows < 1 || d.row_bytes == 0) {
         throw std::invalid_argument("DMA descriptor: expected at least one row of one byte");
     }
@@ -19,7 +26,6 @@ std::vector<DmaDescriptor> split_descriptor(const DmaDescriptor& d, Bytes chunk_
         n.rows = 1;
         n.hbm_stride = n.vmem_stride = n.row_bytes;
     }
-    std::vector<DmaDescriptor> out;
     if (n.row_bytes >= chunk_bytes) {
         // Long rows: each row in pieces of chunk_bytes.
         for (std::int64_t r = 0; r < n.rows; ++r) {
@@ -30,7 +36,7 @@ std::vector<DmaDescriptor> split_descriptor(const DmaDescriptor& d, Bytes chunk_
                 out.push_back(DmaDescriptor{n.dir, h + off, v + off, 1, len, len, len});
             }
         }
-        return out;
+        return;
     }
     const auto per_chunk = static_cast<std::int64_t>(chunk_bytes / n.row_bytes);
     for (std::int64_t r = 0; r < n.rows; r += per_chunk) {
@@ -39,7 +45,6 @@ std::vector<DmaDescriptor> split_descriptor(const DmaDescriptor& d, Bytes chunk_
                                     n.vmem_addr + static_cast<Addr>(r) * n.vmem_stride, rows,
                                     n.row_bytes, n.hbm_stride, n.vmem_stride});
     }
-    return out;
 }
 
 std::uint64_t descriptor_bursts(const DmaDescriptor& d, Bytes burst_bytes) {

@@ -1,5 +1,8 @@
 #include "tpusim/arch/memory/hbm_calibrated_module.h"
 
+#include <algorithm>
+
+#include "tpusim/arch/memory/hbm_module.h"
 #include "tpusim/common/sim_time.h"
 
 namespace tpusim {
@@ -7,35 +10,31 @@ namespace tpusim {
 CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
                              double core_clock_mhz, std::int64_t cores_per_chip)
     : sc_module(name),
-      core_in("core_in", static_cast<std::size_t>(cores_per_chip)),
-      model_(hbm, core_clock_mhz, cores_per_chip) {
-    for (std::int64_t c = 0; c < cores_per_chip; ++c) {
-        ports_.push_back(std::make_unique<CorePort>());
-        ports_.back()->hbm = this;
-        ports_.back()->core = static_cast<int>(c);
-        core_in[static_cast<std::size_t>(c)].bind(*ports_.back());
-    }
-    SC_METHOD(deliver);
-    sensitive << due_q_;
-    dont_initialize();
+      target_in("target_in"),
+      model_(hbm, core_clock_mhz, cores_per_chip),
+      capacity_(hbm.capacity_bytes()) {
+    target_in.register_b_transport(this, &CalibratedHbm::b_transport);
 }
 
-CalibratedHbm::~CalibratedHbm() = default;
-
-void CalibratedHbm::transfer(int core_on_chip, const DmaDescriptor& d, ReplyTo reply) {
+void CalibratedHbm::b_transport(int /*id*/, tlm::tlm_generic_payload& trans,
+                                sc_core::sc_time& delay) {
     const Cycle now = now_cycles();
-    const Cycle t = model_.transfer(d.hbm_addr, d.bytes(), !d.to_vmem(), core_on_chip, now);
-    due_.push({t, next_seq_++, reply});
-    due_q_.notify(cycles(t - now));
-}
-
-void CalibratedHbm::deliver() {
-    const Cycle now = now_cycles();
-    while (!due_.empty() && due_.top().t <= now) {
-        const ReplyTo reply = due_.top().reply;
-        due_.pop();
-        reply(now);
+    const Cycle start = now + to_cycles(delay);
+    Bytes bytes = trans.get_data_length();
+    int requester = -1;
+    Addr extent = trans.get_address() + bytes;
+    if (const auto* ext = trans.get_extension<HbmAccessExtension>()) {
+        bytes = static_cast<Bytes>(ext->rows) * ext->row_bytes;
+        requester = ext->requester;
+        extent = trans.get_address() +
+                 static_cast<Addr>(std::max<std::int64_t>(ext->rows - 1, 0)) * ext->stride +
+                 ext->row_bytes;
     }
+    const Cycle end =
+        model_.transfer(trans.get_address(), bytes, trans.is_write(), requester, start);
+    delay = cycles(end - now);
+    trans.set_response_status(extent > capacity_ ? tlm::TLM_ADDRESS_ERROR_RESPONSE
+                                                 : tlm::TLM_OK_RESPONSE);
 }
 
 }  // namespace tpusim

@@ -6,28 +6,15 @@
 // Contract for every call: the transfer starts no earlier than the current simulation time,
 // and the target calls `reply(cycle)` exactly once, from the simulation, with the core cycle
 // at which it completed (not earlier than the call). As TLM's backward path: a request
-// carries where its completion goes (the initiator's CompletionIf, exported as done_in, and
-// the initiator's tag), not a callback.
+// carries where its completion goes (ReplyTo, tpusim/arch/completion.h), not a callback.
 #include <cstdint>
 #include <systemc>
 
+#include "tpusim/arch/completion.h"
 #include "tpusim/common/types.h"
 #include "tpusim/program/program.h"
 
 namespace tpusim {
-
-// The initiator's side of a request: told once when the request with `tag` completed.
-class CompletionIf : public virtual sc_core::sc_interface {
- public:
-    virtual void complete(std::uint64_t tag, Cycle at) = 0;
-};
-
-// Where a target sends a request's completion.
-struct ReplyTo {
-    CompletionIf* to = nullptr;
-    std::uint64_t tag = 0;
-    void operator()(Cycle at) const { to->complete(tag, at); }
-};
 
 // A DMA instruction of one core: HBM <-> this core's VMEM.
 class DmaIf : public virtual sc_core::sc_interface {

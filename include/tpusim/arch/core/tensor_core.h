@@ -1,7 +1,7 @@
 #pragma once
 // TensorCore: its child modules are the Sequencer (scalar unit) issuing the core's instruction
-// stream in order, the units it drives (Mxu x core.mxus, the Vpu), the Vmem and (burst HBM)
-// the core's DmaEngine; through its ports it reaches the chip's HBM, the ICI (collectives)
+// stream in order, the units it drives (Mxu x core.mxus, the Vpu), the Vmem and the core's
+// DmaEngine; through its ports it reaches the chip's HBM, the ICI (collectives)
 // and the host link.
 //
 // Timing: the sequencer issues at most one instruction per slot class per cycle (a VLIW
@@ -51,7 +51,9 @@ struct TensorCoreConfigs {
     MxuFidelity mxu_fidelity = MxuFidelity::tile;
     std::int64_t cores_per_chip = 1;  // a core's index on its chip is id % cores_per_chip
     Bytes hbm_capacity_bytes = 0;     // the chip's HBM: the DMA engines' range check
-    bool dma_engines = true;          // false: dma_out is bound outside (calibrated HBM)
+    // How the chip's HBM answers the DMA engines (sim.hbm_model: burst blocks, calibrated
+    // annotates).
+    DmaEngine::HbmTiming hbm_timing = DmaEngine::HbmTiming::blocking;
 };
 
 class TensorCore : public sc_core::sc_module, public CompletionIf {
@@ -79,7 +81,7 @@ class TensorCore : public sc_core::sc_module, public CompletionIf {
     std::size_t completed() const { return done_.size() - remaining_; }  // instructions
     Cycle end_cycle() const { return end_cycle_; }
     const CoreStats& stats() const { return stats_; }
-    DmaEngine* dma_engine() { return dma_.get(); }  // null without DMA engines
+    DmaEngine& dma_engine() { return *dma_; }
 
  private:
     struct Lane {  // one unit's queue

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <systemc>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -17,7 +18,7 @@
 
 namespace tpusim {
 
-class CollectiveRendezvous : public sc_core::sc_module, public CollectiveIf {
+class CollectiveRendezvous : public sc_core::sc_module, public CollectiveIf, private CompletionIf {
  public:
     sc_core::sc_export<CollectiveIf> core_in{"core_in"};
 
@@ -31,11 +32,23 @@ class CollectiveRendezvous : public sc_core::sc_module, public CollectiveIf {
         std::size_t arrived = 0;
         std::vector<ReplyTo> done;
     };
+    // A collective started on the network: who is told when it ends. A send also completes
+    // the recv it pairs with (sends_done_, recvs_waiting_).
+    struct Started {
+        std::vector<ReplyTo> replies;
+        bool is_send = false;
+        std::pair<std::int64_t, std::int64_t> key;  // a send's (source, destination)
+    };
+    // CompletionIf: the network's reply for the collective started with `tag`.
+    void complete(std::uint64_t tag, Cycle at) override;
+    void start(const CollectiveSpec& s, Started started);
     IciNetwork& ici_;
     std::int64_t simulated_ = 0;
     std::map<std::pair<std::uint64_t, std::int64_t>, Pending> pending_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<Cycle>> sends_done_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<ReplyTo>> recvs_waiting_;
+    std::unordered_map<std::uint64_t, Started> started_;
+    std::uint64_t next_tag_ = 0;
 };
 
 }  // namespace tpusim

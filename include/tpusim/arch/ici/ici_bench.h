@@ -1,6 +1,7 @@
 #pragma once
-// One collective run alone on a fresh ICI model of the configured board or slice, with the
-// figures `tpusim bench ici` reports. Used by the CLI and the tests.
+// Collectives run alone on the ICI model of the configured board or slice, with the figures
+// `tpusim bench ici` reports: through the IciNetwork module `tpusim run` builds
+// (run_ici_points, the CLI), or on the plain IciEngine inside it (run_ici_point, the unit tests).
 #include <string>
 #include <vector>
 
@@ -30,7 +31,12 @@ struct IciPoint {
 // all-reduce 2(n-1)/n; reduce-scatter and all-gather (n-1)/n; others 1.
 double busbw_factor(CollectiveKind kind, int n);
 
+// One collective on a fresh IciEngine (no SystemC kernel).
 IciPoint run_ici_point(const TpuConfig& cfg, const CollectiveSpec& spec);
+// Each of `specs` alone, one after another, on one IciNetwork module of the board (the module
+// `tpusim run` binds the cores' collectives to). Elaborates SystemC: once per process.
+std::vector<IciPoint> run_ici_points(const TpuConfig& cfg,
+                                     const std::vector<CollectiveSpec>& specs);
 
 // "1024", "64KiB", "4MiB", "1GiB" (also K, M, G as binary multiples). Throws InputError.
 Bytes parse_byte_size(const std::string& text);

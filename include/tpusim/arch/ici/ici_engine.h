@@ -5,11 +5,11 @@
 // in flight at once; they share links, routers and each core's reduction unit. Plain C++,
 // steppable without SystemC; IciNetwork (ici_network.h) wraps it for TensorCores.
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "tpusim/arch/completion.h"
 #include "tpusim/arch/ici/ici_fabric.h"
 #include "tpusim/program/collectives.h"
 
@@ -43,20 +43,19 @@ class AnalyticalReductionCost final : public ReductionCostModel {
     double hbm_bytes_per_cycle_;
 };
 
-class IciEngine {
+class IciEngine final : private IciDeliveryIf {
  public:
-    using Done = std::function<void(Cycle finished)>;
-
     // Contract: topo and cost outlive the engine.
     IciEngine(const Topology& topo, const IciConfig& cfg, double clock_mhz,
               const ReductionCostModel& cost);
     ~IciEngine();
 
-    // Starts a lowered collective at cycle `at` (>= now()); `done` runs, from inside run*(),
-    // when its last participant has finished, with that cycle. `done` may start more work.
-    void start(Schedule schedule, Cycle at, Done done);
-    // Starts every stream of a lowered collective at `at`; `done` runs when the last ends.
-    void start(LoweredCollective collective, Cycle at, Done done);
+    // Starts a lowered collective at cycle `at` (>= now()); `done` is told, from inside run*(),
+    // when its last participant has finished, with that cycle. Its complete() may start more
+    // work.
+    void start(Schedule schedule, Cycle at, ReplyTo done);
+    // Starts every stream of a lowered collective at `at`; `done` is told when the last ends.
+    void start(LoweredCollective collective, Cycle at, ReplyTo done);
     // Processes every event due at or before cycle `c`.
     void run_until(Cycle c);
     // Runs until nothing is left to do; returns the cycle of the last event.
@@ -84,12 +83,19 @@ class IciEngine {
         Schedule schedule;
         std::vector<Part> parts;
         std::size_t parts_left = 0;
-        Done done;
+        std::uint32_t group = 0;  // index into groups_
+    };
+    // The streams of one start(): `done` is told when the last of `left` has ended.
+    struct Group {
+        std::size_t left = 0;
+        ReplyTo done;
     };
     enum Kind : std::uint8_t { kStart = IciFabric::kFabricEventKinds, kReduced };
 
     void dispatch(const IciEvent& e);
-    void deliver(std::uint64_t tag, Bytes bytes, Tick when);
+    void deliver(std::uint64_t tag, Bytes bytes, Tick when) override;  // IciDeliveryIf
+    std::uint32_t new_group(std::size_t streams, ReplyTo done);
+    void start_stream(Schedule schedule, Cycle at, std::uint32_t group);
     void advance(std::uint32_t coll, std::uint32_t part);
 
     const Topology& topo_;
@@ -99,6 +105,8 @@ class IciEngine {
     std::unique_ptr<IciFabric> fabric_;
     std::vector<std::unique_ptr<Active>> active_;
     std::vector<std::uint32_t> free_slots_;
+    std::vector<Group> groups_;
+    std::vector<std::uint32_t> free_groups_;
     std::vector<Tick> vpu_free_;  // per core: when its reduction unit is next free
     std::size_t active_count_ = 0;
     Tick now_ = 0;

@@ -14,7 +14,6 @@
 // 87.2 B/cycle does not lose bandwidth to rounding; callers see cycles.
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <queue>
 #include <unordered_map>
@@ -89,16 +88,22 @@ class IciEventQueue {
     std::size_t size_ = 0;
 };
 
+// The fabric's client (the collective engine): told when a train's tail has reached the
+// destination chip (after its router), with the tag its message was sent with.
+class IciDeliveryIf {
+ public:
+    virtual ~IciDeliveryIf() = default;
+    virtual void deliver(std::uint64_t tag, Bytes bytes, Tick when) = 0;
+};
+
 class IciFabric {
  public:
-    // Called when a train's tail has reached the destination chip (after its router).
-    using DeliverFn = std::function<void(std::uint64_t tag, Bytes bytes, Tick when)>;
     // Event kinds below this value belong to the fabric.
     static constexpr std::uint8_t kFabricEventKinds = 8;
 
-    // Contract: `topo` and `queue` outlive the fabric.
+    // Contract: `topo`, `queue` and `client` outlive the fabric.
     IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mhz, IciEventQueue& queue,
-              DeliverFn deliver);
+              IciDeliveryIf& client);
     ~IciFabric();
 
     // Moves `bytes` from src_chip to dst_chip, injected at `when` (>= the current tick); the
@@ -160,7 +165,7 @@ class IciFabric {
 
     const Topology& topo_;
     IciEventQueue& queue_;
-    DeliverFn deliver_;
+    IciDeliveryIf& client_;
     double bytes_per_cycle_;
     Tick latency_, router_;
     Bytes packet_bytes_, train_bytes_;

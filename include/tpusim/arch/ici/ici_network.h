@@ -3,7 +3,6 @@
 // One SystemC ns == one core cycle (common/sim_time.h). The timing lives in IciEngine (plain
 // C++); this module only advances it with SystemC time. Several collectives may be in flight
 // at once and share links, routers and the cores' reduction units.
-#include <functional>
 #include <memory>
 #include <systemc>
 
@@ -19,9 +18,10 @@ class IciNetwork : public sc_core::sc_module {
     IciNetwork(sc_core::sc_module_name name, const Topology& topo, const IciConfig& cfg,
                double clock_mhz, const ReductionCostModel& cost);
 
-    // Starts `spec` at the current cycle; `done(cycle)` runs from this module's process at
-    // the cycle the collective ends (it may notify an sc_event or start more collectives).
-    void start(const CollectiveSpec& spec, std::function<void(Cycle)> done);
+    // Starts `spec` at the current cycle; `done` is told from this module's process at the
+    // cycle the collective ends (its complete() may notify an sc_event or start more
+    // collectives).
+    void start(const CollectiveSpec& spec, ReplyTo done);
     // From an SC_THREAD: starts `spec` and returns, at its end, the cycle it ended.
     Cycle run(const CollectiveSpec& spec);
 

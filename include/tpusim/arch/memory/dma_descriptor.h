@@ -14,6 +14,8 @@ namespace tpusim {
 // large chunks; a row longer than chunk_bytes is cut into pieces. Throws std::invalid_argument for
 // rows < 1 or a stride shorter than a row.
 std::vector<DmaDescriptor> split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes);
+// The same into `out` (cleared first), reusing its storage.
+void split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes, std::vector<DmaDescriptor>& out);
 
 // HBM bursts the descriptor touches (a row that does not start or end on a burst boundary
 // touches partial bursts, which cost a whole burst).

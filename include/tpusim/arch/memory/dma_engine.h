@@ -1,15 +1,24 @@
 #pragma once
 // The DMA engines of one TensorCore (DmaConfig::engines of them in one module). Each engine
-// runs its descriptors in FIFO order; engines run concurrently. A descriptor is cut into
-// chunks (split_descriptor); an engine keeps up to max_outstanding_chunks chunks in flight,
-// each one HBM transaction over TLM (hbm_out) plus a transfer through the core's VMEM DMA
-// port (vmem_out).
+// runs its descriptors in FIFO order, each after dma.setup_latency_cycles of decode; engines
+// run concurrently. A descriptor is cut into chunks (split_descriptor, dma.chunk_bytes); an
+// engine keeps up to max_outstanding_chunks chunks in flight, each one HBM transaction over
+// TLM (hbm_out) plus a transfer through the core's VMEM DMA port (vmem_out): store and
+// forward, a chunk passes the port after (into VMEM) or before (out of it) its HBM transfer.
+//
+// Two ways to time the same mechanism, chosen by the HBM behind hbm_out (sim.hbm_model):
+//  - blocking (burst HBM): one SystemC thread per engine and per in-flight chunk; the HBM's
+//    b_transport waits until the chunk's bursts are done.
+//  - annotated (calibrated HBM, loosely timed): the engine plans a descriptor's chunks when
+//    it is enqueued, calling b_transport with the chunk's start as annotated delay; the
+//    target answers with the completion as annotated delay and does not wait. One SystemC
+//    event per descriptor (its completion), as the run's wall time needs.
 #include <tlm_utils/simple_initiator_socket.h>
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
+#include <queue>
 #include <systemc>
 #include <tlm>
 #include <vector>
@@ -28,20 +37,23 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     sc_core::sc_port<VmemIf> vmem_out{"vmem_out"};  // the core's Vmem.dma_in
     sc_core::sc_export<DmaIf> core_in{"core_in"};   // the core's dma_out binds here
 
+    // How the HBM behind hbm_out answers (see above).
+    enum class HbmTiming : std::uint8_t { blocking, annotated };
+
     // `core`: this core's index on its chip (locality of HBM addresses); `hbm_capacity_bytes`:
     // the chip's HBM, for the range check at enqueue.
+    SC_HAS_PROCESS(DmaEngine);
     DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int core,
-              Bytes hbm_capacity_bytes);
+              Bytes hbm_capacity_bytes, HbmTiming timing = HbmTiming::blocking);
 
-    using DoneCallback = std::function<void(Cycle)>;
     // Non-blocking, callable from any SC_THREAD: queues `d` on the engine with the least
-    // queued work; `done` (if not null) is notified and `on_done` (if set) called with the
-    // core cycle at which its last byte has landed. Throws InputError when the descriptor
-    // reaches outside the VMEM or the HBM, or is malformed.
-    void enqueue(const DmaDescriptor& d, sc_core::sc_event* done, DoneCallback on_done = {});
+    // queued work; `done` (if not null) is notified and `reply` (if set) told the core cycle
+    // at which its last byte has landed. Throws InputError when the descriptor reaches
+    // outside the VMEM or the HBM, or is malformed.
+    void enqueue(const DmaDescriptor& d, sc_core::sc_event* done, ReplyTo reply = {});
     // Same, on a given engine (FIFO order with that engine's other descriptors).
     void enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
-                    DoneCallback on_done = {});
+                    ReplyTo reply = {});
 
     // DmaIf: the core's DMA instruction, enqueued.
     void transfer(const DmaDescriptor& d, ReplyTo reply) override;
@@ -53,8 +65,7 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     struct Job {
         DmaDescriptor d;
         sc_core::sc_event* done;
-        DoneCallback on_done;  // enqueue's callers (benches, tests)
-        ReplyTo reply;         // transfer's: the core's done_in
+        ReplyTo reply;
     };
     struct Engine {
         std::deque<Job> jobs;
@@ -65,20 +76,47 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
         DmaDescriptor::Dir dir = DmaDescriptor::Dir::HbmToVmem;
         sc_core::sc_event chunk_ready, chunk_done;
         std::size_t chunks_left = 0;
+        Cycle free_at = 0;  // annotated: when its last planned descriptor ends
+    };
+    // Annotated: a planned descriptor, delivered at its end.
+    struct Due {
+        Cycle t;
+        std::uint64_t seq;  // enqueue order: equal cycles complete in it
+        std::size_t engine;
+        Job job;
+        bool operator>(const Due& o) const { return t != o.t ? t > o.t : seq > o.seq; }
     };
     std::size_t least_loaded() const;
     void enqueue_job(std::size_t engine, Job job);  // checks the descriptor first
     void engine_thread(std::size_t e);
     void worker_thread(std::size_t e);
     void move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir);
+    // Annotated: plans `job` on engine `e` from now; returns its end cycle.
+    Cycle plan(std::size_t e, const Job& job);
+    // Annotated: one chunk issued at cycle `issue`; returns when its last byte has landed.
+    Cycle plan_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir, Cycle issue, Cycle now);
+    // The HBM transaction of one chunk; `delay` in: its start after now, out: its end.
+    void hbm_transaction(const DmaDescriptor& c, bool to_vmem, sc_core::sc_time& delay);
+    void send(tlm::tlm_generic_payload& p, const DmaDescriptor& c, bool to_vmem,
+              sc_core::sc_time& delay);
+    void deliver();  // annotated: completes the descriptors due now
 
     DmaConfig cfg_;
+    HbmTiming timing_;
     int core_;
     Bytes hbm_capacity_;
     std::vector<std::unique_ptr<Engine>> engines_;
     std::uint64_t descriptors_ = 0, chunks_ = 0, bytes_to_vmem_ = 0, bytes_to_hbm_ = 0;
     std::uint64_t busy_cycles_ = 0;  // summed over engines: cycles with a descriptor running
     std::uint64_t hbm_errors_ = 0;
+    std::uint64_t next_seq_ = 0;
+    std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+    // Annotated: plan()'s scratch (its chunks, its workers' free cycles as a min-heap) and the
+    // payload it sends, reused (the target keeps neither).
+    std::vector<DmaDescriptor> chunks_scratch_;
+    std::vector<Cycle> workers_scratch_;
+    tlm::tlm_generic_payload payload_;
+    sc_core::sc_event_queue due_q_;
     StatGroup stats_;
 };
 

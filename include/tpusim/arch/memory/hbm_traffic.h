@@ -3,6 +3,7 @@
 // tests run. Each requesting core keeps a fixed number of chunk-sized transactions in flight
 // (as its DMA engines would) and submits the next one when one completes.
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "tpusim/arch/memory/hbm_system.h"
@@ -30,6 +31,32 @@ struct HbmTrafficResult {
     Cycle hbm_cycles = 0;
     double wall_seconds = 0;
 };
+
+// The address sequence of each requesting core's stream (its index in traffic.cores).
+class HbmTrafficStreams {
+ public:
+    HbmTrafficStreams(const HbmTraffic& traffic, const HbmAddressMap& map);
+    std::size_t size() const { return streams_.size(); }
+    int core(std::size_t i) const { return streams_[i].core; }
+    // Whether stream `i` has transactions left to issue.
+    bool wants_more(std::size_t i) const;
+    // Stream `i`'s next transaction (requester, address, bytes, direction; tag = i).
+    HbmRequest next(std::size_t i);
+
+ private:
+    struct Stream {
+        int core = 0;
+        Addr base = 0;   // start of the half this core targets
+        Bytes span = 0;  // bytes of that half used
+        Bytes issued = 0, issued_writes = 0;
+    };
+    HbmTraffic tr_;
+    std::vector<Stream> streams_;
+    std::mt19937_64 rng_;
+};
+
+// The figures of a finished run on `hbm` whose last completion was at core cycle `last`.
+HbmTrafficResult traffic_result(const HbmSystem& hbm, Cycle last, double core_clock_mhz);
 
 // Runs `traffic` on `hbm` (fresh, idle) with the core clock `core_clock_mhz`.
 HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& traffic, double core_clock_mhz);
