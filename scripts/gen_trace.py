@@ -196,6 +196,18 @@ def encoder_layer_params(h, f):
     return 4 * (h * h + h) + 2 * h * f + f + h + 4 * h
 
 
+def encoder_layers_fwd(t, prefix, x, b, s, h, heads, f, L):
+    """L encoder layers forward (ops named {prefix}l{i}.*); returns the output and, per
+    layer, (name, attention state, FFN state) for the backward pass."""
+    states = []
+    for i in range(L):
+        p = f"{prefix}l{i}"
+        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
+        x, sf = ffn_fwd(t, p, x, b * s, h, f)
+        states.append((p, sa, sf))
+    return x, states
+
+
 def siamese_fwd(t, a, L):
     """The second sequence of a Siamese encoder: same weights (not counted again), own
     activations; its pooled output joins the head's input."""
@@ -208,12 +220,7 @@ def siamese_fwd(t, a, L):
         tok = t.vector("s2.emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab)
         pos = t.vector("s2.emb.position", "add", [tok], elements=T * h, fused=True)
         x, emb_ln = layernorm_fwd(t, "s2.emb.ln", pos, T, h)
-    states = []
-    for i in range(L):
-        p = f"s2.l{i}"
-        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
-        x, sf = ffn_fwd(t, p, x, T, h, f)
-        states.append((p, sa, sf))
+    x, states = encoder_layers_fwd(t, "s2.", x, b, s, h, heads, f, L)
     pool = t.vector("s2.pool", "reduce_sum", [x], rows=b * h, cols=s)
     t.param_count = params
     return {"T": T, "states": states, "emb_ln": emb_ln, "pool": pool}
@@ -242,12 +249,7 @@ def gen_bert(a):
         x, emb_ln = layernorm_fwd(t, "emb.ln", typ, T, h)
     else:
         x = None  # layers of a deeper model: the input is the previous layer's output, in HBM
-    states = []
-    for i in range(L):
-        p = f"l{i}"
-        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
-        x, sf = ffn_fwd(t, p, x, T, h, f)
-        states.append((p, sa, sf))
+    x, states = encoder_layers_fwd(t, "", x, b, s, h, heads, f, L)
     # A Siamese model (seed 000's DualRobertaModel): the same encoder weights run a second
     # sequence of length seq2 (the answer beside the question); both passes' gradients of a
     # layer are summed before its one all-reduce.

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "hlo_value.h"
 #include "tpusim/common/error.h"
 
 namespace tpusim {
@@ -19,41 +20,6 @@ namespace tpusim {
 using namespace hlo_detail;
 
 namespace {
-
-// The trace ops that produce an HLO value; tuple values keep one Value per element so that
-// get-tuple-element follows the element's producers only.
-struct Value {
-    std::vector<std::uint32_t> ops;
-    std::vector<Value> elems;
-    bool tuple = false;
-    std::uint32_t nodes = 1, depth = 0;  // of the tree of elements: bounded (tuple_of)
-};
-
-// A tuple instruction's value. Tuples of tuples could otherwise grow without bound (each level
-// copying the one below twice doubles it); past a small tree the producers are merged into one
-// flat value, which only makes get-tuple-element wait for more producers than it needs.
-constexpr std::uint32_t kMaxValueNodes = 4096, kMaxValueDepth = 32;
-
-void flatten(const Value& v, std::vector<std::uint32_t>& out) {
-    out.insert(out.end(), v.ops.begin(), v.ops.end());
-    for (const auto& e : v.elems) flatten(e, out);
-}
-
-void unique_keep_order(std::vector<std::uint32_t>& v) {
-    std::unordered_set<std::uint32_t> seen;
-    std::size_t w = 0;
-    for (std::size_t r = 0; r < v.size(); ++r)
-        if (seen.insert(v[r]).second) v[w++] = v[r];
-    v.resize(w);
-}
-
-Value merged(const std::vector<const Value*>& vs) {
-    Value out;
-    for (const Value* v : vs) flatten(*v, out.ops);
-    std::sort(out.ops.begin(), out.ops.end());
-    out.ops.erase(std::unique(out.ops.begin(), out.ops.end()), out.ops.end());
-    return out;
-}
 
 // Where an operand of a fusion member comes from.
 struct Place {
@@ -376,12 +342,6 @@ class Importer {
     mutable std::size_t line_pos_ = 0;
     mutable int line_no_ = 1;
 };
-
-void remap(Value& v, std::uint32_t from, std::uint32_t to, std::uint32_t delta) {
-    for (auto& o : v.ops)
-        if (o >= from && o < to) o -= delta;
-    for (auto& e : v.elems) remap(e, from, to, delta);
-}
 
 // A while loop as a trace loop: the body's ops once, run `trips` times. The body is walked
 // twice, from the loop's initial state (trip 0, the ops kept) and from the state trip 0
