@@ -73,16 +73,19 @@ void DmaEngine::transfer(const DmaDescriptor& d, ReplyTo reply) {
 
 void DmaEngine::enqueue_job(std::size_t engine, Job job) {
     const DmaDescriptor& d = job.d;
-    const std::string what = fmt::format("DMA descriptor ({} rows of {} B)", d.rows, d.row_bytes);
+    // Built only for an error message: enqueue runs once per descriptor.
+    const auto what = [&d] {
+        return fmt::format("DMA descriptor ({} rows of {} B)", d.rows, d.row_bytes);
+    };
     if (d.rows < 1 || d.row_bytes == 0 ||
         (d.rows > 1 && (d.hbm_stride < d.row_bytes || d.vmem_stride < d.row_bytes))) {
         throw InputError("", "dma",
-                         what + ": expected rows >= 1, row_bytes >= 1 and strides >= row_bytes");
+                         what() + ": expected rows >= 1, row_bytes >= 1 and strides >= row_bytes");
     }
     const Bytes vmem_capacity = vmem_out->capacity_bytes();
     if (d.vmem_extent() > vmem_capacity) {
         throw InputError("", "dma",
-                         fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what,
+                         fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what(),
                                      d.vmem_extent(), vmem_capacity / kMiB));
     }
     // The calibrated HBM (annotated) answers such a chunk with an address error instead
@@ -91,16 +94,16 @@ void DmaEngine::enqueue_job(std::size_t engine, Job job) {
     // have programs whose descriptors reach just past it.
     if (timing_ == HbmTiming::blocking && d.hbm_extent() > hbm_capacity_) {
         throw InputError("", "dma",
-                         fmt::format("{} reaches HBM byte {:#x}, chip has {} GiB", what,
+                         fmt::format("{} reaches HBM byte {:#x}, chip has {} GiB", what(),
                                      d.hbm_extent(), hbm_capacity_ / kGiB));
     }
     Engine& e = *engines_.at(engine);
     e.queued_bytes += d.bytes();
     if (timing_ == HbmTiming::annotated) {
-        const Cycle now = now_cycles();
+        const Cycle now = ticks_.now();
         const Cycle end = plan(engine, job);
         due_.push(Due{end, next_seq_++, engine, std::move(job)});
-        due_q_.notify(cycles(end - now));
+        due_q_.notify(ticks_.time(end - now));
         return;
     }
     e.jobs.push_back(std::move(job));
@@ -113,20 +116,16 @@ void DmaEngine::enqueue_job(std::size_t engine, Job job) {
 // one has landed.
 Cycle DmaEngine::plan(std::size_t idx, const Job& job) {
     Engine& e = *engines_[idx];
-    const Cycle now = now_cycles();
+    const Cycle now = ticks_.now();
     const Cycle start = std::max(now, e.free_at);
     const Cycle first = start + static_cast<Cycle>(cfg_.setup_latency_cycles);
-    split_descriptor(job.d, static_cast<Bytes>(cfg_.chunk_bytes), chunks_scratch_);
-    // Min-heap of the workers' free cycles (std::greater: the earliest on top).
-    std::vector<Cycle>& workers = workers_scratch_;
-    workers.assign(static_cast<std::size_t>(cfg_.max_outstanding_chunks), first);
-    const auto later = std::greater<Cycle>();
+    DmaChunker chunks(job.d, static_cast<Bytes>(cfg_.chunk_bytes));
+    workers_.reset(static_cast<std::size_t>(cfg_.max_outstanding_chunks), first);
     Cycle end = first;
-    for (const DmaDescriptor& c : chunks_scratch_) {
-        std::pop_heap(workers.begin(), workers.end(), later);
-        const Cycle landed = plan_chunk(c, job.d.dir, workers.back(), now);
-        workers.back() = landed;
-        std::push_heap(workers.begin(), workers.end(), later);
+    DmaDescriptor c;
+    while (chunks.next(c)) {
+        const Cycle landed = plan_chunk(c, job.d.dir, workers_.take(), now);
+        workers_.put(landed);
         end = std::max(end, landed);
     }
     e.free_at = end;
@@ -142,14 +141,14 @@ Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir, Cycl
     // As move_chunk: to the HBM, read out of VMEM first; from it, written into VMEM once the
     // whole chunk has arrived (store and forward).
     const Cycle hbm_start = to_vmem ? issue : vmem_out->reserve_dma_port(issue, c.bytes());
-    sc_core::sc_time delay = cycles(hbm_start - now);
+    sc_core::sc_time delay = ticks_.time(hbm_start - now);
     hbm_transaction(c, to_vmem, delay);
-    const Cycle hbm_end = now + to_cycles(delay);
+    const Cycle hbm_end = now + ticks_.of(delay);
     return to_vmem ? vmem_out->reserve_dma_port(hbm_end, c.bytes()) : hbm_end;
 }
 
 void DmaEngine::deliver() {
-    const Cycle now = now_cycles();
+    const Cycle now = ticks_.now();
     while (!due_.empty() && due_.top().t <= now) {
         const Due d = due_.top();
         due_.pop();

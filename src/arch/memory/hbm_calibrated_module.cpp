@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "tpusim/arch/memory/hbm_module.h"
-#include "tpusim/common/sim_time.h"
 
 namespace tpusim {
 
@@ -18,8 +17,8 @@ CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
 
 void CalibratedHbm::b_transport(int /*id*/, tlm::tlm_generic_payload& trans,
                                 sc_core::sc_time& delay) {
-    const Cycle now = now_cycles();
-    const Cycle start = now + to_cycles(delay);
+    const Cycle now = ticks_.now();
+    const Cycle start = now + ticks_.of(delay);
     Bytes bytes = trans.get_data_length();
     int requester = -1;
     Addr extent = trans.get_address() + bytes;
@@ -32,7 +31,7 @@ void CalibratedHbm::b_transport(int /*id*/, tlm::tlm_generic_payload& trans,
     }
     const Cycle end =
         model_.transfer(trans.get_address(), bytes, trans.is_write(), requester, start);
-    delay = cycles(end - now);
+    delay = ticks_.time(end - now);
     trans.set_response_status(extent > capacity_ ? tlm::TLM_ADDRESS_ERROR_RESPONSE
                                                  : tlm::TLM_OK_RESPONSE);
 }

@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "tpusim/arch/core/core_ports.h"
+#include "tpusim/arch/memory/cycle_ticks.h"
 #include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/dma_workers.h"
 #include "tpusim/arch/memory/vmem_module.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/stats/stats.h"
@@ -111,11 +113,11 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     std::uint64_t hbm_errors_ = 0;
     std::uint64_t next_seq_ = 0;
     std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
-    // Annotated: plan()'s scratch (its chunks, its workers' free cycles as a min-heap) and the
-    // payload it sends, reused (the target keeps neither).
-    std::vector<DmaDescriptor> chunks_scratch_;
-    std::vector<Cycle> workers_scratch_;
+    // Annotated: plan()'s workers and the payload it sends, reused (the target keeps
+    // neither), and its cycle <-> SystemC time conversions.
+    DmaWorkers workers_;
     tlm::tlm_generic_payload payload_;
+    CycleTicks ticks_;
     sc_core::sc_event_queue due_q_;
     StatGroup stats_;
 };

@@ -12,6 +12,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "tpusim/arch/memory/cycle_ticks.h"
 #include "tpusim/arch/memory/hbm_calibrated.h"
 #include "tpusim/config/hbm_config.h"
 #include "tpusim/stats/stats.h"
@@ -32,6 +33,7 @@ class CalibratedHbm : public sc_core::sc_module {
     void b_transport(int id, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
     HbmCalibratedModel model_;
     Bytes capacity_;
+    CycleTicks ticks_;
 };
 
 }  // namespace tpusim
