@@ -121,10 +121,23 @@ Cycle DmaEngine::plan(std::size_t idx, const Job& job) {
     const Cycle first = start + static_cast<Cycle>(cfg_.setup_latency_cycles);
     DmaChunker chunks(job.d, static_cast<Bytes>(cfg_.chunk_bytes));
     workers_.reset(static_cast<std::size_t>(cfg_.max_outstanding_chunks), first);
+    // One payload for the descriptor's chunks: what they share is set once (the target
+    // keeps nothing of it).
+    const bool to_vmem = job.d.to_vmem();
+    HbmAccessExtension ext;
+    ext.requester = core_;
+    payload_.set_command(to_vmem ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+    payload_.set_data_ptr(nullptr);  // timing only
+    payload_.set_extension(&ext);
+    struct Unset {  // the payload must not outlive `ext` holding it (it would free it)
+        tlm::tlm_generic_payload& p;
+        HbmAccessExtension* e;
+        ~Unset() { p.clear_extension(e); }
+    } unset{payload_, &ext};
     Cycle end = first;
     DmaDescriptor c;
     while (chunks.next(c)) {
-        const Cycle landed = plan_chunk(c, job.d.dir, workers_.take(), now);
+        const Cycle landed = plan_chunk(c, to_vmem, ext, workers_.take(), now);
         workers_.put(landed);
         end = std::max(end, landed);
     }
@@ -133,16 +146,23 @@ Cycle DmaEngine::plan(std::size_t idx, const Job& job) {
     return end;
 }
 
-Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir, Cycle issue,
-                            Cycle now) {
-    const bool to_vmem = dir == DmaDescriptor::Dir::HbmToVmem;
+Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, bool to_vmem, HbmAccessExtension& ext,
+                            Cycle issue, Cycle now) {
     ++chunks_;
     (to_vmem ? bytes_to_vmem_ : bytes_to_hbm_) += c.bytes();
     // As move_chunk: to the HBM, read out of VMEM first; from it, written into VMEM once the
     // whole chunk has arrived (store and forward).
     const Cycle hbm_start = to_vmem ? issue : vmem_out->reserve_dma_port(issue, c.bytes());
     sc_core::sc_time delay = ticks_.time(hbm_start - now);
-    hbm_transaction(c, to_vmem, delay);
+    ext.rows = c.rows;
+    ext.row_bytes = c.row_bytes;
+    ext.stride = c.hbm_stride;
+    payload_.set_address(c.hbm_addr);
+    payload_.set_data_length(static_cast<unsigned>(std::min<Bytes>(c.bytes(), 0xffffffffu)));
+    payload_.set_streaming_width(payload_.get_data_length());
+    payload_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    hbm_out->b_transport(payload_, delay);
+    if (payload_.get_response_status() != tlm::TLM_OK_RESPONSE) ++hbm_errors_;
     const Cycle hbm_end = now + ticks_.of(delay);
     return to_vmem ? vmem_out->reserve_dma_port(hbm_end, c.bytes()) : hbm_end;
 }
@@ -212,11 +232,7 @@ void DmaEngine::move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir) {
 }
 
 void DmaEngine::hbm_transaction(const DmaDescriptor& c, bool to_vmem, sc_core::sc_time& delay) {
-    if (timing_ == HbmTiming::annotated) {
-        send(payload_, c, to_vmem, delay);
-        return;
-    }
-    // Blocking: several workers may be inside b_transport at once, each with its payload.
+    // Several workers may be inside b_transport at once, each with its payload.
     tlm::tlm_generic_payload p;
     send(p, c, to_vmem, delay);
 }

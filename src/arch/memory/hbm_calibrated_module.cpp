@@ -12,11 +12,10 @@ CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
       target_in("target_in"),
       model_(hbm, core_clock_mhz, cores_per_chip),
       capacity_(hbm.capacity_bytes()) {
-    target_in.register_b_transport(this, &CalibratedHbm::b_transport);
+    target_in.bind(*this);
 }
 
-void CalibratedHbm::b_transport(int /*id*/, tlm::tlm_generic_payload& trans,
-                                sc_core::sc_time& delay) {
+void CalibratedHbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
     const Cycle now = ticks_.now();
     const Cycle start = now + ticks_.of(delay);
     Bytes bytes = trans.get_data_length();
@@ -35,5 +34,18 @@ void CalibratedHbm::b_transport(int /*id*/, tlm::tlm_generic_payload& trans,
     trans.set_response_status(extent > capacity_ ? tlm::TLM_ADDRESS_ERROR_RESPONSE
                                                  : tlm::TLM_OK_RESPONSE);
 }
+
+tlm::tlm_sync_enum CalibratedHbm::nb_transport_fw(tlm::tlm_generic_payload& trans,
+                                                  tlm::tlm_phase& phase, sc_core::sc_time& delay) {
+    b_transport(trans, delay);
+    phase = tlm::END_RESP;
+    return tlm::TLM_COMPLETED;
+}
+
+bool CalibratedHbm::get_direct_mem_ptr(tlm::tlm_generic_payload& /*trans*/, tlm::tlm_dmi& /*dmi*/) {
+    return false;
+}
+
+unsigned int CalibratedHbm::transport_dbg(tlm::tlm_generic_payload& /*trans*/) { return 0; }
 
 }  // namespace tpusim

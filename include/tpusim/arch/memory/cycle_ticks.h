@@ -15,16 +15,22 @@ class CycleTicks {
     // SystemC time units per core cycle (1 ns): read once, when first needed (the time
     // resolution is fixed by then).
     sc_dt::uint64 per_cycle() {
-        if (per_cycle_ == 0) per_cycle_ = cycles(1).value();
+        if (per_cycle_ == 0) {
+            one_ = cycles(1);
+            per_cycle_ = one_.value();
+        }
         return per_cycle_;
     }
 
     // = cycles(n): sc_time(n, SC_NS) is n * per_cycle units exactly while n * per_cycle is an
-    // integer a double holds exactly (below 2^52; per_cycle is a power of ten).
+    // integer a double holds exactly (below 2^52; per_cycle is a power of ten), and so is
+    // one cycle times n (sc_time's inline *=, where from_value is a library call).
     sc_core::sc_time time(Cycle n) {
         const sc_dt::uint64 p = per_cycle();
         if (p == 0 || n >= kExact / p) return cycles(n);
-        return sc_core::sc_time::from_value(n * p);
+        sc_core::sc_time t = one_;
+        t *= static_cast<double>(n);
+        return t;
     }
 
     // = to_cycles(t) for a whole number of cycles below 2^40 (its double rounding is exact
@@ -43,6 +49,7 @@ class CycleTicks {
     static constexpr sc_dt::uint64 kExact = sc_dt::uint64{1} << 52;
     static constexpr sc_dt::uint64 kExactCycles = sc_dt::uint64{1} << 40;
     sc_dt::uint64 per_cycle_ = 0;
+    sc_core::sc_time one_;  // one cycle
 };
 
 }  // namespace tpusim

@@ -33,6 +33,8 @@
 
 namespace tpusim {
 
+struct HbmAccessExtension;  // hbm_module.h
+
 class DmaEngine : public sc_core::sc_module, public DmaIf {
  public:
     tlm_utils::simple_initiator_socket<DmaEngine> hbm_out;
@@ -95,9 +97,12 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     void move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir);
     // Annotated: plans `job` on engine `e` from now; returns its end cycle.
     Cycle plan(std::size_t e, const Job& job);
-    // Annotated: one chunk issued at cycle `issue`; returns when its last byte has landed.
-    Cycle plan_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir, Cycle issue, Cycle now);
-    // The HBM transaction of one chunk; `delay` in: its start after now, out: its end.
+    // Annotated: one chunk issued at cycle `issue`, its HBM transaction in payload_ (with
+    // `ext`, set on it); returns when its last byte has landed.
+    Cycle plan_chunk(const DmaDescriptor& c, bool to_vmem, HbmAccessExtension& ext, Cycle issue,
+                     Cycle now);
+    // Blocking: the HBM transaction of one chunk; `delay` in: its start after now, out: its
+    // end.
     void hbm_transaction(const DmaDescriptor& c, bool to_vmem, sc_core::sc_time& delay);
     void send(tlm::tlm_generic_payload& p, const DmaDescriptor& c, bool to_vmem,
               sc_core::sc_time& delay);
