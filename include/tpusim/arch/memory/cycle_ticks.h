@@ -35,11 +35,14 @@ class CycleTicks {
 
     // = to_cycles(t) for a whole number of cycles below 2^40 (its double rounding is exact
     // there); anything else through to_cycles itself.
+    // SystemC's default resolution (1 ps, 1000 units per cycle) divides by a constant, which
+    // the compiler turns into a multiply: no 64-bit division per call.
     Cycle of(const sc_core::sc_time& t) {
         const sc_dt::uint64 p = per_cycle();
         const sc_dt::uint64 v = t.value();
-        if (p == 0 || v % p != 0 || v / p >= kExactCycles) return to_cycles(t);
-        return v / p;
+        const sc_dt::uint64 q = p == kDefaultPerCycle ? v / kDefaultPerCycle : p == 0 ? 0 : v / p;
+        if (p == 0 || q * p != v || q >= kExactCycles) return to_cycles(t);
+        return q;
     }
 
     // = now_cycles().
@@ -48,6 +51,7 @@ class CycleTicks {
  private:
     static constexpr sc_dt::uint64 kExact = sc_dt::uint64{1} << 52;
     static constexpr sc_dt::uint64 kExactCycles = sc_dt::uint64{1} << 40;
+    static constexpr sc_dt::uint64 kDefaultPerCycle = 1000;
     sc_dt::uint64 per_cycle_ = 0;
     sc_core::sc_time one_;  // one cycle
 };

@@ -59,6 +59,7 @@ class HbmCalibratedModel {
     HbmCalibration cal_;
     std::int64_t halves_;
     Bytes half_bytes_;
+    int half_shift_ = -1;           // log2(half_bytes_) when a power of two
     std::vector<Cycle> free_at_;    // per half: when its queue drains
     std::vector<char> last_write_;  // per half: direction of the last transfer served
     double turnaround_cycles_per_byte_ = 0;
