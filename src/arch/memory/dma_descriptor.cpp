@@ -11,8 +11,8 @@ std::vector<DmaDescriptor> split_descriptor(const DmaDescriptor& d, Bytes chunk_
     return out;
 }
 
-void split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes, std::vector<DmaDescriptor>& out) {
-    out.clear();
+DmaChunker::DmaChunker(const DmaDescriptor& d, Bytes chunk_bytes)
+    : n_(d), chunk_bytes_(chunk_bytes) {
     if (d.rows < 1 || d.row_bytes == 0) {
         throw std::invalid_argument("DMA descriptor: expected at least one row of one byte");
     }
@@ -20,31 +20,21 @@ void split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes, std::vector<Dma
         throw std::invalid_argument("DMA descriptor: a stride is shorter than a row");
     }
     if (chunk_bytes == 0) throw std::invalid_argument("DMA: chunk_bytes must be positive");
-    DmaDescriptor n = d;
-    if (n.rows > 1 && n.hbm_stride == n.row_bytes && n.vmem_stride == n.row_bytes) {
-        n.row_bytes *= static_cast<Bytes>(n.rows);  // dense on both sides: one long row
-        n.rows = 1;
-        n.hbm_stride = n.vmem_stride = n.row_bytes;
+    if (n_.rows > 1 && n_.hbm_stride == n_.row_bytes && n_.vmem_stride == n_.row_bytes) {
+        n_.row_bytes *= static_cast<Bytes>(n_.rows);  // dense on both sides: one long row
+        n_.rows = 1;
+        n_.hbm_stride = n_.vmem_stride = n_.row_bytes;
     }
-    if (n.row_bytes >= chunk_bytes) {
-        // Long rows: each row in pieces of chunk_bytes.
-        for (std::int64_t r = 0; r < n.rows; ++r) {
-            const Addr h = n.hbm_addr + static_cast<Addr>(r) * n.hbm_stride;
-            const Addr v = n.vmem_addr + static_cast<Addr>(r) * n.vmem_stride;
-            for (Bytes off = 0; off < n.row_bytes; off += chunk_bytes) {
-                const Bytes len = std::min(chunk_bytes, n.row_bytes - off);
-                out.push_back(DmaDescriptor{n.dir, h + off, v + off, 1, len, len, len});
-            }
-        }
-        return;
-    }
-    const auto per_chunk = static_cast<std::int64_t>(chunk_bytes / n.row_bytes);
-    for (std::int64_t r = 0; r < n.rows; r += per_chunk) {
-        const std::int64_t rows = std::min(per_chunk, n.rows - r);
-        out.push_back(DmaDescriptor{n.dir, n.hbm_addr + static_cast<Addr>(r) * n.hbm_stride,
-                                    n.vmem_addr + static_cast<Addr>(r) * n.vmem_stride, rows,
-                                    n.row_bytes, n.hbm_stride, n.vmem_stride});
-    }
+    // Long rows: each row in pieces of chunk_bytes; short ones: whole rows per chunk.
+    long_rows_ = n_.row_bytes >= chunk_bytes;
+    if (!long_rows_) rows_per_chunk_ = static_cast<std::int64_t>(chunk_bytes / n_.row_bytes);
+}
+
+void split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes, std::vector<DmaDescriptor>& out) {
+    out.clear();
+    DmaChunker chunks(d, chunk_bytes);
+    DmaDescriptor c;
+    while (chunks.next(c)) out.push_back(c);
 }
 
 std::uint64_t descriptor_bursts(const DmaDescriptor& d, Bytes burst_bytes) {

@@ -73,16 +73,19 @@ void DmaEngine::transfer(const DmaDescriptor& d, ReplyTo reply) {
 
 void DmaEngine::enqueue_job(std::size_t engine, Job job) {
     const DmaDescriptor& d = job.d;
-    const std::string what = fmt::format("DMA descriptor ({} rows of {} B)", d.rows, d.row_bytes);
+    // Built only for an error message: enqueue runs once per descriptor.
+    const auto what = [&d] {
+        return fmt::format("DMA descriptor ({} rows of {} B)", d.rows, d.row_bytes);
+    };
     if (d.rows < 1 || d.row_bytes == 0 ||
         (d.rows > 1 && (d.hbm_stride < d.row_bytes || d.vmem_stride < d.row_bytes))) {
         throw InputError("", "dma",
-                         what + ": expected rows >= 1, row_bytes >= 1 and strides >= row_bytes");
+                         what() + ": expected rows >= 1, row_bytes >= 1 and strides >= row_bytes");
     }
     const Bytes vmem_capacity = vmem_out->capacity_bytes();
     if (d.vmem_extent() > vmem_capacity) {
         throw InputError("", "dma",
-                         fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what,
+                         fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what(),
                                      d.vmem_extent(), vmem_capacity / kMiB));
     }
     // The calibrated HBM (annotated) answers such a chunk with an address error instead
@@ -91,16 +94,16 @@ void DmaEngine::enqueue_job(std::size_t engine, Job job) {
     // have programs whose descriptors reach just past it.
     if (timing_ == HbmTiming::blocking && d.hbm_extent() > hbm_capacity_) {
         throw InputError("", "dma",
-                         fmt::format("{} reaches HBM byte {:#x}, chip has {} GiB", what,
+                         fmt::format("{} reaches HBM byte {:#x}, chip has {} GiB", what(),
                                      d.hbm_extent(), hbm_capacity_ / kGiB));
     }
     Engine& e = *engines_.at(engine);
     e.queued_bytes += d.bytes();
     if (timing_ == HbmTiming::annotated) {
-        const Cycle now = now_cycles();
+        const Cycle now = ticks_.now();
         const Cycle end = plan(engine, job);
         due_.push(Due{end, next_seq_++, engine, std::move(job)});
-        due_q_.notify(cycles(end - now));
+        due_q_.notify(ticks_.time(end - now));
         return;
     }
     e.jobs.push_back(std::move(job));
@@ -113,20 +116,29 @@ void DmaEngine::enqueue_job(std::size_t engine, Job job) {
 // one has landed.
 Cycle DmaEngine::plan(std::size_t idx, const Job& job) {
     Engine& e = *engines_[idx];
-    const Cycle now = now_cycles();
+    const Cycle now = ticks_.now();
     const Cycle start = std::max(now, e.free_at);
     const Cycle first = start + static_cast<Cycle>(cfg_.setup_latency_cycles);
-    split_descriptor(job.d, static_cast<Bytes>(cfg_.chunk_bytes), chunks_scratch_);
-    // Min-heap of the workers' free cycles (std::greater: the earliest on top).
-    std::vector<Cycle>& workers = workers_scratch_;
-    workers.assign(static_cast<std::size_t>(cfg_.max_outstanding_chunks), first);
-    const auto later = std::greater<Cycle>();
+    DmaChunker chunks(job.d, static_cast<Bytes>(cfg_.chunk_bytes));
+    workers_.reset(static_cast<std::size_t>(cfg_.max_outstanding_chunks), first);
+    // One payload for the descriptor's chunks: what they share is set once (the target
+    // keeps nothing of it).
+    const bool to_vmem = job.d.to_vmem();
+    HbmAccessExtension ext;
+    ext.requester = core_;
+    payload_.set_command(to_vmem ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+    payload_.set_data_ptr(nullptr);  // timing only
+    payload_.set_extension(&ext);
+    struct Unset {  // the payload must not outlive `ext` holding it (it would free it)
+        tlm::tlm_generic_payload& p;
+        HbmAccessExtension* e;
+        ~Unset() { p.clear_extension(e); }
+    } unset{payload_, &ext};
     Cycle end = first;
-    for (const DmaDescriptor& c : chunks_scratch_) {
-        std::pop_heap(workers.begin(), workers.end(), later);
-        const Cycle landed = plan_chunk(c, job.d.dir, workers.back(), now);
-        workers.back() = landed;
-        std::push_heap(workers.begin(), workers.end(), later);
+    DmaDescriptor c;
+    while (chunks.next(c)) {
+        const Cycle landed = plan_chunk(c, to_vmem, ext, workers_.take(), now);
+        workers_.put(landed);
         end = std::max(end, landed);
     }
     e.free_at = end;
@@ -134,22 +146,29 @@ Cycle DmaEngine::plan(std::size_t idx, const Job& job) {
     return end;
 }
 
-Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir, Cycle issue,
-                            Cycle now) {
-    const bool to_vmem = dir == DmaDescriptor::Dir::HbmToVmem;
+Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, bool to_vmem, HbmAccessExtension& ext,
+                            Cycle issue, Cycle now) {
     ++chunks_;
     (to_vmem ? bytes_to_vmem_ : bytes_to_hbm_) += c.bytes();
     // As move_chunk: to the HBM, read out of VMEM first; from it, written into VMEM once the
     // whole chunk has arrived (store and forward).
     const Cycle hbm_start = to_vmem ? issue : vmem_out->reserve_dma_port(issue, c.bytes());
-    sc_core::sc_time delay = cycles(hbm_start - now);
-    hbm_transaction(c, to_vmem, delay);
-    const Cycle hbm_end = now + to_cycles(delay);
+    sc_core::sc_time delay = ticks_.time(hbm_start - now);
+    ext.rows = c.rows;
+    ext.row_bytes = c.row_bytes;
+    ext.stride = c.hbm_stride;
+    payload_.set_address(c.hbm_addr);
+    payload_.set_data_length(static_cast<unsigned>(std::min<Bytes>(c.bytes(), 0xffffffffu)));
+    payload_.set_streaming_width(payload_.get_data_length());
+    payload_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    hbm_out->b_transport(payload_, delay);
+    if (payload_.get_response_status() != tlm::TLM_OK_RESPONSE) ++hbm_errors_;
+    const Cycle hbm_end = now + ticks_.of(delay);
     return to_vmem ? vmem_out->reserve_dma_port(hbm_end, c.bytes()) : hbm_end;
 }
 
 void DmaEngine::deliver() {
-    const Cycle now = now_cycles();
+    const Cycle now = ticks_.now();
     while (!due_.empty() && due_.top().t <= now) {
         const Due d = due_.top();
         due_.pop();
@@ -213,11 +232,7 @@ void DmaEngine::move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir) {
 }
 
 void DmaEngine::hbm_transaction(const DmaDescriptor& c, bool to_vmem, sc_core::sc_time& delay) {
-    if (timing_ == HbmTiming::annotated) {
-        send(payload_, c, to_vmem, delay);
-        return;
-    }
-    // Blocking: several workers may be inside b_transport at once, each with its payload.
+    // Several workers may be inside b_transport at once, each with its payload.
     tlm::tlm_generic_payload p;
     send(p, c, to_vmem, delay);
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "tpusim/arch/memory/hbm_module.h"
-#include "tpusim/common/sim_time.h"
 
 namespace tpusim {
 
@@ -13,13 +12,12 @@ CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
       target_in("target_in"),
       model_(hbm, core_clock_mhz, cores_per_chip),
       capacity_(hbm.capacity_bytes()) {
-    target_in.register_b_transport(this, &CalibratedHbm::b_transport);
+    target_in.bind(*this);
 }
 
-void CalibratedHbm::b_transport(int /*id*/, tlm::tlm_generic_payload& trans,
-                                sc_core::sc_time& delay) {
-    const Cycle now = now_cycles();
-    const Cycle start = now + to_cycles(delay);
+void CalibratedHbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+    const Cycle now = ticks_.now();
+    const Cycle start = now + ticks_.of(delay);
     Bytes bytes = trans.get_data_length();
     int requester = -1;
     Addr extent = trans.get_address() + bytes;
@@ -32,9 +30,22 @@ void CalibratedHbm::b_transport(int /*id*/, tlm::tlm_generic_payload& trans,
     }
     const Cycle end =
         model_.transfer(trans.get_address(), bytes, trans.is_write(), requester, start);
-    delay = cycles(end - now);
+    delay = ticks_.time(end - now);
     trans.set_response_status(extent > capacity_ ? tlm::TLM_ADDRESS_ERROR_RESPONSE
                                                  : tlm::TLM_OK_RESPONSE);
 }
+
+tlm::tlm_sync_enum CalibratedHbm::nb_transport_fw(tlm::tlm_generic_payload& trans,
+                                                  tlm::tlm_phase& phase, sc_core::sc_time& delay) {
+    b_transport(trans, delay);
+    phase = tlm::END_RESP;
+    return tlm::TLM_COMPLETED;
+}
+
+bool CalibratedHbm::get_direct_mem_ptr(tlm::tlm_generic_payload& /*trans*/, tlm::tlm_dmi& /*dmi*/) {
+    return false;
+}
+
+unsigned int CalibratedHbm::transport_dbg(tlm::tlm_generic_payload& /*trans*/) { return 0; }
 
 }  // namespace tpusim

@@ -24,12 +24,16 @@
 #include <vector>
 
 #include "tpusim/arch/core/core_ports.h"
+#include "tpusim/arch/memory/cycle_ticks.h"
 #include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/dma_workers.h"
 #include "tpusim/arch/memory/vmem_module.h"
 #include "tpusim/config/memory_config.h"
 #include "tpusim/stats/stats.h"
 
 namespace tpusim {
+
+struct HbmAccessExtension;  // hbm_module.h
 
 class DmaEngine : public sc_core::sc_module, public DmaIf {
  public:
@@ -93,9 +97,12 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     void move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir);
     // Annotated: plans `job` on engine `e` from now; returns its end cycle.
     Cycle plan(std::size_t e, const Job& job);
-    // Annotated: one chunk issued at cycle `issue`; returns when its last byte has landed.
-    Cycle plan_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir, Cycle issue, Cycle now);
-    // The HBM transaction of one chunk; `delay` in: its start after now, out: its end.
+    // Annotated: one chunk issued at cycle `issue`, its HBM transaction in payload_ (with
+    // `ext`, set on it); returns when its last byte has landed.
+    Cycle plan_chunk(const DmaDescriptor& c, bool to_vmem, HbmAccessExtension& ext, Cycle issue,
+                     Cycle now);
+    // Blocking: the HBM transaction of one chunk; `delay` in: its start after now, out: its
+    // end.
     void hbm_transaction(const DmaDescriptor& c, bool to_vmem, sc_core::sc_time& delay);
     void send(tlm::tlm_generic_payload& p, const DmaDescriptor& c, bool to_vmem,
               sc_core::sc_time& delay);
@@ -111,11 +118,11 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     std::uint64_t hbm_errors_ = 0;
     std::uint64_t next_seq_ = 0;
     std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
-    // Annotated: plan()'s scratch (its chunks, its workers' free cycles as a min-heap) and the
-    // payload it sends, reused (the target keeps neither).
-    std::vector<DmaDescriptor> chunks_scratch_;
-    std::vector<Cycle> workers_scratch_;
+    // Annotated: plan()'s workers and the payload it sends, reused (the target keeps
+    // neither), and its cycle <-> SystemC time conversions.
+    DmaWorkers workers_;
     tlm::tlm_generic_payload payload_;
+    CycleTicks ticks_;
     sc_core::sc_event_queue due_q_;
     StatGroup stats_;
 };

@@ -59,9 +59,12 @@ class HbmCalibratedModel {
     HbmCalibration cal_;
     std::int64_t halves_;
     Bytes half_bytes_;
+    int half_shift_ = -1;           // log2(half_bytes_) when a power of two
     std::vector<Cycle> free_at_;    // per half: when its queue drains
     std::vector<char> last_write_;  // per half: direction of the last transfer served
     double turnaround_cycles_per_byte_ = 0;
+    // A transfer's service per byte by [is_write][turns the bus around], worked out once.
+    double cycles_per_byte_[2][2] = {{0, 0}, {0, 0}};
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0, remote_requests_ = 0;
     std::uint64_t busy_cycles_ = 0;
     StatGroup stats_{"hbm", "HBM of one chip (calibrated transaction model)"};

@@ -6,32 +6,44 @@
 // and never waits (the DMA engines run in DmaEngine::HbmTiming::annotated). A transaction that
 // reaches past the capacity is timed on the last half and answered with
 // TLM_ADDRESS_ERROR_RESPONSE.
-#include <tlm_utils/multi_passthrough_target_socket.h>
-
+//
+// The module is its own forward interface: an initiator's b_transport is one virtual call
+// (a DMA chunk each, millions per training step), where a multi_passthrough socket would
+// route it through its callback binders. Any number of initiators bind to target_in; the
+// target never calls back (no backward path in the loosely-timed protocol it serves).
 #include <cstdint>
 #include <systemc>
 #include <tlm>
 
+#include "tpusim/arch/memory/cycle_ticks.h"
 #include "tpusim/arch/memory/hbm_calibrated.h"
 #include "tpusim/config/hbm_config.h"
 #include "tpusim/stats/stats.h"
 
 namespace tpusim {
 
-class CalibratedHbm : public sc_core::sc_module {
+class CalibratedHbm : public sc_core::sc_module, public tlm::tlm_fw_transport_if<> {
  public:
     // Any number of initiators (the DMA engines of the chip's cores) bind here.
-    tlm_utils::multi_passthrough_target_socket<CalibratedHbm> target_in;
+    tlm::tlm_target_socket<32, tlm::tlm_base_protocol_types, 0> target_in;
 
     CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm, double core_clock_mhz,
                   std::int64_t cores_per_chip);
     StatGroup& stats() { return model_.stats(); }
     HbmCalibratedModel& model() { return model_; }
 
+    // tlm_fw_transport_if. nb_transport_fw completes at once (TLM_COMPLETED, as b_transport);
+    // no DMI, no debug transport (timing only: payloads carry no data).
+    void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) override;
+    tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& trans, tlm::tlm_phase& phase,
+                                       sc_core::sc_time& delay) override;
+    bool get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) override;
+    unsigned int transport_dbg(tlm::tlm_generic_payload& trans) override;
+
  private:
-    void b_transport(int id, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
     HbmCalibratedModel model_;
     Bytes capacity_;
+    CycleTicks ticks_;
 };
 
 }  // namespace tpusim
