@@ -155,7 +155,9 @@ Cycle eval_pass(const HostTiming& h, const RunDescription& run, const DeviceTime
         x.index = r.eval_steps;
         x.produce_start = std::max(first ? t : prev.ready, slot);
         x.ready = sat_add(x.produce_start, h.produce_eval(run.eval.samples_in_step(j)));
-        x.infeed_start = std::max({x.ready, first ? t : prev.infeed_end, first ? t : prev.start});
+        // Pipelined, a batch is infed while the step before runs; if not, once it has ended.
+        const Cycle after_step = first ? t : (run.eval.pipelined ? prev.start : prev.end);
+        x.infeed_start = std::max({x.ready, first ? t : prev.infeed_end, after_step});
         x.infeed_end = sat_add(x.infeed_start, h.eval_infeed_per_batch);
         const Cycle free_at = first ? t : prev.end;
         x.start = std::max(sat_add(free_at, h.dispatch), x.infeed_end);

@@ -34,6 +34,7 @@ run_bad eval_both "/eval/every_epochs: given with every_steps" "{$ok, $ev, \"eva
 run_bad eval_steps "/eval/every_steps: expected an integer in [1," "{$ok, $ev, \"eval\": {\"samples\": 4, \"every_steps\": 0}}"
 run_bad eval_drop "/eval/samples: the eval batch of 8 is larger than the 4 eval samples" "{$ok, $ev, \"eval\": {\"samples\": 4, \"drop_remainder\": true}}"
 run_bad eval_trace "/eval/trace: missing; evaluation passes need their step program" "{$ok, $ev, \"eval\": {\"samples\": 4}}"
+run_bad eval_pipelined "/eval/pipelined: expected true or false" "{$ok, $ev, \"eval\": {\"samples\": 4, \"pipelined\": \"no\"}}"
 run_bad eval_cost "/eval/preprocess_ms_per_sample: expected a number in [0," "{$ok, $ev, \"eval\": {\"samples\": 4, \"preprocess_ms_per_sample\": -2}}"
 printf '{%s, %s}' "$ok" "$ev" > "$tmp/noeval.json"
 expect_error "eval trace without eval" "/eval: missing, but an eval step program was given" -- \

@@ -219,6 +219,17 @@ TEST_CASE("train: an evaluation pass runs between training steps", "[train]") {
     CHECK(p.first_steps[3].start == 270);
     CHECK(p.first_steps[4].index == 2);
     CHECK(p.first_steps[4].start == 305);
+
+    // Not pipelined (keras_to_tpu_model's test_loop): eval batch 1 is infed only after eval
+    // step 0 ends, 265..285; it starts max(265 + 5, 285) = 285 and ends 315. A pass takes
+    // 315 - 215 = 100, 15 more, twice: 595 + 30 = 625.
+    run.eval.pipelined = false;
+    const PipelineResult q = simulate_pipeline(
+        h, run, [](std::int64_t) { return Cycle{100}; }, [](std::int64_t) { return Cycle{30}; });
+    CHECK(q.eval == 2 * 100);
+    CHECK(q.total == 625);
+    CHECK(q.first_steps[3].infeed_start == 265);
+    CHECK(q.first_steps[3].start == 285);
 }
 
 TEST_CASE("train: eval passes every N steps or every N epochs", "[train]") {

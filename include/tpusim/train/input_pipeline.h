@@ -18,8 +18,9 @@
 // - Step k starts at the latest of: step k - 1's end plus the launch (`dispatch`), its batch
 //   infed, and (first step of the run) the end of the compile, which starts with the run.
 // - An evaluation pass starts when the training step before it ends: a new iterator over the
-//   validation set (produced, infed and launched by the same rules, uncached), then its eval
-//   steps; the next training step waits for the pass to end. The training producer keeps
+//   validation set (produced, infed and launched by the same rules, uncached; with
+//   `eval.pipelined` false a batch is infed only after the eval step before it ended), then
+//   its eval steps; the next training step waits for the pass to end. The training producer keeps
 //   running ahead meanwhile (its prefetch buffer stays full).
 // - Each epoch restarts the pipeline (a new iterator): its producer starts with the epoch.
 #include <cstdint>
