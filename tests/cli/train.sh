@@ -114,6 +114,35 @@ compare "data-parallel" configs/tpu_v2_8.json $d/dp_step.json $d/dp.run.json com
 compare "mlp, eval per epoch" $v3 $d/mlp_step.json $d/eval_epoch.run.json input-bound
 compare "data-parallel, eval every 2 steps" configs/tpu_v2_8.json $d/dp_step.json \
     $d/dp_eval.run.json communication-bound --eval-trace $d/dp_eval.json
+# A TPU Node (Colab: the runtime's measured transfer path) with eval batches fed one at a time.
+compare "mlp on a TPU Node, unpipelined eval" configs/colab_v2_8.json $d/mlp_step.json \
+    $d/node_eval.run.json input-bound --set host.compile_base_s=0
+
+# The Node transfer of a batch follows from the config's keys: the call's latency plus the batch
+# at the slowest of PCIe per chip, the network and the runtime's path (docs/train.md, infeed).
+if "$bin" config --dump --config configs/colab_v2_8.json > "$tmp/colab.json" &&
+    "$bin" train --config configs/colab_v2_8.json --trace $d/mlp_step.json \
+        --run $d/node_eval.run.json --json -q > "$tmp/node.json" &&
+    python3 - "$tmp/colab.json" "$tmp/node.json" <<'PY'; then
+import json, sys
+cfg, rep = (json.load(open(p)) for p in sys.argv[1:3])
+h = cfg["host"]
+chips = cfg["board"]["chips_x"] * cfg["board"]["chips_y"]
+batch = 64 * 65536  # global_batch x infeed_bytes_per_sample of node_eval.run.json
+rate = min(h["network_bandwidth_gbps"], h["node_transfer_gbps"]) * 1e9
+want = max(batch / chips / (h["pcie_bandwidth_gbps"] * 1e9),
+           h["node_transfer_latency_us"] * 1e-6 + batch / rate)
+got = rep["host"]["infeed_seconds_per_batch"]
+clock_hz = cfg["chip"]["clock_mhz"] * 1e6
+ok = h["access"] == "node" and h["node_transfer_gbps"] > 0 and abs(got - want) * clock_hz <= 1
+if not ok: print(f"infeed per batch {got} s, expected {want} s from the config")
+sys.exit(0 if ok else 1)
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL Node transfer per batch does not follow from the config"
+    fails=$((fails + 1))
+fi
 
 # The timeline has the three lanes, and every step lies on the device lane after its infeed.
 if "$bin" train --config $v3 --trace $d/mlp_step.json --run $d/input_bound.run.json -q \
