@@ -136,6 +136,11 @@ got = rep["host"]["infeed_seconds_per_batch"]
 clock_hz = cfg["chip"]["clock_mhz"] * 1e6
 ok = h["access"] == "node" and h["node_transfer_gbps"] > 0 and abs(got - want) * clock_hz <= 1
 if not ok: print(f"infeed per batch {got} s, expected {want} s from the config")
+# The transfer-bound run's lever: half the bytes sent to the Node shortens its epoch.
+half = [w for w in rep["what_ifs"] if w["change"].startswith("half the input bytes")]
+if len(half) != 1 or not half[0]["epoch_seconds"] < rep["epoch_seconds"]:
+    print(f"no shorter 'half the input bytes' what-if: {rep['what_ifs']}")
+    ok = False
 sys.exit(0 if ok else 1)
 PY
     passes=$((passes + 1))
