@@ -47,6 +47,7 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
         o["start_cycle"] = op.start_cycle;
         o["end_cycle"] = op.end_cycle;
         o["cycles"] = op.end_cycle - op.start_cycle;
+        o["trips"] = op.trips;
         nlohmann::json busy;
         for (std::size_t u = 0; u < 5; ++u) busy[unit_name(static_cast<Unit>(u))] = op.busy[u];
         o["unit_busy_cycles"] = busy;
@@ -107,8 +108,9 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
         const Cycle c = op.end_cycle - op.start_cycle;
         const double us = static_cast<double>(c) / cfg.chip.clock_mhz;
         const double tf = c == 0 ? 0.0 : op.flops / (us * 1e-6) / 1e12;
-        o << fmt::format("  {:<28} {:>12} {:>10.1f} {:>9.2f}  {}\n", op.id.substr(0, 28), c, us, tf,
-                         op.bottleneck);
+        const std::string id = op.trips > 1 ? fmt::format("{} (x{})", op.id.substr(0, 20), op.trips)
+                                            : op.id.substr(0, 28);
+        o << fmt::format("  {:<28} {:>12} {:>10.1f} {:>9.2f}  {}\n", id, c, us, tf, op.bottleneck);
     }
     if (sorted.size() > shown) o << fmt::format("  ... {} more ops\n", sorted.size() - shown);
     return o.str();
@@ -117,7 +119,7 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
 std::string ops_csv(const RunResult& r) {
     std::ostringstream o;
     o << "id,kind,start_cycle,end_cycle,cycles,dma_busy_cycles,mxu_busy_cycles,vpu_busy_cycles,"
-         "ici_busy_cycles,host_busy_cycles,flops,hbm_bytes,bottleneck\n";
+         "ici_busy_cycles,host_busy_cycles,flops,hbm_bytes,bottleneck,trips\n";
     for (const auto& op : r.ops) {
         std::string id = op.id;
         if (id.find_first_of(",\"\n") != std::string::npos) {
@@ -125,10 +127,10 @@ std::string ops_csv(const RunResult& r) {
             for (char c : id) q += c == '"' ? std::string("\"\"") : std::string(1, c);
             id = q + "\"";
         }
-        o << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.0f},{},{}\n", id, op_kind_name(op.kind),
-                         op.start_cycle, op.end_cycle, op.end_cycle - op.start_cycle, op.busy[0],
-                         op.busy[1], op.busy[2], op.busy[3], op.busy[4], op.flops, op.hbm_bytes,
-                         op.bottleneck);
+        o << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.0f},{},{},{}\n", id,
+                         op_kind_name(op.kind), op.start_cycle, op.end_cycle,
+                         op.end_cycle - op.start_cycle, op.busy[0], op.busy[1], op.busy[2],
+                         op.busy[3], op.busy[4], op.flops, op.hbm_bytes, op.bottleneck, op.trips);
     }
     return o.str();
 }

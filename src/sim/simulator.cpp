@@ -201,6 +201,7 @@ RunResult Simulator::run(const Program& program) {
         op.flops = program.ops[i].flops * static_cast<double>(ran);
         op.hbm_bytes = program.ops[i].hbm_bytes * static_cast<Bytes>(ran);
         op.cores_ran = ran;
+        op.trips = program.ops[i].trips;
         r.flops += op.flops;
         if (op.kind == OpKind::Matmul) r.mxu_flops += op.flops;
     }

@@ -305,8 +305,13 @@ std::int64_t op_bytes_out(const TraceOp& op) {
 
 std::int64_t op_hbm_bytes_in(const TraceOp& op) {
     const auto operands = op_operand_bytes(op);
-    std::int64_t sum = op_bytes_in(op);
-    if (op.fused && !operands.empty()) sum -= operands.front();
+    std::int64_t sum = 0;
+    for (std::size_t j = 0; j < operands.size(); ++j) {
+        const bool on_chip =
+            (op.fused && j == 0) || std::find(op.vmem_operands.begin(), op.vmem_operands.end(),
+                                              static_cast<int>(j)) != op.vmem_operands.end();
+        if (!on_chip) sum += operands[j];
+    }
     return sum;
 }
 
@@ -325,7 +330,7 @@ std::vector<bool> results_kept_on_chip(const Trace& t) {
     }
     std::vector<bool> kept(t.ops.size());
     for (std::size_t i = 0; i < t.ops.size(); ++i) {
-        kept[i] = consumers[i] > 0 && fused[i] == consumers[i];
+        kept[i] = t.ops[i].result_in_vmem || (consumers[i] > 0 && fused[i] == consumers[i]);
     }
     return kept;
 }

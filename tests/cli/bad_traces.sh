@@ -5,6 +5,9 @@
 # traces/ passes. Usage: bad_traces.sh path/to/tpusim (run from the source root).
 set -u
 bin=$1
+# A hang detector, not a time bound: each command takes seconds here and about 10x that
+# under the sanitizers, on a machine that may be loaded (TPUSIM_HANG_SECONDS overrides).
+hang=${TPUSIM_HANG_SECONDS:-300}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -16,7 +19,7 @@ expect_error() {
     local name=$1 want=$2
     shift 3
     local err rc
-    err=$(timeout 20 "$bin" "$@" 2>&1 >/dev/null)
+    err=$(timeout "$hang" "$bin" "$@" 2>&1 >/dev/null)
     rc=$?
     local lines
     lines=$(printf '%s\n' "$err" | grep -c .)
@@ -138,7 +141,7 @@ for f in traces/bad/*.json; do
     grep -q "^expect_bad $(basename "$f" .json) " "$0" || { echo "FAIL: $f has no case"; fails=$((fails + 1)); }
 done
 for f in traces/*.json; do
-    out=$(timeout 20 "$bin" trace check --config $v3 --trace "$f" 2>&1)
+    out=$(timeout "$hang" "$bin" trace check --config $v3 --trace "$f" 2>&1)
     if [ $? -ne 0 ] || [[ "$out" != *": ok, "* ]]; then
         echo "FAIL good trace $f: $out"
         fails=$((fails + 1))

@@ -7,6 +7,9 @@
 # or one that fits stops fitting. Usage: hlo_replays.sh path/to/tpusim (from the source root).
 set -u
 bin=$1
+# A hang detector, not a time bound: each command takes seconds here and about 10x that
+# under the sanitizers, on a machine that may be loaded (TPUSIM_HANG_SECONDS overrides).
+hang=${TPUSIM_HANG_SECONDS:-300}
 fails=0
 passes=0
 v3=configs/tpu_v3_8.json
@@ -38,7 +41,7 @@ expect_clean() {  # COMMAND FILES...
     local cmd=$1 f out rc
     shift
     for f in "$@"; do
-        out=$(timeout 120 "$bin" $cmd --config $v3 --hlo "$f" 2>&1)
+        out=$(timeout "$hang" "$bin" $cmd --config $v3 --hlo "$f" 2>&1)
         rc=$?
         if [ $rc -ne 0 ] || grep -qi 'unknown' <<<"$out"; then
             echo "FAIL $f: rc=$rc $(tail -c 300 <<<"$out")"
@@ -53,7 +56,7 @@ expect_clean "trace check" $checked
 # shellcheck disable=SC2086
 expect_clean "run -q" $fits
 for f in $over; do
-    err=$(timeout 120 "$bin" run -q --config $v3 --hlo "$f" 2>&1 >/dev/null)
+    err=$(timeout "$hang" "$bin" run -q --config $v3 --hlo "$f" 2>&1 >/dev/null)
     rc=$?
     err=$(grep -v ': warning: ' <<<"$err")
     if [ $rc -ne 2 ] || ! [[ "$err" =~ ^error:\ $f:\ op\ \"[^\"]+\":\ resource\ exhausted:\ core\ 0\ needs ]]; then

@@ -9,6 +9,9 @@
 # Usage: hlo_samples.sh path/to/tpusim (run from the source root).
 set -u
 bin=$1
+# A hang detector, not a time bound: each command takes seconds here and about 10x that
+# under the sanitizers, on a machine that may be loaded (TPUSIM_HANG_SECONDS overrides).
+hang=${TPUSIM_HANG_SECONDS:-300}
 fails=0
 passes=0
 v3=configs/tpu_v3_8.json
@@ -38,7 +41,7 @@ for f in tests/data/hlo/*/*.hlo; do
     modules=$(grep -c '^ *HloModule' "$f")
     if [ "$modules" -gt 1 ] || [[ $not_whole == *" $stem "* ]]; then
         # Several modules (lit tests split by "// -----") or a cut-off module: a located error.
-        err=$(timeout 20 "$bin" trace check --hlo "$f" 2>&1 >/dev/null)
+        err=$(timeout "$hang" "$bin" trace check --hlo "$f" 2>&1 >/dev/null)
         rc=$?
         if [ $rc -ne 2 ] || ! [[ "$err" =~ ^error:\ $f:[0-9]+:[0-9]+:\  ]]; then
             fail "$f: not a whole module: rc=$rc $err"
@@ -53,12 +56,12 @@ for f in tests/data/hlo/*/*.hlo; do
     cmd=(run -q)
     cfg=$v3
     [[ $check_only == *" $stem "* ]] && cmd=(trace check)
-    out=$(timeout 60 "$bin" "${cmd[@]}" --config $v3 --while-trips 3 --hlo "$f" 2>&1)
+    out=$(timeout "$hang" "$bin" "${cmd[@]}" --config $v3 --while-trips 3 --hlo "$f" 2>&1)
     rc=$?
     if [ $rc -eq 2 ] && [[ "$out" =~ program\ for\ ([0-9]+)\ devices ]]; then
         cfg=configs/tpu_v3_32.json
         [ "${BASH_REMATCH[1]}" -gt 32 ] && cfg=configs/tpu_v3_1024.json && cmd=(trace check)
-        out=$(timeout 60 "$bin" "${cmd[@]}" --config $cfg --while-trips 3 --hlo "$f" 2>&1)
+        out=$(timeout "$hang" "$bin" "${cmd[@]}" --config $cfg --while-trips 3 --hlo "$f" 2>&1)
         rc=$?
     fi
     # The HBM footprint check (program/hbm_footprint) rejects some imported whole models as
@@ -67,14 +70,14 @@ for f in tests/data/hlo/*/*.hlo; do
     # them). Their import and lowering are checked here with 32x the rows.
     if [ $rc -eq 2 ] && [[ "$out" == *"resource exhausted"* ]]; then
         echo "NOTE $stem: over a core's HBM by the footprint check; checked with hbm.rows x32"
-        out=$(timeout 60 "$bin" "${cmd[@]}" --config "${cfg:-$v3}" --set hbm.rows=1048576 \
+        out=$(timeout "$hang" "$bin" "${cmd[@]}" --config "${cfg:-$v3}" --set hbm.rows=1048576 \
             --while-trips 3 --hlo "$f" 2>&1)
         rc=$?
     fi
     # Llama-3.1 70B 16x8 needs 16.25 GiB per core at its peak (12.3 GiB of entry parameters),
     # over a v3 core's 16 GiB even so; its import is checked by `import hlo` instead.
     if [ $rc -eq 2 ] && [[ $stem == hlo_llama31_70b_bf16_16x8 && "$out" == *"resource exhausted"* ]]; then
-        out=$(timeout 60 "$bin" import hlo --config "$cfg" --while-trips 3 "$f" 2>&1 >/dev/null)
+        out=$(timeout "$hang" "$bin" import hlo --config "$cfg" --while-trips 3 "$f" 2>&1 >/dev/null)
         rc=$?
     fi
     if [ $rc -ne 0 ] || grep -qi 'unknown' <<<"$out"; then

@@ -105,6 +105,16 @@ PY
     "$bin" run --config $v3 -q --json --trace "$tmp/hand_flat.json" > "$tmp/flat.json"
 out=$(compare_ops "$tmp/loop.json" "$tmp/flat.json" 2>&1)
 check "hand-written loop: $out" $?
+# The report says how often each op ran: the loop's 4 trips for its body, 1 elsewhere.
+python3 - "$tmp/loop.json" "$tmp/flat.json" <<'PY'
+import json, sys
+loop, flat = (json.load(open(p)) for p in sys.argv[1:3])
+got = {o["id"]: o["trips"] for o in loop["ops"]}
+want = {"x": 1, "mm": 4, "gelu": 4, "ln": 4, "ar": 4, "out": 1}
+assert got == want, got
+assert all(o["trips"] == 1 for o in flat["ops"]), "unrolled copies run once each"
+PY
+check "per-op trips in the report" $?
 
 # 2. import + run --trace == run --hlo, on both modules.
 for f in "$rnn --while-trips 3" "$million"; do

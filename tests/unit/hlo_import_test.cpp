@@ -8,6 +8,7 @@
 #include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/program/from_trace.h"
+#include "tpusim/program/hbm_footprint.h"
 #include "tpusim/trace/hlo.h"
 
 using namespace tpusim;
@@ -389,4 +390,13 @@ ENTRY e {
     h.ops[0].result_in_vmem = false;
     CHECK(lower_trace(h, cfg).ops[0].hbm_bytes ==
           Bytes{256} * 512 * 2 + Bytes{512} * 128 * 2 + Bytes{256} * 128 * 4);
+    // The trace library's figures agree with the lowering: the HBM read is the lhs alone, the
+    // result is not stored in HBM, so the live HBM at the dot is the lhs parameter only (the
+    // VMEM-resident rhs still counts as a declared entry parameter, as the import declares it).
+    CHECK(op_hbm_bytes_in(t.ops[0]) == std::int64_t{256} * 512 * 2);
+    CHECK(op_hbm_bytes_in(h.ops[0]) == std::int64_t{256} * 512 * 2 + std::int64_t{512} * 128 * 2);
+    CHECK(results_kept_on_chip(t)[0]);
+    CHECK_FALSE(results_kept_on_chip(h)[0]);
+    CHECK(hbm_footprint(h).peak_bytes - hbm_footprint(t).peak_bytes ==
+          std::int64_t{256} * 128 * 4);  // the f32 result that S(1) keeps out of HBM
 }

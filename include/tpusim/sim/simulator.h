@@ -42,6 +42,7 @@ struct OpResult {
     Bytes hbm_bytes = 0;              // all cores
     std::string bottleneck;           // compute, hbm, vector, ici, host, latency, fused into X
     std::int64_t cores_ran = 0;
+    std::int64_t trips = 1;  // times the op ran per core (its loop's trips; 1 outside loops)
 };
 
 struct RunResult {

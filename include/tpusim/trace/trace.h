@@ -160,7 +160,8 @@ std::int64_t op_flops(const TraceOp& op);
 std::vector<std::int64_t> op_operand_bytes(const TraceOp& op);
 std::int64_t op_bytes_in(const TraceOp& op);
 std::int64_t op_bytes_out(const TraceOp& op);
-// Bytes read from HBM: op_bytes_in less the primary operand of a fused op.
+// Bytes read from HBM: op_bytes_in less the primary operand of a fused op and the operands
+// held in VMEM (vmem_operands).
 std::int64_t op_hbm_bytes_in(const TraceOp& op);
 // How many cores run the op.
 std::int64_t op_core_count(const Trace& t, const TraceOp& op);
@@ -172,7 +173,8 @@ std::vector<std::int64_t> op_trips(const Trace& t);
 // kMaxUnrolledOps.
 Trace unroll_loops(const Trace& t);
 
-// For each op: true when it has consumers and all of them are fused (result stays on chip).
+// For each op: true when its result is not stored in HBM: it stays in VMEM
+// (result_in_vmem), or it has consumers and all of them are fused.
 std::vector<bool> results_kept_on_chip(const Trace& t);
 
 }  // namespace tpusim
