@@ -55,13 +55,22 @@ def main(argv=None):
                             "-o", trace], cwd=ROOT, check=True)
             step = run_json([a.bin, "run", "--config", cfg, "--trace", trace, "--json"])
             r = dict(run, global_batch=b * CORES)
+            eval_args = []
+            if "eval" in run:
+                # The validation pass at the same per-core batch (Keras evaluates at fit's
+                # batch_size), its forward-only step generated like run_case.sh's.
+                ev = os.path.join(tmp, f"b{b}.eval.json")
+                subprocess.run([sys.executable, "scripts/gen_trace.py", *gen, "--batch", str(b),
+                                "--forward-only", "-o", ev], cwd=ROOT, check=True)
+                r["eval"] = dict(run["eval"], global_batch=b * CORES)
+                eval_args = ["--eval-trace", ev]
             # Derived from the batch: the trace's own infeed ops give the bytes per sample.
             r_path = os.path.join(tmp, f"b{b}.run.json")
             with open(r_path, "w") as f:
                 json.dump(r, f)
             rep = os.path.join(tmp, f"b{b}.report.json")
             subprocess.run([a.bin, "train", "--config", cfg, "--trace", trace, "--run", r_path,
-                            "--quiet", "--report", rep], cwd=ROOT, check=True,
+                            *eval_args, "--quiet", "--report", rep], cwd=ROOT, check=True,
                            stdout=subprocess.DEVNULL)
             with open(rep) as f:
                 tr = json.load(f)

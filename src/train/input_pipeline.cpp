@@ -55,6 +55,21 @@ Cycle read_cycles(double bytes, double per_cycle) {
     return to_cycles_sat(bytes / per_cycle);
 }
 
+// Seconds for one batch of `bytes` to reach the board. Each chip's share crosses its own PCIe
+// link. On a TPU Node the whole batch first leaves the user VM: through the network at
+// `network_bandwidth_gbps`, and through the framework runtime's transfer path (XRT
+// TransferToServer, a TF session feed: serialise, gRPC, deserialise) at its measured
+// `node_transfer_gbps` when set, plus one call's fixed `node_transfer_latency_us`. The legs
+// stream in chunks, so the slowest rate decides.
+double batch_transfer_seconds(const HostConfig& host, double bytes, std::int64_t chips) {
+    const double pcie = bytes / static_cast<double>(chips) / (host.pcie_bandwidth_gbps * 1e9);
+    if (host.access != HostAccess::node) return pcie;
+    double gbps = host.network_bandwidth_gbps;
+    if (host.node_transfer_gbps > 0) gbps = std::min(gbps, host.node_transfer_gbps);
+    const double node = host.node_transfer_latency_us * 1e-6 + bytes / (gbps * 1e9);
+    return std::max(pcie, node);
+}
+
 }  // namespace
 
 Cycle HostTiming::produce(std::int64_t samples, std::int64_t epoch) const {
@@ -89,27 +104,17 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
     h.cached_bytes_per_sample = run.cached_bytes_per_sample >= 0 ? run.cached_bytes_per_sample
                                                                  : run.stored_bytes_per_sample;
     h.cache = run.cache;
-    // A padded batch is infed whole. Each chip's share crosses its own PCIe link; on a TPU
-    // Node the whole batch first crosses the user VM's network link. Both stream in chunks,
-    // so the slower of the two decides.
+    // A padded batch is infed whole.
     const double batch =
         static_cast<double>(run.global_batch) * static_cast<double>(run.infeed_bytes_per_sample);
-    const double pcie = batch / static_cast<double>(chips) / (host.pcie_bandwidth_gbps * 1e9);
-    const double net =
-        host.access == HostAccess::node ? batch / (host.network_bandwidth_gbps * 1e9) : 0.0;
-    h.infeed_per_batch = to_cycles(std::max(pcie, net), clock_mhz);
+    h.infeed_per_batch = to_cycles(batch_transfer_seconds(host, batch, chips), clock_mhz);
     h.dispatch = to_cycles(host.dispatch_us * 1e-6, clock_mhz);
     if (run.eval.enabled()) {
         h.eval_cpu_per_sample = to_cycles(run.eval.preprocess_ms_per_sample * 1e-3, clock_mhz);
         const double eval_batch = static_cast<double>(run.eval.global_batch) *
                                   static_cast<double>(run.eval.infeed_bytes_per_sample);
-        const double eval_net = host.access == HostAccess::node
-                                    ? eval_batch / (host.network_bandwidth_gbps * 1e9)
-                                    : 0.0;
-        h.eval_infeed_per_batch = to_cycles(
-            std::max(eval_batch / static_cast<double>(chips) / (host.pcie_bandwidth_gbps * 1e9),
-                     eval_net),
-            clock_mhz);
+        h.eval_infeed_per_batch =
+            to_cycles(batch_transfer_seconds(host, eval_batch, chips), clock_mhz);
     }
     // Every program the run compiles costs the same: the step program stands for them all.
     h.compile = to_cycles(
@@ -150,7 +155,9 @@ Cycle eval_pass(const HostTiming& h, const RunDescription& run, const DeviceTime
         x.index = r.eval_steps;
         x.produce_start = std::max(first ? t : prev.ready, slot);
         x.ready = sat_add(x.produce_start, h.produce_eval(run.eval.samples_in_step(j)));
-        x.infeed_start = std::max({x.ready, first ? t : prev.infeed_end, first ? t : prev.start});
+        // Pipelined, a batch is infed while the step before runs; if not, once it has ended.
+        const Cycle after_step = first ? t : (run.eval.pipelined ? prev.start : prev.end);
+        x.infeed_start = std::max({x.ready, first ? t : prev.infeed_end, after_step});
         x.infeed_end = sat_add(x.infeed_start, h.eval_infeed_per_batch);
         const Cycle free_at = first ? t : prev.end;
         x.start = std::max(sat_add(free_at, h.dispatch), x.infeed_end);

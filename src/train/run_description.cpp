@@ -228,6 +228,7 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
                              "given with every_steps; expected one of the two");
         e.integer("every_epochs", v.every_epochs, 1, 100000);
         e.boolean("drop_remainder", v.drop_remainder);
+        e.boolean("pipelined", v.pipelined);
         e.string("trace", v.trace);
         e.integer("infeed_bytes_per_sample", v.infeed_bytes_per_sample, 1, kMaxCount);
         e.number("preprocess_ms_per_sample", v.preprocess_ms_per_sample, 0, 1e7);

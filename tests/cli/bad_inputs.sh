@@ -57,6 +57,16 @@ TPUSIM_THREADS=abc expect_error "TPUSIM_THREADS=abc" 'TPUSIM_THREADS: expected a
 TPUSIM_THREADS=0 expect_error "TPUSIM_THREADS=0" 'TPUSIM_THREADS: expected an integer' -- \
     sweep scripts/bench_sweep.json --db "$tmp/threads.sqlite" --quiet
 
+# The TPU Node transfer keys of `tpusim train` (docs/train.md): out of range in a config file
+# or on the command line, located by file and key, before anything runs.
+printf '{"extends": "%s", "host": {"access": "node", "node_transfer_gbps": 5000}}\n' \
+    "$PWD/configs/colab_v2_8.json" > "$tmp/node_rate.json"
+expect_error "node transfer rate over 1000 GB/s" "node_rate.json: /host/node_transfer_gbps" -- \
+    train --config "$tmp/node_rate.json" --trace traces/gemm.json --run examples/lstm_imdb.run.json
+expect_error "--set node transfer latency over 10 s" "/host/node_transfer_latency_us" -- \
+    train --config configs/colab_v2_8.json --set host.node_transfer_latency_us=1e8 \
+    --trace traces/gemm.json --run examples/lstm_imdb.run.json
+
 # Every numeric parameter set to -1 or to a non-number is rejected, naming the key.
 keys=$("$bin" config --keys | awk -F'|' '$3 ~ /integer|number/ {gsub(/[ `]/, "", $2); print $2}')
 nkeys=0

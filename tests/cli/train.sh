@@ -34,6 +34,7 @@ run_bad eval_both "/eval/every_epochs: given with every_steps" "{$ok, $ev, \"eva
 run_bad eval_steps "/eval/every_steps: expected an integer in [1," "{$ok, $ev, \"eval\": {\"samples\": 4, \"every_steps\": 0}}"
 run_bad eval_drop "/eval/samples: the eval batch of 8 is larger than the 4 eval samples" "{$ok, $ev, \"eval\": {\"samples\": 4, \"drop_remainder\": true}}"
 run_bad eval_trace "/eval/trace: missing; evaluation passes need their step program" "{$ok, $ev, \"eval\": {\"samples\": 4}}"
+run_bad eval_pipelined "/eval/pipelined: expected true or false" "{$ok, $ev, \"eval\": {\"samples\": 4, \"pipelined\": \"no\"}}"
 run_bad eval_cost "/eval/preprocess_ms_per_sample: expected a number in [0," "{$ok, $ev, \"eval\": {\"samples\": 4, \"preprocess_ms_per_sample\": -2}}"
 printf '{%s, %s}' "$ok" "$ev" > "$tmp/noeval.json"
 expect_error "eval trace without eval" "/eval: missing, but an eval step program was given" -- \
@@ -113,6 +114,40 @@ compare "data-parallel" configs/tpu_v2_8.json $d/dp_step.json $d/dp.run.json com
 compare "mlp, eval per epoch" $v3 $d/mlp_step.json $d/eval_epoch.run.json input-bound
 compare "data-parallel, eval every 2 steps" configs/tpu_v2_8.json $d/dp_step.json \
     $d/dp_eval.run.json communication-bound --eval-trace $d/dp_eval.json
+# A TPU Node (Colab: the runtime's measured transfer path) with eval batches fed one at a time.
+compare "mlp on a TPU Node, unpipelined eval" configs/colab_v2_8.json $d/mlp_step.json \
+    $d/node_eval.run.json input-bound --set host.compile_base_s=0
+
+# The Node transfer of a batch follows from the config's keys: the call's latency plus the batch
+# at the slowest of PCIe per chip, the network and the runtime's path (docs/train.md, infeed).
+if "$bin" config --dump --config configs/colab_v2_8.json > "$tmp/colab.json" &&
+    "$bin" train --config configs/colab_v2_8.json --trace $d/mlp_step.json \
+        --run $d/node_eval.run.json --json -q > "$tmp/node.json" &&
+    python3 - "$tmp/colab.json" "$tmp/node.json" <<'PY'; then
+import json, sys
+cfg, rep = (json.load(open(p)) for p in sys.argv[1:3])
+h = cfg["host"]
+chips = cfg["board"]["chips_x"] * cfg["board"]["chips_y"]
+batch = 64 * 65536  # global_batch x infeed_bytes_per_sample of node_eval.run.json
+rate = min(h["network_bandwidth_gbps"], h["node_transfer_gbps"]) * 1e9
+want = max(batch / chips / (h["pcie_bandwidth_gbps"] * 1e9),
+           h["node_transfer_latency_us"] * 1e-6 + batch / rate)
+got = rep["host"]["infeed_seconds_per_batch"]
+clock_hz = cfg["chip"]["clock_mhz"] * 1e6
+ok = h["access"] == "node" and h["node_transfer_gbps"] > 0 and abs(got - want) * clock_hz <= 1
+if not ok: print(f"infeed per batch {got} s, expected {want} s from the config")
+# The transfer-bound run's lever: half the bytes sent to the Node shortens its epoch.
+half = [w for w in rep["what_ifs"] if w["change"].startswith("half the input bytes")]
+if len(half) != 1 or not half[0]["epoch_seconds"] < rep["epoch_seconds"]:
+    print(f"no shorter 'half the input bytes' what-if: {rep['what_ifs']}")
+    ok = False
+sys.exit(0 if ok else 1)
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL Node transfer per batch does not follow from the config"
+    fails=$((fails + 1))
+fi
 
 # The timeline has the three lanes, and every step lies on the device lane after its infeed.
 if "$bin" train --config $v3 --trace $d/mlp_step.json --run $d/input_bound.run.json -q \

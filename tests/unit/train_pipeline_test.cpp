@@ -122,6 +122,41 @@ TEST_CASE("train: host costs from the config and the run", "[train]") {
     CHECK(h.compile == 8000000000);
 }
 
+TEST_CASE("train: a TPU Node batch goes at the slower of the network and the runtime's path",
+          "[train]") {
+    HostConfig host;
+    host.access = HostAccess::node;
+    host.pcie_bandwidth_gbps = 16;
+    host.network_bandwidth_gbps = 0.5;
+    RunDescription run = run_of(256, 256, 1);
+    run.infeed_bytes_per_sample = 96 * 96 * 8 * 4;  // float32 96x96, 6 input + 2 target planes
+    run.eval = {};
+    run.eval.samples = 100;
+    run.eval.global_batch = 100;
+    run.eval.infeed_bytes_per_sample = 1000;
+    const double mhz = 1000;                             // 1 cycle = 1 ns
+    const double batch_bytes = 256.0 * 96 * 96 * 8 * 4;  // 75,497,472 B
+    // No runtime rate set: the 0.5 GB/s network alone, 75,497,472 / 0.5 = 150,994,944 ns.
+    HostTiming h = host_timing(host, run, 4, 1, mhz);
+    CHECK(h.infeed_per_batch == static_cast<Cycle>(std::llround(batch_bytes / 0.5)));
+    // The runtime's path at 0.112 GB/s is slower than the network: it decides, and each batch
+    // transfer call adds its 1,000 us: 1,000,000 + 75,497,472 / 0.112 = 675,084,571 ns.
+    host.node_transfer_gbps = 0.112;
+    host.node_transfer_latency_us = 1000;
+    h = host_timing(host, run, 4, 1, mhz);
+    CHECK(h.infeed_per_batch == static_cast<Cycle>(std::llround(1e6 + batch_bytes / 0.112)));
+    // Eval batches take the same path: 1,000,000 + 100 x 1,000 / 0.112 = 1,892,857 ns.
+    CHECK(h.eval_infeed_per_batch == static_cast<Cycle>(std::llround(1e6 + 1e5 / 0.112)));
+    // A runtime path faster than the network leaves the network in charge (latency still paid).
+    host.node_transfer_gbps = 10;
+    h = host_timing(host, run, 4, 1, mhz);
+    CHECK(h.infeed_per_batch == static_cast<Cycle>(std::llround(1e6 + batch_bytes / 0.5)));
+    // A TPU VM has no Node leg: each of 4 chips' quarter over 16 GB/s PCIe.
+    host.access = HostAccess::vm;
+    h = host_timing(host, run, 4, 1, mhz);
+    CHECK(h.infeed_per_batch == static_cast<Cycle>(std::llround(batch_bytes / 4 / 16)));
+}
+
 TEST_CASE("train: a run past 2^62 cycles is a located error, not a wrapped time", "[train]") {
     // One batch of 2^40 samples at 2^40 cycles each on one worker: 2^80 cycles, which an int64
     // product would wrap. The producer's cost saturates and the step's end is refused.
@@ -184,6 +219,17 @@ TEST_CASE("train: an evaluation pass runs between training steps", "[train]") {
     CHECK(p.first_steps[3].start == 270);
     CHECK(p.first_steps[4].index == 2);
     CHECK(p.first_steps[4].start == 305);
+
+    // Not pipelined (keras_to_tpu_model's test_loop): eval batch 1 is infed only after eval
+    // step 0 ends, 265..285; it starts max(265 + 5, 285) = 285 and ends 315. A pass takes
+    // 315 - 215 = 100, 15 more, twice: 595 + 30 = 625.
+    run.eval.pipelined = false;
+    const PipelineResult q = simulate_pipeline(
+        h, run, [](std::int64_t) { return Cycle{100}; }, [](std::int64_t) { return Cycle{30}; });
+    CHECK(q.eval == 2 * 100);
+    CHECK(q.total == 625);
+    CHECK(q.first_steps[3].infeed_start == 265);
+    CHECK(q.first_steps[3].start == 285);
 }
 
 TEST_CASE("train: eval passes every N steps or every N epochs", "[train]") {

@@ -61,8 +61,12 @@ struct HostConfig {
     HostAccess access = HostAccess::vm;
     std::int64_t vcpus = 96;              // TPU VM v2-8 / v3-8 host [Cloud TPU docs]
     double network_bandwidth_gbps = 4.0;  // user VM -> TPU host (node) and GCS reads
-    double disk_read_gbps = 0.5;          // local disk of the machine running the pipeline
-    double dispatch_us = 100.0;           // validation/README.md section 2: ~0.1 ms floor
+    // TPU Node: the framework runtime's own path for an input batch (serialise on the user VM,
+    // gRPC, deserialise on the TPU host), measured end to end; 0: only the network decides.
+    double node_transfer_gbps = 0.0;
+    double node_transfer_latency_us = 0.0;  // per batch transfer call, payload-independent
+    double disk_read_gbps = 0.5;            // local disk of the machine running the pipeline
+    double dispatch_us = 100.0;             // validation/README.md section 2: ~0.1 ms floor
     double compile_base_s = 0.0;
     double compile_ms_per_op = 0.0;
 
@@ -76,6 +80,12 @@ struct HostConfig {
                 "CPUs that run the input pipeline's map stage (train)");
         v.value("network_bandwidth_gbps", network_bandwidth_gbps, Limits::range(0.001, 1000),
                 "GB/s", "user VM -> TPU host (node access) and Cloud Storage reads (train)");
+        v.value("node_transfer_gbps", node_transfer_gbps, Limits::range(0, 1000), "GB/s",
+                "node access: the runtime's effective rate for an input batch, user VM -> TPU "
+                "host (gRPC path); the slower of it and the network decides; 0: network only "
+                "(train)");
+        v.value("node_transfer_latency_us", node_transfer_latency_us, Limits::range(0, 1e7), "us",
+                "node access: fixed time of one batch transfer call (train)");
         v.value("disk_read_gbps", disk_read_gbps, Limits::range(0.001, 1000), "GB/s",
                 "local disk read bandwidth of the pipeline's machine (train)");
         v.value("dispatch_us", dispatch_us, Limits::range(0, 1e7), "us",

@@ -12,11 +12,15 @@
 //   production); it starts batch k once batch k - prefetch has left the host.
 // - Infeed of batch k starts once it is ready, the previous infeed is done and step k - 1 has
 //   started (the board holds one batch beyond the running step), so infeed overlaps the step.
+//   It takes the slowest of: each chip's share over its PCIe link; on a TPU Node, the whole
+//   batch through the user VM's network and the runtime's measured transfer path (plus one
+//   call's fixed latency).
 // - Step k starts at the latest of: step k - 1's end plus the launch (`dispatch`), its batch
 //   infed, and (first step of the run) the end of the compile, which starts with the run.
 // - An evaluation pass starts when the training step before it ends: a new iterator over the
-//   validation set (produced, infed and launched by the same rules, uncached), then its eval
-//   steps; the next training step waits for the pass to end. The training producer keeps
+//   validation set (produced, infed and launched by the same rules, uncached; with
+//   `eval.pipelined` false a batch is infed only after the eval step before it ended), then
+//   its eval steps; the next training step waits for the pass to end. The training producer keeps
 //   running ahead meanwhile (its prefetch buffer stays full).
 // - Each epoch restarts the pipeline (a new iterator): its producer starts with the epoch.
 #include <cstdint>

@@ -21,7 +21,10 @@ struct EvalDescription {
     std::int64_t every_steps = 0;   // > 0: after every N-th training step of the run
     std::int64_t every_epochs = 1;  // (every_steps == 0) at the end of every N-th epoch
     bool drop_remainder = false;    // false: the last partial batch is padded
-    std::string trace;              // the eval step program (relative to the run file), or ""
+    // true: batch j + 1 is infed while eval step j runs; false: only after it ends (TF 1.x
+    // keras_to_tpu_model's test_loop: one session.run per batch, feed and step in turn).
+    bool pipelined = true;
+    std::string trace;  // the eval step program (relative to the run file), or ""
     std::int64_t infeed_bytes_per_sample = 0;  // 0: the eval trace's infeed, else training's
     double preprocess_ms_per_sample = -1;      // < 0: the training pipeline's
 
