@@ -125,10 +125,7 @@ Cycle DmaEngine::plan(std::size_t idx, const Job& job) {
     // keeps nothing of it).
     const bool to_vmem = job.d.to_vmem();
     HbmAccessExtension ext;
-    ext.requester = core_;
-    payload_.set_command(to_vmem ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-    payload_.set_data_ptr(nullptr);  // timing only
-    payload_.set_extension(&ext);
+    prepare(payload_, ext, to_vmem);
     struct Unset {  // the payload must not outlive `ext` holding it (it would free it)
         tlm::tlm_generic_payload& p;
         HbmAccessExtension* e;
@@ -154,15 +151,7 @@ Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, bool to_vmem, HbmAccessExten
     // whole chunk has arrived (store and forward).
     const Cycle hbm_start = to_vmem ? issue : vmem_out->reserve_dma_port(issue, c.bytes());
     sc_core::sc_time delay = ticks_.time(hbm_start - now);
-    ext.rows = c.rows;
-    ext.row_bytes = c.row_bytes;
-    ext.stride = c.hbm_stride;
-    payload_.set_address(c.hbm_addr);
-    payload_.set_data_length(static_cast<unsigned>(std::min<Bytes>(c.bytes(), 0xffffffffu)));
-    payload_.set_streaming_width(payload_.get_data_length());
-    payload_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    hbm_out->b_transport(payload_, delay);
-    if (payload_.get_response_status() != tlm::TLM_OK_RESPONSE) ++hbm_errors_;
+    transport(payload_, ext, c, delay);
     const Cycle hbm_end = now + ticks_.of(delay);
     return to_vmem ? vmem_out->reserve_dma_port(hbm_end, c.bytes()) : hbm_end;
 }
@@ -234,25 +223,29 @@ void DmaEngine::move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir) {
 void DmaEngine::hbm_transaction(const DmaDescriptor& c, bool to_vmem, sc_core::sc_time& delay) {
     // Several workers may be inside b_transport at once, each with its payload.
     tlm::tlm_generic_payload p;
-    send(p, c, to_vmem, delay);
+    HbmAccessExtension ext;
+    prepare(p, ext, to_vmem);
+    transport(p, ext, c, delay);
+    p.clear_extension(&ext);
 }
 
-void DmaEngine::send(tlm::tlm_generic_payload& p, const DmaDescriptor& c, bool to_vmem,
-                     sc_core::sc_time& delay) {
-    HbmAccessExtension ext;
+void DmaEngine::prepare(tlm::tlm_generic_payload& p, HbmAccessExtension& ext, bool to_vmem) const {
+    ext.requester = core_;
+    p.set_command(to_vmem ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
+    p.set_data_ptr(nullptr);  // timing only
+    p.set_extension(&ext);
+}
+
+void DmaEngine::transport(tlm::tlm_generic_payload& p, HbmAccessExtension& ext,
+                          const DmaDescriptor& c, sc_core::sc_time& delay) {
     ext.rows = c.rows;
     ext.row_bytes = c.row_bytes;
     ext.stride = c.hbm_stride;
-    ext.requester = core_;
-    p.set_command(to_vmem ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
     p.set_address(c.hbm_addr);
-    p.set_data_ptr(nullptr);  // timing only
     p.set_data_length(static_cast<unsigned>(std::min<Bytes>(c.bytes(), 0xffffffffu)));
     p.set_streaming_width(p.get_data_length());
     p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    p.set_extension(&ext);
     hbm_out->b_transport(p, delay);
-    p.clear_extension(&ext);
     if (p.get_response_status() != tlm::TLM_OK_RESPONSE) ++hbm_errors_;
 }
 

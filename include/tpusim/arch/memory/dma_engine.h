@@ -104,8 +104,11 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     // Blocking: the HBM transaction of one chunk; `delay` in: its start after now, out: its
     // end.
     void hbm_transaction(const DmaDescriptor& c, bool to_vmem, sc_core::sc_time& delay);
-    void send(tlm::tlm_generic_payload& p, const DmaDescriptor& c, bool to_vmem,
-              sc_core::sc_time& delay);
+    // A payload's fields that every chunk of a descriptor shares (command, requester, `ext`
+    // attached), set once; transport() sends one chunk on it.
+    void prepare(tlm::tlm_generic_payload& p, HbmAccessExtension& ext, bool to_vmem) const;
+    void transport(tlm::tlm_generic_payload& p, HbmAccessExtension& ext, const DmaDescriptor& c,
+                   sc_core::sc_time& delay);
     void deliver();  // annotated: completes the descriptors due now
 
     DmaConfig cfg_;
