@@ -113,12 +113,17 @@ def layernorm_bwd(t, s, dy):
 
 
 def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
-    """All-reduce a layer's f32 gradients over every core, then update its parameters."""
+    """All-reduce a layer's f32 gradients over every core, then update its parameters.
+    LAMB is two kernels: moments, update and the two norms (`lamb`), then the step
+    p - lr (||p|| / ||u||) u, which needs both norms of the whole tensor (`sgd` on p, u)."""
     deps = grads
     if t.cores > 1:
         deps = [t.op(f"{name}.allreduce", "all_reduce", grads, bytes=params * SIZE[F32],
                      dtype=F32)]
-    return t.vector(f"{name}.{optimizer}", optimizer, deps, elements=params, dtype=F32)
+    u = t.vector(f"{name}.{optimizer}", optimizer, deps, elements=params, dtype=F32)
+    if optimizer == "lamb":
+        return t.vector(f"{name}.lamb_step", "sgd", [u], elements=params, dtype=F32)
+    return u
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,7 +238,8 @@ def gen_bert(a):
     t = Trace(a.name or ("bert_fwd" if fwd_only else "bert_train_step"), a.cores,
               f"BERT encoder ({L} layers, hidden {h}, {heads} heads, FFN {f}), seq {s}, "
               f"batch {b} per core x {a.cores} cores" + ("" if fwd_only else
-              ": forward, backward, gradient all-reduce per layer, Adam"),
+              ": forward, backward, gradient all-reduce per layer, "
+              + ("LAMB" if a.optimizer == "lamb" else "Adam")),
               {"generator": "scripts/gen_trace.py bert", "layers": L, "seq": s,
                "batch_per_core": b, "hidden": h, "heads": heads, "ffn": f, "vocab": vocab,
                **({"seq2": a.seq2} if a.seq2 else {})})
@@ -287,8 +293,8 @@ def gen_bert(a):
             dx2, g_a2 = attention_bwd(t, f"{p2}.attn", sa2, dx2)
             grads = [t.vector(f"{p}.grad_sum", "add", grads + g_f2 + g_a2,
                               elements=encoder_layer_params(h, f), dtype=F32)]
-        grad_sync_and_update(t, p, grads, encoder_layer_params(h, f))
-    grad_sync_and_update(t, "mlm", head_grads, h * h + 3 * h + vocab)
+        grad_sync_and_update(t, p, grads, encoder_layer_params(h, f), a.optimizer)
+    grad_sync_and_update(t, "mlm", head_grads, h * h + 3 * h + vocab, a.optimizer)
     if a.embeddings:
         dln = layernorm_bwd(t, emb_ln, dx)
         demb = t.vector("emb.tokens_grad", "scatter_add", [dln], rows=T, cols=h,
@@ -297,7 +303,7 @@ def gen_bert(a):
             dln2 = layernorm_bwd(t, second["emb_ln"], dx2)
             demb = t.vector("s2.emb.tokens_grad", "scatter_add", [dln2, demb],
                             rows=second["T"], cols=h, table_rows=vocab)
-        grad_sync_and_update(t, "emb", [demb, demb_dec], emb_params)
+        grad_sync_and_update(t, "emb", [demb, demb_dec], emb_params, a.optimizer)
     return t
 
 
@@ -708,7 +714,7 @@ def ex_attention():
 def ex_bert_layer():
     a = argparse.Namespace(batch=8, seq=512, hidden=768, heads=12, ffn=3072, layers=1,
                            vocab=30522, cores=1, forward_only=True, embeddings=False,
-                           predictions=76, name="bert_base_layer_fwd")
+                           predictions=76, name="bert_base_layer_fwd", optimizer="adam")
     return gen_bert(a)
 
 
@@ -733,7 +739,7 @@ def ex_data_parallel():
 def bert_base_train_args():
     return argparse.Namespace(batch=8, seq=512, hidden=768, heads=12, ffn=3072, layers=12,
                               vocab=30522, cores=8, forward_only=False, embeddings=True,
-                              predictions=76, name="bert_base_train_step")
+                              predictions=76, name="bert_base_train_step", optimizer="adam")
 
 
 def gen_examples(a):
@@ -772,6 +778,9 @@ def main(argv=None):
     p.add_argument("--no-embeddings", dest="embeddings", action="store_false")
     p.add_argument("--seq2", type=int, default=0,
                    help="Siamese: the same encoder also runs a second sequence of this length")
+    p.add_argument("--optimizer", choices=["adam", "lamb"], default="adam",
+                   help="adam (fine-tuning) or lamb (MLPerf BERT pre-training: two kernels, "
+                   "the second needs the tensor's norms)")
     p.set_defaults(func=gen_bert)
     p = sub.add_parser("resnet50", help="ResNet-50 training step")
     p.add_argument("--forward-only", action="store_true",

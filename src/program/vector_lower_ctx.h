@@ -80,6 +80,7 @@ void lower_batchnorm(Ctx& c);
 void lower_batchnorm_grad(Ctx& c);
 void lower_gather(Ctx& c, bool scatter_add);
 void lower_adam(Ctx& c);
+void lower_lamb(Ctx& c);
 void lower_sgd_momentum(Ctx& c);
 
 // Elementwise ops other than the plain one-instruction ones: div, neg, abs, sqrt, scale,

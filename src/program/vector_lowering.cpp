@@ -40,7 +40,8 @@ const std::vector<std::string>& vector_op_names() {
         "relu_grad", "gelu_grad",   "tanh_grad",    "sigmoid_grad", "dropout_grad",
         "bias_add",  "softmax",     "softmax_grad", "layernorm",    "layernorm_grad",
         "rmsnorm",   "reduce_sum",  "reduce_max",   "batchnorm",    "batchnorm_grad",
-        "gather",    "scatter_add", "sgd",          "sgd_momentum", "adam"};
+        "gather",    "scatter_add", "sgd",          "sgd_momentum", "adam",
+        "lamb"};
     return names;
 }
 
@@ -138,6 +139,8 @@ VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
         lower_sgd_momentum(c);
     } else if (op == "adam") {
         lower_adam(c);
+    } else if (op == "lamb") {
+        lower_lamb(c);
     } else if (op == "batchnorm" || op == "batchnorm_grad") {
         op == "batchnorm" ? lower_batchnorm(c) : lower_batchnorm_grad(c);
     } else if (op == "gather" || op == "scatter_add") {

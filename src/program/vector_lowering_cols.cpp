@@ -126,6 +126,35 @@ void lower_adam(Ctx& c) {
     c.store_out(po);
 }
 
+// LAMB (You et al., "Large Batch Optimization for Deep Learning", 2019; the optimizer of the
+// MLPerf BERT submissions), its first kernel. On f32 state: Adam's m', v' as above, the update
+// u = m' / (sqrt(v') + eps) + wd p, and the tensor's two squared norms sum p^2 and sum u^2
+// accumulated lane-wise in vregs (one cross-lane reduction per op, not per tile). Outputs
+// m', v', u. The parameter step p' = p - (lr ||p|| / ||u||) u needs both norms of the whole
+// tensor, so it cannot join this pass: it is a second kernel over (p, u), the `sgd` op.
+void lower_lamb(Ctx& c) {
+    VVal b1 = c.b.konst(), omb1 = c.b.konst(), b2 = c.b.konst(), omb2 = c.b.konst(),
+         eps = c.b.konst(), wd = c.b.konst(), acc_p = c.b.konst(), acc_u = c.b.konst();
+    const std::vector<VVal> p = c.load_in(), g = c.load_in(), m = c.load_in(), v = c.load_in();
+    std::vector<VVal> mo, vo, uo;
+    for (int h = 0; h < c.k; ++h) {
+        VVal m1 = c.fma(g[h], omb1, c.b.op(VOp::Mul, m[h], b1));
+        VVal g2 = c.b.op(VOp::Mul, g[h], g[h]);
+        VVal v1 = c.fma(g2, omb2, c.b.op(VOp::Mul, v[h], b2));
+        VVal sq = c.b.op(VOp::Mul, v1, c.b.op(VOp::Rsqrt, v1));
+        VVal r = c.b.op(VOp::Recip, c.b.op(VOp::Add, sq, eps));
+        VVal u = c.fma(p[h], wd, c.b.op(VOp::Mul, m1, r));
+        c.fma(p[h], p[h], acc_p);
+        c.fma(u, u, acc_u);
+        mo.push_back(m1);
+        vo.push_back(v1);
+        uo.push_back(u);
+    }
+    c.store_out(mo);
+    c.store_out(vo);
+    c.store_out(uo);
+}
+
 // SGD with momentum (PyTorch / optax form): m' = mu m + g; p' = p - lr m'. Inputs p, g, m;
 // outputs p', m'.
 void lower_sgd_momentum(Ctx& c) {

@@ -31,9 +31,10 @@ constexpr std::array<std::int64_t, 7> kDtypeBytes = {2, 2, 4, 4, 1, 1, 1};
 
 // Per-element work: inputs, outputs, flops, transcendentals, row_wise, reduces. FLOP counts
 // are the usual textbook expansions (gelu: tanh approximation, 8 operations; adam: moment
-// updates, bias-free step with sqrt and divide, 12) so that totals are comparable with
+// updates, bias-free step with sqrt and divide, 12; lamb: adam's 12, the weight decay term
+// and the two squared norms, 18) so that totals are comparable with
 // profilers that count the same way; the VPU model times them from these counts.
-const std::array<VectorOpInfo, 40> kVectorOps = {{
+const std::array<VectorOpInfo, 41> kVectorOps = {{
     {"add", 2, 1, 1, 0, false, false},
     {"sub", 2, 1, 1, 0, false, false},
     {"mul", 2, 1, 1, 0, false, false},
@@ -74,9 +75,10 @@ const std::array<VectorOpInfo, 40> kVectorOps = {{
     {"sgd", 2, 1, 2, 0, false, false},
     {"sgd_momentum", 3, 2, 4, 0, false, false},
     {"adam", 4, 3, 12, 1, false, false},
+    {"lamb", 4, 3, 18, 1, false, false},
 }};
 
-static_assert(static_cast<std::size_t>(VectorOp::Adam) + 1 == kVectorOps.size(),
+static_assert(static_cast<std::size_t>(VectorOp::Lamb) + 1 == kVectorOps.size(),
               "one kVectorOps row per VectorOp, in enum order");
 static_assert(static_cast<std::size_t>(OpKind::Recv) + 1 == kKindNames.size());
 static_assert(static_cast<std::size_t>(DType::Pred) + 1 == kDtypeNames.size());

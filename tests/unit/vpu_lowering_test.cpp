@@ -192,3 +192,29 @@ TEST_CASE("per-op instruction mix and steady-state table", "[.][vpu-table]") {
         }
     }
 }
+
+TEST_CASE("lamb is adam's pass plus the weight decay term and the two norms", "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    const std::int64_t tiles = 4096;
+    const VectorOpCost adam = vector_op_cost({"adam", 8 * tiles, 128, 4, 4}, vpu, vmem);
+    const VectorOpCost lamb = vector_op_cost({"lamb", 8 * tiles, 128, 4, 4}, vpu, vmem);
+    // Both read p, g, m, v and write three f32 streams (adam: p, m, v; lamb: m, v, update).
+    CHECK(lamb.vmem_bytes_loaded == adam.vmem_bytes_loaded);
+    CHECK(lamb.vmem_bytes_stored == adam.vmem_bytes_stored);
+    CHECK(lamb.vmem_bytes_loaded == Bytes(4 * tiles * 8 * 128 * 4));
+    // Per tile, lamb replaces adam's lr step (mul, then fma) with m r (mul), + wd p (fma) and
+    // adds sum p^2 and sum u^2 (two fmas): 2 mul + 2 add more without an fma unit; plus two
+    // constants (wd and the second accumulator) splatted once.
+    REQUIRE_FALSE(vpu.has_fma);
+    const auto& o = vpu.ops;
+    const std::uint64_t extra =
+        static_cast<std::uint64_t>(tiles) *
+            static_cast<std::uint64_t>(2 * o.mul.issue_interval_cycles +
+                                       2 * o.add.issue_interval_cycles) +
+        2u * static_cast<std::uint64_t>(o.cmp_select.issue_interval_cycles);
+    CHECK(lamb.busy_cycles[0] == adam.busy_cycles[0] + extra);
+    CHECK(lamb.busy_cycles[4] == adam.busy_cycles[4]);  // the same rsqrt and reciprocal
+    CHECK(lamb.cycles > adam.cycles);
+    CHECK(lamb.cycles >= resource_bound(lamb, vpu));
+}

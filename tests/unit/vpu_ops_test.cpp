@@ -14,7 +14,7 @@ namespace {
 
 std::vector<VectorOp> all_trace_vector_ops() {
     std::vector<VectorOp> ops;
-    for (int i = 0; i <= static_cast<int>(VectorOp::Adam); ++i) ops.push_back(VectorOp(i));
+    for (int i = 0; i <= static_cast<int>(VectorOp::Lamb); ++i) ops.push_back(VectorOp(i));
     return ops;
 }
 
@@ -137,7 +137,7 @@ TEST_CASE("new ops: fast path equals the full simulation under another config", 
     vmem.load_bytes_per_cycle = 1024;
     for (const char* op :
          {"div", "sqrt", "gelu_grad", "softmax_grad", "layernorm_grad", "batchnorm",
-          "batchnorm_grad", "gather", "scatter_add", "sgd_momentum", "dropout_grad"}) {
+          "batchnorm_grad", "gather", "scatter_add", "sgd_momentum", "dropout_grad", "lamb"}) {
         for (auto [in, out] : {std::pair<int, int>{4, 4}, {2, 4}, {4, 2}}) {
             const VectorOpDesc d{op, 520, 384, in, out};
             INFO(op << " " << in << "->" << out);

@@ -36,7 +36,7 @@ enum class VectorOp {
     // embedding tables: rows x cols gathered from / scattered into a table
     Gather, ScatterAdd,
     // optimizer updates over `elements` parameters (state kept in the parameter dtype)
-    Sgd, SgdMomentum, Adam,
+    Sgd, SgdMomentum, Adam, Lamb,
 };
 // clang-format on
 
