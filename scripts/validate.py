@@ -10,7 +10,11 @@ Sets (each point is a trace replayed with `tpusim run`; nothing here is fitted):
   - ResNet-50 v2-8: `gen_trace.py resnet50 --batch 128 --cores 8` on configs/tpu_v2_8.json,
     images/s against MLPerf v0.5's ~4,470;
   - ResNet-50 v3-32: `gen_trace.py resnet50 --batch 128 --cores 32` on configs/tpu_v3_32.json
-    (global batch 4096), images/s against MLPerf v0.6's 31,246.
+    (global batch 4096), images/s against MLPerf v0.6's 31,246;
+  - BERT-Large v3-32: `gen_trace.py bert` with BERT-Large's shape, 14 sequences of 512 tokens
+    per core, 76 masked predictions, LAMB, on configs/tpu_v3_32.json (global batch 448),
+    sequences/s against MLPerf v0.7's steady-state blocks
+    (validation/measured/bert_large_mlperf_v07_tpu_v3_32.csv).
 Prints a Markdown table and each set's mean absolute percentage error (MAPE) beside its
 target and its regression guard; --write replaces the table section of docs/VALIDATION.md;
 --check exits 1 when a set's MAPE is above its guard (tests/CMakeLists.txt runs it).
@@ -56,10 +60,15 @@ SETS = {
     "all-reduce (calibration)": (10.0, 10.0),
     "ResNet-50 v2-8 img/s": (10.0, 10.0),
     "ResNet-50 v3-32 img/s": (10.0, 10.0),
+    "BERT-Large v3-32 seq/s": (10.0, 23.0),
 }
 ALLREDUCE_FLOOR_S = 0.88e-3  # validation/README.md
 RESNET50_V2_8_IMG_S = 4470.0  # MLPerf Training v0.5, validation/README.md
 RESNET50_V3_32_IMG_S = 31246.0  # MLPerf Training v0.6, validation/README.md
+# MLPerf Training v0.7 BERT-Large on a v3-32 (run_and_time.sh of the submission): global batch
+# 448 over 32 cores, sequences of 512 tokens with 76 masked predictions, LAMB.
+BERT_LARGE = dict(batch=14, cores=32, layers=24, hidden=1024, heads=16, ffn=4096, seq=512,
+                  vocab=30522, predictions=76, optimizer="lamb")
 
 
 def run_trace(tpusim, config, trace, tmp, name):
@@ -111,6 +120,35 @@ def resnet50_step(tpusim, cfg, cores, tmp):
     return run_trace(tpusim, cfg, t, tmp, f"resnet50_{cores}_run")
 
 
+def bert_large_measured(measured):
+    """Sequences/s of MLPerf v0.7's BERT-Large v3-32 runs: per run, the steps of every block
+    after the first (compile and warm-up) over their summed block times; the median of runs."""
+    path = os.path.join(measured, "bert_large_mlperf_v07_tpu_v3_32.csv")
+    with open(path) as f:
+        recs = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+    runs = {}
+    for r in recs:
+        if int(r["block"]) >= 2:
+            steps, ms = runs.get(r["run"], (0, 0))
+            runs[r["run"]] = (steps + int(r["steps"]),
+                              ms + int(r["block_stop_ms"]) - int(r["block_start_ms"]))
+    rates = sorted(BERT_LARGE["batch"] * BERT_LARGE["cores"] * steps / (ms / 1e3)
+                   for steps, ms in runs.values())
+    n = len(rates)
+    return rates[n // 2] if n % 2 else (rates[n // 2 - 1] + rates[n // 2]) / 2
+
+
+def bert_large_step(tpusim, cfg, tmp):
+    """Simulated seconds of one BERT-Large pre-training step (BERT_LARGE) on `cfg`."""
+    trace = os.path.join(tmp, "bert_large.json")
+    args = [a for k, v in BERT_LARGE.items() for a in (f"--{k}", str(v))]
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_trace.py"), "bert",
+                    *args, "-o", trace], check=True)
+    with open(trace) as f:
+        t = json.load(f)
+    return run_trace(tpusim, cfg, t, tmp, "bert_large_run")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tpusim", default=os.path.join(ROOT, "build", "tpusim"))
@@ -119,7 +157,7 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a set's MAPE is above its guard")
     ap.add_argument("--only", default="", help="comma-separated sets: gemm,gelu,layernorm,"
-                    "allreduce,resnet50,resnet50_v3_32 (default: all)")
+                    "allreduce,resnet50,resnet50_v3_32,bert_large_v3_32 (default: all)")
     a = ap.parse_args()
     only = set(x for x in a.only.split(",") if x)
     want = lambda name: not only or name in only  # noqa: E731
@@ -162,6 +200,12 @@ def main():
                 sim = resnet50_step(a.tpusim, cfg, cores, tmp)
                 score(group, f"batch 128 x {cores} cores ({128 * cores}), training step",
                       measured, 128 * cores / sim, unit="img/s")
+        if want("bert_large_v3_32"):
+            sim = bert_large_step(a.tpusim, v3_32, tmp)
+            n = BERT_LARGE["batch"] * BERT_LARGE["cores"]
+            score("BERT-Large v3-32 seq/s", f"batch {BERT_LARGE['batch']} x "
+                  f"{BERT_LARGE['cores']} cores ({n}), seq 512, LAMB, training step",
+                  bert_large_measured(a.measured), n / sim, unit="seq/s")
 
     lines.append("")
     lines.append("| set | points | MAPE | target | guard |")
