@@ -186,13 +186,13 @@ void CoreLowering::wrap_block(DmaDescriptor& d, HbmSrc buf) {
     d.hbm_addr = buf.addr + (d.hbm_addr - buf.addr) % (buf.size - span + 1);
 }
 
-void CoreLowering::fit_block(DmaDescriptor& d, HbmSrc buf, std::int64_t grid_bytes) const {
-    if (d.hbm_extent() <= buf.addr + buf.size) return;
+void CoreLowering::fit_block(DmaDescriptor& d, HbmSrc buf, std::int64_t grid_bytes) {
+    if (static_cast<Bytes>(grid_bytes) <= buf.size) return;
     // A fused op works on its producer's tiles (the grid of `grid_bytes`), and its own array
-    // (this buffer) is not that grid where the sizes differ: a reduction across the tiles'
-    // rows, a gather or window reduction of the producer's result. Each tile's block then
-    // stands for its share of the array: at the tile's place scaled to the array, its bytes
-    // scaled too (never more than the tile's), one contiguous block inside the buffer.
+    // (this buffer) is not that grid where it is smaller: a reduction across the tiles' rows,
+    // a gather or window reduction of the producer's result. Each tile's block then stands
+    // for its share of the array: at the tile's place scaled to the array, its bytes scaled
+    // too, one contiguous block inside the buffer.
     const auto grid = static_cast<double>(std::max<std::int64_t>(grid_bytes, 1));
     const double share = std::min(1.0, static_cast<double>(buf.size) / grid);
     const Bytes bytes = std::max<Bytes>(
@@ -402,7 +402,10 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
                              {src.addr, in.total_cols, in.row0, in.col0, in.rows, in.cols,
                               static_cast<Bytes>(op.in_bytes)},
                              b.addr);
-        fit_block(ld.dma(), src, tile_grid_rows(i) * in.total_cols * op.in_bytes);
+        // A smaller array than the tiles' (not a wider dtype or padding): the tile's share.
+        const std::int64_t grid = tile_grid_rows(i) * in.total_cols;
+        if ((grid + 1023) / 1024 > (op.rows * op.cols + 1023) / 1024)
+            fit_block(ld.dma(), src, grid * op.in_bytes);
         wrap_block(ld.dma(), src);
         const Bytes moved = ld.dma().bytes();
         const std::uint32_t id = emit(std::move(ld));

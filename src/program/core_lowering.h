@@ -76,7 +76,7 @@ class CoreLowering {
     // Keeps a read block `d` inside the buffer `buf` of its source (see the .cpp).
     static void wrap_block(DmaDescriptor& d, HbmSrc buf);
     // Keeps a fused op's tile block `d` (of a grid of `grid_bytes`) inside `buf`, its array.
-    void fit_block(DmaDescriptor& d, HbmSrc buf, std::int64_t grid_bytes) const;
+    static void fit_block(DmaDescriptor& d, HbmSrc buf, std::int64_t grid_bytes);
     static constexpr Bytes kHbmAlign = 4096;  // HBM buffers start on 4 KiB
     bool on_this_core(const OpSpec& op) const;
     // Adds to op i's HBM bytes on this core.
