@@ -187,7 +187,7 @@ void CoreLowering::wrap_block(DmaDescriptor& d, HbmSrc buf) {
 }
 
 void CoreLowering::fit_block(DmaDescriptor& d, HbmSrc buf, std::int64_t grid_bytes) {
-    if (static_cast<Bytes>(grid_bytes) <= buf.size) return;
+    if (static_cast<Bytes>(grid_bytes) <= buf.size) return;  // the tile as it is
     // A fused op works on its producer's tiles (the grid of `grid_bytes`), and its own array
     // (this buffer) is not that grid where it is smaller: a reduction across the tiles' rows,
     // a gather or window reduction of the producer's result. Each tile's block then stands
@@ -352,9 +352,14 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
                            tile.cols, static_cast<Bytes>(tile.elem)},
                           tile.vmem);
     const OpSpec& op = ops_[i];
-    if (op.fused && !op.deps.empty() && consumer_[op.deps[0]] == static_cast<std::int64_t>(i))
-        fit_block(out.dma(), {out_addr_[i], out_size_[i]},  // its producer's grid of tiles
-                  tile_grid_rows(i) * tile.total_cols * tile.elem);
+    if (op.fused && !op.deps.empty() && consumer_[op.deps[0]] == static_cast<std::int64_t>(i)) {
+        // Its producer's grid of tiles: larger than its result past the lanes' padding of
+        // the grid's rows, a smaller array (a reduction across the rows, a gather).
+        const std::int64_t rows = tile_grid_rows(i);
+        const std::int64_t pad = rows * (cfg_.vpu.lanes - 1) * tile.elem;
+        if (rows * tile.total_cols * tile.elem > static_cast<std::int64_t>(out_size_[i]) + pad)
+            fit_block(out.dma(), {out_addr_[i], out_size_[i]}, rows * tile.total_cols * tile.elem);
+    }
     wrap_block(out.dma(), {out_addr_[i], out_size_[i]});
     check_block(i, "result tile", out.dma(), {out_addr_[i], out_size_[i]});
     const Bytes moved = out.dma().bytes();
@@ -402,9 +407,10 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
                              {src.addr, in.total_cols, in.row0, in.col0, in.rows, in.cols,
                               static_cast<Bytes>(op.in_bytes)},
                              b.addr);
-        // A smaller array than the tiles' (not a wider dtype or padding): the tile's share.
-        const std::int64_t grid = tile_grid_rows(i) * in.total_cols;
-        if ((grid + 1023) / 1024 > (op.rows * op.cols + 1023) / 1024)
+        // A smaller array than the tiles' (not a wider dtype, nor the lanes' padding of the
+        // grid's rows): the tile's share.
+        const std::int64_t grid_rows = tile_grid_rows(i), grid = grid_rows * in.total_cols;
+        if (grid > op.rows * op.cols + grid_rows * (cfg_.vpu.lanes - 1))
             fit_block(ld.dma(), src, grid * op.in_bytes);
         wrap_block(ld.dma(), src);
         const Bytes moved = ld.dma().bytes();
