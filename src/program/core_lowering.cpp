@@ -356,7 +356,8 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
         // Its producer's grid of tiles: larger than its result past the lanes' padding of
         // the grid's rows, a smaller array (a reduction across the rows, a gather).
         const std::int64_t rows = tile_grid_rows(i);
-        const std::int64_t pad = rows * (cfg_.vpu.lanes - 1) * tile.elem;
+        const std::int64_t pad =
+            rows * std::min(cfg_.vpu.lanes - 1, tile.total_cols - 1) * tile.elem;
         if (rows * tile.total_cols * tile.elem > static_cast<std::int64_t>(out_size_[i]) + pad)
             fit_block(out.dma(), {out_addr_[i], out_size_[i]}, rows * tile.total_cols * tile.elem);
     }
@@ -410,7 +411,7 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         // A smaller array than the tiles' (not a wider dtype, nor the lanes' padding of the
         // grid's rows): the tile's share.
         const std::int64_t grid_rows = tile_grid_rows(i), grid = grid_rows * in.total_cols;
-        if (grid > op.rows * op.cols + grid_rows * (cfg_.vpu.lanes - 1))
+        if (grid > op.rows * op.cols + grid_rows * std::min(cfg_.vpu.lanes - 1, in.total_cols - 1))
             fit_block(ld.dma(), src, grid * op.in_bytes);
         wrap_block(ld.dma(), src);
         const Bytes moved = ld.dma().bytes();
