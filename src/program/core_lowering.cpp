@@ -11,11 +11,16 @@ namespace tpusim {
 
 namespace {
 
-Bytes output_bytes(const OpSpec& op) {
+// The bytes an op's result takes in HBM, as its write-back lays it out: a vector op's rows
+// in whole tiles of the VPU's lanes (lower_vector).
+Bytes output_bytes(const OpSpec& op, std::int64_t lanes) {
     if (op.kind == OpKind::Matmul) return static_cast<Bytes>(op.batch * op.m * op.n * op.out_bytes);
     if (op.kind == OpKind::Vector) {
-        const std::int64_t cols = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : op.cols;
-        return static_cast<Bytes>(op.rows * cols * op.out_bytes);
+        const bool reduces = op.rowwise && op.vop.rfind("reduce", 0) == 0;
+        const Bytes cols = reduces ? 1
+                                   : round_up(static_cast<Bytes>(op.cols),
+                                              static_cast<Bytes>(std::max<std::int64_t>(lanes, 1)));
+        return static_cast<Bytes>(op.rows) * cols * static_cast<Bytes>(op.out_bytes);
     }
     return op.bytes;
 }
@@ -40,6 +45,7 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
     hbm_size_ = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
     hbm_bytes_.assign(ops.size(), 0);
     out_addr_.assign(ops.size(), 0);
+    out_size_.assign(ops.size(), 0);
     done_.assign(ops.size(), {});
     consumer_.assign(ops.size(), -1);
     consumers_count_.assign(ops.size(), 0);
@@ -71,6 +77,7 @@ std::uint32_t CoreLowering::emit(Instr in) {
     for (std::uint32_t w : in.waits) covered_[w] = true;
     covered_.push_back(false);
     if (count_ >= kMaxCoreInstructions) too_many();
+    if (in.unit == Unit::Dma && in.dma().hbm_extent() > hbm_size_) past_share(in);
     const auto id = static_cast<std::uint32_t>(count_++);
     if (sink_) {
         sink_(std::move(in));
@@ -101,7 +108,7 @@ Addr CoreLowering::hbm_alloc(Bytes bytes) {
     // Addresses only steer the HBM address mapping; a program larger than the core's half
     // wraps round it (check_hbm_capacity, program/hbm_footprint.h, rejects a program that
     // does not fit before it is lowered).
-    bytes = round_up(std::max<Bytes>(bytes, 1), 4096);
+    bytes = round_up(std::max<Bytes>(bytes, 1), kHbmAlign);
     if (hbm_next_ + bytes > hbm_size_) hbm_next_ = 0;
     const Addr a = hbm_next_;
     hbm_next_ += bytes;
@@ -115,19 +122,96 @@ bool CoreLowering::on_this_core(const OpSpec& op) const {
     return std::find(op.cores.begin(), op.cores.end(), core_) != op.cores.end();
 }
 
-Addr CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
-    const OpSpec& op = ops_[i];
-    if (which < op.deps.size()) return out_addr_[op.deps[which]];
-    // After the first trip, the operands past `deps` are the carried values, read in place
-    // from the buffers the previous trip wrote (the operand order of unroll_loops).
-    if (trip_ > 0 && which - op.deps.size() < op.carried.size())
-        return out_addr_[op.carried[which - op.deps.size()]];
+HbmSrc CoreLowering::param(std::size_t i, std::size_t which, Bytes bytes) {
     // A parameter: weights or an input the trace does not produce. A loop body reads the
     // same one in every trip.
-    if (!in_loop_[i]) return hbm_alloc(bytes);
-    const auto [it, fresh] = param_addr_.try_emplace({i, which}, 0);
-    if (fresh) it->second = hbm_alloc(bytes);
+    const auto at = [&] {
+        return HbmSrc{hbm_alloc(bytes), round_up(std::max<Bytes>(bytes, 1), kHbmAlign)};
+    };
+    if (!in_loop_[i]) return at();
+    const auto [it, fresh] = param_addr_.try_emplace({i, which}, HbmSrc{});
+    if (fresh) it->second = at();
     return it->second;
+}
+
+HbmSrc CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
+    const OpSpec& op = ops_[i];
+    std::ptrdiff_t dep = -1;
+    if (op.operands.empty()) {
+        if (which < op.deps.size()) dep = static_cast<std::ptrdiff_t>(op.deps[which]);
+    } else if (which < op.operands.size() && op.operands[which] >= 0) {
+        dep = static_cast<std::ptrdiff_t>(op.deps[static_cast<std::size_t>(op.operands[which])]);
+    }
+    if (dep >= 0) {
+        const auto d = static_cast<std::size_t>(dep);
+        return {out_addr_[d], out_size_[d]};
+    }
+    // After the first trip, the operands past `deps` are the carried values, read in place
+    // from the buffers the previous trip wrote (the operand order of unroll_loops).
+    if (op.operands.empty() && trip_ > 0 && which - op.deps.size() < op.carried.size()) {
+        const std::size_t c = op.carried[which - op.deps.size()];
+        return {out_addr_[c], out_size_[c]};
+    }
+    return param(i, which, bytes);
+}
+
+void CoreLowering::check_block(std::size_t i, const char* what, const DmaDescriptor& d,
+                               HbmSrc buf) const {
+    if (d.hbm_addr >= buf.addr && d.hbm_extent() <= buf.addr + buf.size) return;
+    throw InputError(trace_name_, fmt::format("op \"{}\"", ops_[i].id),
+                     fmt::format("its {} ({} rows of {} B, {} B apart) reaches HBM bytes "
+                                 "[{:#x}, {:#x}), outside its buffer of {} B at {:#x} "
+                                 "(internal error)",
+                                 what, d.rows, d.row_bytes, d.hbm_stride, d.hbm_addr,
+                                 d.hbm_extent(), buf.size, buf.addr));
+}
+
+void CoreLowering::wrap_block(DmaDescriptor& d, HbmSrc buf) {
+    if (d.hbm_addr >= buf.addr && d.hbm_extent() <= buf.addr + buf.size) return;
+    // The op views the operand as larger than the buffer that holds it (a pad or broadcast of
+    // a smaller source, a wider dtype than the producer wrote, the partial last row of an
+    // array in rows of 1024 lanes, a hand-written dep of another size): it reads the bytes
+    // its view says, from the source again past the source's end, never past the buffer.
+    Bytes span = d.hbm_extent() - d.hbm_addr;
+    if (span > buf.size) {  // rows spread wider than the source: packed
+        d.hbm_stride = d.row_bytes;
+        span = d.bytes();
+    }
+    if (span > buf.size) {  // more than the whole source: the source, once
+        d.rows = 1;
+        d.row_bytes = d.hbm_stride = d.vmem_stride = buf.size;
+        d.hbm_addr = buf.addr;
+        return;
+    }
+    d.hbm_addr = buf.addr + (d.hbm_addr - buf.addr) % (buf.size - span + 1);
+}
+
+void CoreLowering::fit_block(DmaDescriptor& d, HbmSrc buf, std::int64_t grid_bytes) {
+    if (static_cast<Bytes>(grid_bytes) <= buf.size) return;  // the tile as it is
+    // A fused op works on its producer's tiles (the grid of `grid_bytes`), and its own array
+    // (this buffer) is not that grid where it is smaller: a reduction across the tiles' rows,
+    // a gather or window reduction of the producer's result. Each tile's block then stands
+    // for its share of the array: at the tile's place scaled to the array, its bytes scaled
+    // too, one contiguous block inside the buffer.
+    const auto grid = static_cast<double>(std::max<std::int64_t>(grid_bytes, 1));
+    const double share = std::min(1.0, static_cast<double>(buf.size) / grid);
+    const Bytes bytes = std::max<Bytes>(
+        1, std::min(d.bytes(), static_cast<Bytes>(static_cast<double>(d.bytes()) * share)));
+    const auto off = static_cast<Bytes>(static_cast<double>(d.hbm_addr - buf.addr) * share);
+    d.rows = 1;
+    d.row_bytes = d.hbm_stride = d.vmem_stride = bytes;
+    d.hbm_addr = buf.addr + std::min(off, buf.size - std::min(buf.size, bytes));
+}
+
+void CoreLowering::past_share(const Instr& in) const {
+    // The lowering keeps every block inside its buffer and every buffer inside the share, so
+    // this is a lowering bug, reported where it is made rather than as refused HBM chunks.
+    const DmaDescriptor& d = in.dma();
+    throw InputError(trace_name_, fmt::format("op \"{}\"", ops_[in.op].id),
+                     fmt::format("core {}: a DMA {} HBM bytes [{:#x}, {:#x}), past the core's "
+                                 "share of {:.2f} GiB (internal error)",
+                                 core_, d.to_vmem() ? "reads" : "writes", d.hbm_addr,
+                                 d.hbm_extent(), static_cast<double>(hbm_size_) / kGiB));
 }
 
 CoreLowering::Waits CoreLowering::dep_waits(const OpSpec& op) const {
@@ -222,7 +306,9 @@ InstrList CoreLowering::run(std::vector<OpInfo>& infos) {
     for (std::size_t i = 0; i < ops_.size(); ++i) {
         const OpSpec& op = ops_[i];
         if (!on_this_core(op)) continue;
-        out_addr_[i] = hbm_alloc(output_bytes(op));
+        const Bytes bytes = output_bytes(op, cfg_.vpu.lanes);
+        out_addr_[i] = hbm_alloc(bytes);
+        out_size_[i] = round_up(std::max<Bytes>(bytes, 1), kHbmAlign);
     }
     std::size_t next_loop = 0;
     for (std::size_t i = 0; i < ops_.size();) {
@@ -265,10 +351,35 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
                           {out_addr_[i], tile.total_cols, tile.row0, tile.col0, tile.rows,
                            tile.cols, static_cast<Bytes>(tile.elem)},
                           tile.vmem);
+    const OpSpec& op = ops_[i];
+    if (op.fused && !op.deps.empty() && consumer_[op.deps[0]] == static_cast<std::int64_t>(i)) {
+        // Its producer's grid of tiles: larger than its result past the lanes' padding of
+        // the grid's rows, a smaller array (a reduction across the rows, a gather).
+        const std::int64_t rows = tile_grid_rows(i);
+        const std::int64_t pad =
+            rows * std::min(cfg_.vpu.lanes - 1, tile.total_cols - 1) * tile.elem;
+        if (rows * tile.total_cols * tile.elem > static_cast<std::int64_t>(out_size_[i]) + pad)
+            fit_block(out.dma(), {out_addr_[i], out_size_[i]}, rows * tile.total_cols * tile.elem);
+    }
+    wrap_block(out.dma(), {out_addr_[i], out_size_[i]});
+    check_block(i, "result tile", out.dma(), {out_addr_[i], out_size_[i]});
+    const Bytes moved = out.dma().bytes();
     const std::uint32_t id = emit(std::move(out));
     vmem_.use(tile.vmem, id);
     done_[i].push_back(id);
-    count_hbm(i, static_cast<Bytes>(tile.rows * tile.cols * tile.elem));
+    count_hbm(i, moved);
+}
+
+std::int64_t CoreLowering::tile_grid_rows(std::size_t i) const {
+    // The op that made the tiles: up the chain of inline fused consumers.
+    std::size_t p = ops_[i].deps[0];
+    while (ops_[p].fused && !ops_[p].deps.empty() &&
+           consumer_[ops_[p].deps[0]] == static_cast<std::int64_t>(p))
+        p = ops_[p].deps[0];
+    const OpSpec& r = ops_[p];
+    if (r.kind == OpKind::Matmul) return r.batch * r.m;
+    if (r.kind == OpKind::Vector) return r.rows;
+    return 1;
 }
 
 void CoreLowering::consume_tile(std::size_t i, TileRef in) {
@@ -288,15 +399,26 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         ld.unit = Unit::Dma;
         ld.op = static_cast<std::uint32_t>(i);
         ld.waits = w;
-        const Addr src = operand(i, static_cast<std::size_t>(x), bytes);
+        // The tile of the operand at the tile's place: the operand is the whole array the
+        // producer's tiles cover (one buffer, whichever tile reads it).
+        const HbmSrc src =
+            operand(i, static_cast<std::size_t>(x),
+                    static_cast<Bytes>(tile_grid_rows(i) * in.total_cols * op.in_bytes));
         ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
-                             {src, in.total_cols, in.row0, in.col0, in.rows, in.cols,
+                             {src.addr, in.total_cols, in.row0, in.col0, in.rows, in.cols,
                               static_cast<Bytes>(op.in_bytes)},
                              b.addr);
+        // A smaller array than the tiles' (not a wider dtype, nor the lanes' padding of the
+        // grid's rows): the tile's share.
+        const std::int64_t grid_rows = tile_grid_rows(i), grid = grid_rows * in.total_cols;
+        if (grid > op.rows * op.cols + grid_rows * std::min(cfg_.vpu.lanes - 1, in.total_cols - 1))
+            fit_block(ld.dma(), src, grid * op.in_bytes);
+        wrap_block(ld.dma(), src);
+        const Bytes moved = ld.dma().bytes();
         const std::uint32_t id = emit(std::move(ld));
         vmem_.use(b.addr, id);
         waits.push_back(id);
-        count_hbm(i, bytes);
+        count_hbm(i, moved);
     }
     Buffer ob = alloc(static_cast<Bytes>(in.rows * out_cols * op.out_bytes), false, waits, i);
     Instr v;

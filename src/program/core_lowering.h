@@ -18,6 +18,12 @@ inline void append_waits(std::vector<std::uint32_t>& to, const std::vector<std::
     to.insert(to.end(), from.begin(), from.end());
 }
 
+// An HBM buffer an op reads: where it starts and how many bytes it holds.
+struct HbmSrc {
+    Addr addr = 0;
+    Bytes size = 0;
+};
+
 struct TileRef {
     Addr vmem = 0;
     std::int64_t row0 = 0, col0 = 0, rows = 0, cols = 0, total_cols = 0;
@@ -60,8 +66,18 @@ class CoreLowering {
     std::uint32_t emit(Instr in);
     Buffer alloc(Bytes bytes, bool pinned, Waits& waits, std::size_t op);
     Addr hbm_alloc(Bytes bytes);
-    // HBM address of input operand `which` of op i: its dependency's result, or a parameter.
-    Addr operand(std::size_t i, std::size_t which, Bytes bytes);
+    // The HBM buffer of input operand `which` of op i, which the op views as `bytes`: its
+    // dependency's result (TraceOp::operands), or a parameter of that size.
+    HbmSrc operand(std::size_t i, std::size_t which, Bytes bytes);
+    HbmSrc param(std::size_t i, std::size_t which, Bytes bytes);
+    // Throws the located error of a block read or written past the buffer that holds it.
+    void check_block(std::size_t i, const char* what, const DmaDescriptor& d, HbmSrc buf) const;
+    [[noreturn]] void past_share(const Instr& in) const;
+    // Keeps a read block `d` inside the buffer `buf` of its source (see the .cpp).
+    static void wrap_block(DmaDescriptor& d, HbmSrc buf);
+    // Keeps a fused op's tile block `d` (of a grid of `grid_bytes`) inside `buf`, its array.
+    static void fit_block(DmaDescriptor& d, HbmSrc buf, std::int64_t grid_bytes);
+    static constexpr Bytes kHbmAlign = 4096;  // HBM buffers start on 4 KiB
     bool on_this_core(const OpSpec& op) const;
     // Adds to op i's HBM bytes on this core.
     void count_hbm(std::size_t i, Bytes bytes);
@@ -78,18 +94,22 @@ class CoreLowering {
     // One statistics kernel of a row normalisation (XLA's separate reduction fusion): a full
     // pass over the op's input `src` (rows of `cols` lanes) that starts after `after`, with
     // the row reduction `body` on the VPU. Returns its last VPU instruction.
-    std::uint32_t lower_statistics_pass(std::size_t i, const char* body, Addr src,
+    std::uint32_t lower_statistics_pass(std::size_t i, const char* body, HbmSrc src,
                                         std::int64_t cols, const Waits& after);
     // Op i's DMA of rows [r0, r0 + rows) of `row_bytes` each, from the HBM array at `src` into
-    // a fresh VMEM buffer, after `after`; the DMA and the buffer are added to `s`.
-    void load_rows(std::size_t i, Addr src, Bytes row_bytes, std::int64_t r0, std::int64_t rows,
-                   const Waits& after, Step& s);
+    // a fresh VMEM buffer, after `after`; the DMA and the buffer are added to `s`. The rows
+    // stay inside the source's buffer (wrap_block).
+    // `at`: a byte offset into the source where row 0 starts.
+    void load_rows(std::size_t i, HbmSrc src, Bytes row_bytes, std::int64_t r0, std::int64_t rows,
+                   const Waits& after, Step& s, Bytes at = 0);
     void lower_copy(std::size_t i);
     void lower_single(std::size_t i);
     // Delivers a result tile of op `i`: to its fused consumer, or back to HBM.
     void sink(std::size_t i, TileRef tile);
     void write_back(std::size_t i, const TileRef& tile);  // a result tile of op i to HBM
     void consume_tile(std::size_t i, TileRef in);         // op i is the fused consumer
+    // Rows of the array whose tiles reach fused op i (its chain's first producer).
+    std::int64_t tile_grid_rows(std::size_t i) const;
 
     const TpuConfig& cfg_;
     LoweringOptions opts_;
@@ -104,11 +124,12 @@ class CoreLowering {
     VmemRing vmem_;
     Addr hbm_size_, hbm_next_ = 0;
     std::vector<Addr> out_addr_;    // HBM address of each op's result
+    std::vector<Bytes> out_size_;   // and the bytes its buffer holds
     std::vector<Waits> done_;       // per op: its final instructions on this core
     std::vector<Waits> prev_done_;  // loop body ops: done_ of the previous trip
     std::vector<bool> in_loop_;     // per op: in a loop body
-    std::map<std::pair<std::size_t, std::size_t>, Addr> param_addr_;  // body ops' parameters
-    std::int64_t trip_ = 0;                                           // of the loop being lowered
+    std::map<std::pair<std::size_t, std::size_t>, HbmSrc> param_addr_;  // body ops' parameters
+    std::int64_t trip_ = 0;                                             // of the loop being lowered
     std::vector<std::int64_t> consumer_;  // fused consumer lowered inline, or -1
     std::vector<std::size_t> consumers_count_;
     std::vector<bool> lowered_;

@@ -94,6 +94,7 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
         s.out_bytes = std::max<std::int64_t>(dtype_bytes(op.out_dtype), 2);
         for (std::size_t d : op.deps) s.deps.push_back(position[d]);
         for (std::size_t d : op.carried) s.carried.push_back(position[d]);
+        s.operands = op.operands;
         s.fused = op.fused;
         for (int v : op.vmem_operands) (v == 0 ? s.lhs_in_vmem : s.rhs_in_vmem) = true;
         s.result_in_vmem = op.result_in_vmem;

@@ -31,7 +31,7 @@ void walk(const Trace& t, const std::vector<std::size_t>& order, const std::vect
         if (t.parameter_bytes < 0) {  // undeclared: each operand without a producer
             const auto operands = op_operand_bytes(op);
             for (std::size_t j = 0; j < operands.size(); ++j) {
-                if (j >= op.deps.size()) params += operands[j];
+                if (op_operand_dep(op, j) < 0) params += operands[j];
             }
         }
         for (std::size_t d : op.deps) {

@@ -103,10 +103,13 @@ void CoreLowering::lower_matmul(std::size_t i) {
     const std::int64_t nn = static_cast<std::int64_t>(ceil_div(op.n, tn));
     const bool conv = op.conv.kh > 0;
     const std::int64_t conv_rows = conv ? op.m / (op.conv.out_h * op.conv.out_w) * op.conv.h : 0;
-    const Addr lhs = operand(i, 0,
-                             conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * e)
-                                  : static_cast<Bytes>(op.batch * op.m * op.k * e));
-    const Addr rhs = operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * e));
+    const HbmSrc lhs_buf = operand(i, 0,
+                                   conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * e)
+                                        : static_cast<Bytes>(op.batch * op.m * op.k * e));
+    const HbmSrc rhs_buf = operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * e));
+    const Addr lhs = lhs_buf.addr, rhs = rhs_buf.addr;
+    const Bytes lhs_view = conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * e)
+                                : static_cast<Bytes>(op.batch * op.m * op.k * e);
     const Waits deps = dep_waits(op);
     // Operands XLA placed in VMEM (S(1)) must fit there whole.
     const Bytes lhs_bytes = static_cast<Bytes>(op.batch * op.m * op.k * e);
@@ -174,13 +177,27 @@ void CoreLowering::lower_matmul(std::size_t i) {
                                 {lhs, op.k, b * op.m + jm * tm, jk * tk, tm_e, tk_e,
                                  static_cast<Bytes>(e)},
                                 a.addr);
+            if (!windowed && lhs_view > lhs_buf.size) {
+                // An LHS larger than the buffer that holds it is an implicit GEMM's im2col
+                // matrix (a convolution imported as a matmul: k = taps x channels), which is
+                // not in HBM: its tile is gathered from the input, so it is read from inside
+                // the input, at its offset scaled by the input's share of the view (its first
+                // pixel), as one block where its rows spread wider than the input.
+                DmaDescriptor& d = ld.dma();
+                const Bytes scale = (lhs_view + lhs_buf.size - 1) / lhs_buf.size;
+                if (d.hbm_extent() - d.hbm_addr > lhs_buf.size) d.hbm_stride = d.row_bytes;
+                const Bytes span = d.hbm_extent() - d.hbm_addr;
+                const Bytes room = lhs_buf.size - std::min(lhs_buf.size, span);
+                d.hbm_addr = lhs + std::min<Bytes>((d.hbm_addr - lhs) / scale, room);
+            }
             if (op.lhs_in_vmem) {  // resident in VMEM (S(1)): no DMA, ready after its deps
                 s.loaded.insert(s.loaded.end(), w.begin(), w.end());
             } else {
+                wrap_block(ld.dma(), lhs_buf);
                 const std::uint32_t a_id = emit(ld);
                 vmem_.use(a.addr, a_id);
                 s.loaded.push_back(a_id);
-                count_hbm(i, a_bytes);
+                count_hbm(i, ld.dma().bytes());
             }
             if (!reuse_b) {
                 const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * e);
@@ -195,9 +212,10 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 if (op.rhs_in_vmem) {
                     s.loaded.insert(s.loaded.end(), wb.begin(), wb.end());
                 } else {
+                    wrap_block(lb.dma(), rhs_buf);
                     b_load = emit(lb);
                     vmem_.use(bbuf.addr, b_load);
-                    count_hbm(i, b_bytes);
+                    count_hbm(i, lb.dma().bytes());
                 }
             }
             if (!op.rhs_in_vmem) s.loaded.push_back(b_load);

@@ -68,7 +68,7 @@ void CoreLowering::lower_vector(std::size_t i) {
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
     Waits deps = dep_waits(op);
     const auto u32 = static_cast<std::uint32_t>(i);
-    std::vector<Addr> inputs;
+    std::vector<HbmSrc> inputs;
     for (std::int64_t x = 0; x < op.vector_inputs; ++x) {
         inputs.push_back(
             operand(i, static_cast<std::size_t>(x), static_cast<Bytes>(op.rows) * row_in));
@@ -84,7 +84,7 @@ void CoreLowering::lower_vector(std::size_t i) {
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         Step st;
         st.load = [=](Step& s) {
-            for (Addr src : inputs) load_rows(i, src, row_in, r0, rows, deps, s);
+            for (const HbmSrc& src : inputs) load_rows(i, src, row_in, r0, rows, deps, s);
         };
         st.compute = [=](Step& s) {
             Waits w = s.loaded;
@@ -108,8 +108,8 @@ void CoreLowering::lower_vector(std::size_t i) {
     run_pipeline(static_cast<std::size_t>(chunks), make);
 }
 
-void CoreLowering::load_rows(std::size_t i, Addr src, Bytes row_bytes, std::int64_t r0,
-                             std::int64_t rows, const Waits& after, Step& s) {
+void CoreLowering::load_rows(std::size_t i, HbmSrc src, Bytes row_bytes, std::int64_t r0,
+                             std::int64_t rows, const Waits& after, Step& s, Bytes at) {
     const Bytes bytes = static_cast<Bytes>(rows) * row_bytes;
     Waits w = after;
     Buffer buf = alloc(bytes, false, w, i);
@@ -118,15 +118,18 @@ void CoreLowering::load_rows(std::size_t i, Addr src, Bytes row_bytes, std::int6
     ld.op = static_cast<std::uint32_t>(i);
     ld.waits = w;
     const auto row = static_cast<std::int64_t>(row_bytes);
-    ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem, {src, row, r0, 0, rows, row, 1}, buf.addr);
+    ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem, {src.addr + at, row, r0, 0, rows, row, 1},
+                         buf.addr);
+    wrap_block(ld.dma(), src);
+    const Bytes moved = ld.dma().bytes();
     const std::uint32_t id = emit(std::move(ld));
     vmem_.use(buf.addr, id);
     s.loaded.push_back(id);
     s.buffers.push_back(buf.addr);
-    count_hbm(i, bytes);
+    count_hbm(i, moved);
 }
 
-std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* body, Addr src,
+std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* body, HbmSrc src,
                                                   std::int64_t cols, const Waits& after) {
     const OpSpec& op = ops_[i];
     const Bytes row_in = static_cast<Bytes>(cols * op.in_bytes);
@@ -161,14 +164,14 @@ void CoreLowering::lower_copy(std::size_t i) {
     const OpSpec& op = ops_[i];
     const Bytes chunk = 1 * kMiB;
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.bytes, chunk));
-    const Addr src = operand(i, 0, op.bytes);
+    const HbmSrc src = operand(i, 0, op.bytes);
     const Waits deps = dep_waits(op);
     const auto make = [&](std::size_t c) {
         const Bytes off = static_cast<Bytes>(c) * chunk;
         const Bytes bytes = std::min(chunk, op.bytes - off);
         Step st;
         st.load = [=](Step& s) {  // one contiguous row of the chunk's bytes
-            load_rows(i, src + off, bytes, 0, 1, deps, s);
+            load_rows(i, src, bytes, 0, 1, deps, s, off);
             s.acc = s.buffers.back();
         };
         st.compute = [](Step& s) { s.computed = s.loaded; };

@@ -343,6 +343,26 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
             dep_ids.push_back(dep.get<std::string>());
         }
     }
+    if (const json* o = r.take("operands")) {
+        // Positions in deps as link_ops keeps them: each id once, at its first place.
+        std::vector<std::string> unique;
+        for (const auto& d : dep_ids)
+            if (std::find(unique.begin(), unique.end(), d) == unique.end()) unique.push_back(d);
+        for (const json& x : r.array("operands", *o)) {
+            if (x.is_null()) {
+                op.operands.push_back(-1);
+                continue;
+            }
+            if (!x.is_string())
+                r.fail(fmt::format("\"operands\" must list op ids of \"deps\" or null, got {}",
+                                   json_type_name(x)));
+            const auto it = std::find(unique.begin(), unique.end(), x.get<std::string>());
+            if (it == unique.end())
+                r.fail(fmt::format("\"operands\" names \"{}\", which is not in \"deps\"",
+                                   x.get<std::string>()));
+            op.operands.push_back(static_cast<int>(it - unique.begin()));
+        }
+    }
     const std::vector<int> op_cores = read_cores(r, op, cores);
     switch (op.kind) {
         case OpKind::Matmul:

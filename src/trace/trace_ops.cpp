@@ -305,6 +305,13 @@ std::int64_t op_bytes_out(const TraceOp& op) {
     return static_cast<std::int64_t>(trace_detail::wide_bytes_out(op));
 }
 
+std::ptrdiff_t op_operand_dep(const TraceOp& op, std::size_t j) {
+    if (op.operands.empty())
+        return j < op.deps.size() ? static_cast<std::ptrdiff_t>(op.deps[j]) : -1;
+    if (j >= op.operands.size() || op.operands[j] < 0) return -1;
+    return static_cast<std::ptrdiff_t>(op.deps[static_cast<std::size_t>(op.operands[j])]);
+}
+
 std::int64_t op_hbm_bytes_in(const TraceOp& op) {
     const auto operands = op_operand_bytes(op);
     std::int64_t sum = 0;

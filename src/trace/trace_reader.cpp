@@ -156,6 +156,10 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
             if (t.version < kTraceLoopVersion)
                 fail(where, fmt::format("\"carried\" needs \"version\": {}", kTraceLoopVersion));
             if (!c.is_array()) fail(where, "\"carried\" must be an array of op ids");
+            if (o.contains("operands"))
+                fail(where,
+                     "\"operands\" and \"carried\" together are not supported (a "
+                     "carried operand is read by position, docs/trace-format.md)");
             carried_ids.emplace_back();
             for (const auto& d : c) {
                 if (!d.is_string()) fail(where, "\"carried\" must be an array of op ids");

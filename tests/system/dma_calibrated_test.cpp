@@ -12,6 +12,7 @@
 #include "tpusim/arch/memory/dma_engine.h"
 #include "tpusim/arch/memory/hbm_calibrated_module.h"
 #include "tpusim/arch/memory/vmem_module.h"
+#include "tpusim/common/error.h"
 #include "tpusim/config/tpu_config.h"
 
 using namespace tpusim;
@@ -118,4 +119,24 @@ TEST_CASE("every dma key changes the cycles of calibrated-HBM transfers as deriv
     CHECK(c.dma.stats().lookup("chunks") == 8.0);
     CHECK(a.vmem.stats().lookup("dma_port_bytes") == static_cast<double>(4 * C));
     CHECK(a.hbm.stats().lookup("bytes_read") == static_cast<double>(4 * C));
+}
+
+TEST_CASE("a descriptor past the chip's HBM is refused at enqueue by the calibrated model too",
+          "[dma][hbm][system]") {
+    // Before: the annotated path sent such a chunk to the HBM, which answered with an address
+    // error that dma.hbm_errors counted while the run went on (the HLO replays' 70 to 28,432
+    // per core).
+    Rig rig("rig", variant({}));
+    DmaDescriptor d;
+    d.dir = DmaDescriptor::Dir::HbmToVmem;
+    d.hbm_addr = rig.cfg.hbm.capacity_bytes() - 4096;
+    d.rows = 1;
+    d.row_bytes = 8192;
+    try {
+        rig.dma.enqueue(d, nullptr);
+        FAIL("accepted");
+    } catch (const InputError& e) {
+        CHECK(std::string(e.what_only()).find("reaches HBM byte") != std::string::npos);
+    }
+    CHECK(rig.dma.stats().lookup("hbm_errors") == 0.0);
 }

@@ -400,3 +400,60 @@ ENTRY e {
     CHECK(hbm_footprint(h).peak_bytes - hbm_footprint(t).peak_bytes ==
           std::int64_t{256} * 128 * 4);  // the f32 result that S(1) keeps out of HBM
 }
+
+namespace {
+
+// [lowest, highest) HBM bytes that op `id`'s DMAs in direction `dir` reach on core 0.
+std::pair<Addr, Addr> dma_range(const Program& p, const std::string& id, DmaDescriptor::Dir dir) {
+    std::size_t op = p.ops.size();
+    for (std::size_t i = 0; i < p.ops.size(); ++i)
+        if (p.ops[i].id == id) op = i;
+    REQUIRE(op < p.ops.size());
+    Addr lo = ~Addr{0}, hi = 0;
+    for (const Instr& in : p.cores.at(0).instrs) {
+        if (in.unit != Unit::Dma || in.op != op || in.dma().dir != dir) continue;
+        lo = std::min(lo, in.dma().hbm_addr);
+        hi = std::max(hi, in.dma().hbm_extent());
+    }
+    REQUIRE(hi > 0);
+    return {lo, hi};
+}
+
+}  // namespace
+
+TEST_CASE("HLO fusion: an unfused member reads its own operand, not the fusion's first input",
+          "[hlo][lowering]") {
+    // The fusion {d, m} waits for all three of its inputs (k, big, red), and d reads only
+    // `big` from HBM (its other operand is a broadcast, made in registers). The deps of d are
+    // the fusion's inputs in program order, so its operand 0 by position was the scalar k:
+    // d read 1 MiB from k's 4 KiB buffer (RoBERTa's div.687 read 96 MiB from a bf16[] and the
+    // replay counted dma.hbm_errors where such reads crossed the end of the core's share).
+    const Trace t = import(R"(HloModule m
+add_f32 {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  p0 = f32[] parameter(0)
+  k = f32[] exponential(p0)
+  p1 = f32[512,512]{1,0} parameter(1)
+  big = f32[512,512]{1,0} tanh(p1)
+  zero = f32[] constant(0)
+  red = f32[512]{0} reduce(big, zero), dimensions={1}, to_apply=add_f32
+  b = f32[512,512]{1,0} broadcast(red), dimensions={0}
+  kb = f32[512,512]{1,0} broadcast(k), dimensions={}
+  d = f32[512,512]{1,0} divide(big, b)
+  ROOT m = f32[512,512]{1,0} multiply(d, kb)
+})");
+    const TraceOp& d = op_named(t, "d");
+    REQUIRE_FALSE(d.fused);
+    REQUIRE(d.deps.size() == 3);  // it waits for every input of its fusion
+    REQUIRE(op_operand_dep(d, 0) >= 0);
+    CHECK(t.ops[static_cast<std::size_t>(op_operand_dep(d, 0))].id == "big");
+    // Lowered, d's reads are the buffer big's result was written to.
+    const Program p = lower_trace(t, load_config(test::config_path("tpu_v3_8.json")));
+    const auto written = dma_range(p, "big", DmaDescriptor::Dir::VmemToHbm);
+    const auto read = dma_range(p, "d", DmaDescriptor::Dir::HbmToVmem);
+    CHECK(read == written);
+}

@@ -434,3 +434,52 @@ TEST_CASE("ops waiting on a collective are issued just before their first consum
     const Trace u = parse_trace(k, "u.json", 8);
     CHECK(issue_order(u) == std::vector<std::size_t>{0, 1, 2});
 }
+
+TEST_CASE("every DMA stays inside the HBM buffer it reads or writes", "[lowering]") {
+    const TpuConfig cfg = v3();
+    const Bytes share = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
+    // [addr, extent) of each op's reads and writes on core 0.
+    struct Range {
+        Addr lo = ~Addr{0}, hi = 0;
+        std::uint64_t bytes = 0;
+    };
+    auto ranges = [](const Program& p, bool reads) {
+        std::map<std::string, Range> r;
+        for (const auto& in : p.cores[0].instrs) {
+            if (in.unit != Unit::Dma || in.dma().to_vmem() != reads) continue;
+            Range& x = r[p.ops[in.op].id];
+            x.lo = std::min(x.lo, in.dma().hbm_addr);
+            x.hi = std::max(x.hi, in.dma().hbm_extent());
+            x.bytes += in.dma().bytes();
+        }
+        return r;
+    };
+    // An op that views its operand as larger than the dep's result (a scalar broadcast, or a
+    // hand-written dep of another size) reads inside the scalar's buffer: the whole buffer
+    // once per chunk, as each chunk is larger than it. Before, it read 32 MiB on from the
+    // scalar's 4 KiB.
+    OpSpec scalar = vector("s", "exp", 1, 1);
+    OpSpec wide = vector("w", "exp", 2048, 4096);
+    wide.deps = {0};
+    const Program p = lower_ops({scalar, wide}, cfg, {}, "t");
+    const auto wrote = ranges(p, false);
+    const auto read = ranges(p, true);
+    REQUIRE(read.count("w"));
+    CHECK(read.at("w").bytes % 4096 == 0);
+    CHECK(read.at("w").bytes < 2048ull * 4096 * 4);
+    CHECK(read.at("w").lo >= wrote.at("s").lo);
+    CHECK(read.at("w").hi <= wrote.at("s").lo + 4096);
+    // A fused reduction whose rows are not its producer's (a column reduction of the
+    // producer's tiles): each tile writes its share of the op's own result, inside it.
+    OpSpec x = vector("x", "exp", 4096, 1024);
+    OpSpec col = vector("col", "reduce_sum", 1024, 4096, 1, true);
+    col.deps = {0};
+    col.fused = true;
+    const Program q = lower_ops({x, col}, cfg, {}, "t");
+    REQUIRE(q.ops[1].fused_into == "x");
+    const Range out = ranges(q, false).at("col");
+    CHECK(out.hi - out.lo <= 1024 * 4);
+    CHECK(out.bytes <= 1024 * 4);
+    for (const auto& in : q.cores[0].instrs)
+        if (in.unit == Unit::Dma) CHECK(in.dma().hbm_extent() <= share);
+}

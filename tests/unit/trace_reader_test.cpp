@@ -216,3 +216,31 @@ TEST_CASE("every file in traces/bad/ is rejected with a located error", "[trace]
     }
     CHECK(files >= 30);
 }
+
+TEST_CASE("operands name the dep each HBM operand reads, or null for a parameter", "[trace]") {
+    const Trace t = parse_text(trace_text(
+        R"({"id": "s", "kind": "vector", "op": "exp", "rows": 1, "cols": 1},
+           {"id": "x", "kind": "vector", "op": "exp", "rows": 64, "cols": 128},
+           {"id": "a", "kind": "vector", "op": "add", "rows": 64, "cols": 128,
+            "deps": ["s", "x", "s"], "operands": [null, "x"]})"));
+    const TraceOp& a = t.ops[2];
+    REQUIRE(a.deps.size() == 2);  // s once, at its first place
+    CHECK(a.operands == std::vector<int>{-1, 1});
+    CHECK(op_operand_dep(a, 0) == -1);  // a parameter
+    CHECK(op_operand_dep(a, 1) == 1);   // x
+    CHECK(op_operand_dep(a, 2) == -1);  // past the list
+    // Without the list, operand j is deps[j].
+    const Trace u = parse_text(trace_text(
+        R"({"id": "x", "kind": "vector", "op": "exp", "rows": 64, "cols": 128},
+           {"id": "a", "kind": "vector", "op": "add", "rows": 64, "cols": 128, "deps": ["x"]})"));
+    CHECK(op_operand_dep(u.ops[1], 0) == 0);
+    CHECK(op_operand_dep(u.ops[1], 1) == -1);
+    CHECK(what_of(trace_text(
+              R"({"id": "x", "kind": "vector", "op": "exp", "rows": 64, "cols": 128},
+                 {"id": "a", "kind": "vector", "op": "add", "rows": 64, "cols": 128,
+                  "operands": ["x"]})")) == "\"operands\" names \"x\", which is not in \"deps\"");
+    CHECK(what_of(trace_text(
+                      R"({"id": "a", "kind": "vector", "op": "add", "rows": 64, "cols": 128,
+                  "operands": [3]})"))
+              .find("\"operands\" must list op ids of \"deps\" or null") == 0);
+}

@@ -49,6 +49,9 @@ struct OpSpec {
     // graph
     std::vector<std::size_t> deps;
     std::vector<std::size_t> carried;  // loop body ops: ops of the previous trip it needs
+    // Operand j reads deps[operands[j]] (-1 or past the list: a parameter); empty: deps[j]
+    // while j < deps.size() (TraceOp::operands).
+    std::vector<int> operands;
     bool fused = false;
     bool lhs_in_vmem = false, rhs_in_vmem = false, result_in_vmem = false;  // S(1): no DMA
     std::vector<std::int64_t> cores;  // empty: every core of the program

@@ -94,6 +94,11 @@ struct TraceOp {
     // the previous trip this op needs (a loop-carried value; in the first trip the loop's
     // inputs, which `deps` name). Indices into Trace::ops, in the order the file names them.
     std::vector<std::size_t> carried;
+    // Which dep each HBM operand reads (`operands` in the file): operand j (in
+    // op_operand_bytes order, primary first) reads the result of deps[operands[j]], or is a
+    // parameter (a tensor no op of the trace produces) where operands[j] is -1 or j is past
+    // the list. Empty: operand j reads deps[j] while there are deps (the default).
+    std::vector<int> operands;
     // The primary operand (first input) arrives on chip from the producer(s) in `deps` and is
     // not read from HBM; producers whose consumers are all fused keep their result on chip.
     bool fused = false;
@@ -160,6 +165,9 @@ std::int64_t op_flops(const TraceOp& op);
 std::vector<std::int64_t> op_operand_bytes(const TraceOp& op);
 std::int64_t op_bytes_in(const TraceOp& op);
 std::int64_t op_bytes_out(const TraceOp& op);
+// The dep (an index into Trace::ops) whose result operand j of `op` reads, or -1 when the
+// operand is a parameter (`operands`, else positional: deps[j] while j < deps.size()).
+std::ptrdiff_t op_operand_dep(const TraceOp& op, std::size_t j);
 // Bytes read from HBM: op_bytes_in less the primary operand of a fused op and the operands
 // held in VMEM (vmem_operands).
 std::int64_t op_hbm_bytes_in(const TraceOp& op);

@@ -47,7 +47,8 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int cor
     stats_.counter("bytes_to_hbm", bytes_to_hbm_, "B", "bytes moved VMEM -> HBM");
     stats_.counter("busy_cycles", busy_cycles_, "cycles",
                    "cycles an engine had a descriptor running, summed over engines");
-    stats_.counter("hbm_errors", hbm_errors_, "chunks", "chunks the HBM refused");
+    stats_.counter("hbm_errors", hbm_errors_, "chunks",
+                   "chunks the HBM refused (each one ends the run with an error: 0 in a report)");
 }
 
 std::size_t DmaEngine::least_loaded() const {
@@ -88,11 +89,10 @@ void DmaEngine::enqueue_job(std::size_t engine, Job job) {
                          fmt::format("{} reaches VMEM byte {:#x}, core has {} MiB", what(),
                                      d.vmem_extent(), vmem_capacity / kMiB));
     }
-    // The calibrated HBM (annotated) answers such a chunk with an address error instead
-    // (counted in hbm_errors), as that model has always served addresses past the capacity
-    // from its last half: the HLO replays of tests/cli/hlo_samples.sh and hlo_replays.sh
-    // have programs whose descriptors reach just past it.
-    if (timing_ == HbmTiming::blocking && d.hbm_extent() > hbm_capacity_) {
+    // Past the chip's HBM: refused whatever the HBM model (the program layer keeps every
+    // descriptor inside its buffer and its core's share, so this is a caller's bug, never a
+    // chunk to count and go on with).
+    if (d.hbm_extent() > hbm_capacity_) {
         throw InputError("", "dma",
                          fmt::format("{} reaches HBM byte {:#x}, chip has {} GiB", what(),
                                      d.hbm_extent(), hbm_capacity_ / kGiB));
@@ -246,7 +246,12 @@ void DmaEngine::transport(tlm::tlm_generic_payload& p, HbmAccessExtension& ext,
     p.set_streaming_width(p.get_data_length());
     p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     hbm_out->b_transport(p, delay);
-    if (p.get_response_status() != tlm::TLM_OK_RESPONSE) ++hbm_errors_;
+    if (p.get_response_status() != tlm::TLM_OK_RESPONSE) {
+        ++hbm_errors_;
+        throw InputError("", fmt::format("dma of core {}", core_),
+                         fmt::format("the HBM refused a chunk of {} B at byte {:#x} ({})",
+                                     c.bytes(), c.hbm_addr, p.get_response_string()));
+    }
 }
 
 }  // namespace tpusim

@@ -70,6 +70,13 @@ nlohmann::json trace_to_json_object(const Trace& t) {
             for (std::size_t d : op.carried) carried.push_back(t.ops[d].id);
             o["carried"] = carried;
         }
+        if (!op.operands.empty()) {
+            json operands = json::array();
+            for (int p : op.operands)
+                operands.push_back(p < 0 ? json(nullptr)
+                                         : json(t.ops[op.deps[static_cast<std::size_t>(p)]].id));
+            o["operands"] = operands;
+        }
         if (op.fused) o["fused"] = true;
         if (!op.vmem_operands.empty()) o["vmem_operands"] = op.vmem_operands;
         if (op.result_in_vmem) o["result_in_vmem"] = true;
