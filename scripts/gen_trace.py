@@ -32,7 +32,9 @@ class Trace:
         self.ids = set()
         self.param_count = 0
 
-    def op(self, id_, kind, deps=(), fused=False, **fields):
+    def op(self, id_, kind, deps=(), fused=False, operands=None, **fields):
+        """`operands`: the dep each HBM operand reads (None: a parameter), where the deps'
+        order does not say it (docs/trace-format.md, "Which buffer an operand reads")."""
         assert id_ not in self.ids, id_
         self.ids.add(id_)
         o = {"id": id_, "kind": kind}
@@ -40,6 +42,8 @@ class Trace:
         deps = [d for d in deps if d]
         if deps:
             o["deps"] = deps
+        if operands is not None:
+            o["operands"] = operands
         if fused:
             o["fused"] = True
         self.ops.append(o)
@@ -222,7 +226,8 @@ def siamese_fwd(t, a, L):
     x, emb_ln = None, None
     if a.embeddings:
         ids = t.op("s2.input_ids", "infeed", bytes=T * SIZE["s32"])
-        tok = t.vector("s2.emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab)
+        tok = t.vector("s2.emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab,
+                       operands=[None, ids])
         pos = t.vector("s2.emb.position", "add", [tok], elements=T * h, fused=True)
         x, emb_ln = layernorm_fwd(t, "s2.emb.ln", pos, T, h)
     x, states = encoder_layers_fwd(t, "s2.", x, b, s, h, heads, f, L)
@@ -249,7 +254,9 @@ def gen_bert(a):
     # results stay in HBM.
     if a.embeddings:
         ids = t.op("input_ids", "infeed", bytes=T * SIZE["s32"])
-        tok = t.vector("emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab)
+        # operands: the table is a parameter; the ids are the gather's indices.
+        tok = t.vector("emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab,
+                       operands=[None, ids])
         pos = t.vector("emb.position", "add", [tok], elements=T * h, fused=True)
         typ = t.vector("emb.token_type", "add", [pos], elements=T * h, fused=True)
         x, emb_ln = layernorm_fwd(t, "emb.ln", typ, T, h)
@@ -697,8 +704,9 @@ def ex_mlp():
     dy = t.vector("loss_grad", "sub", [y], elements=T * h)
     da, g2 = dense_bwd(t, s2, dy)
     _, g1 = dense_bwd(t, s1, da)
-    t.vector("fc2.sgd", "sgd", g2, elements=f * h + h, dtype=F32)
-    t.vector("fc1.sgd", "sgd", g1, elements=h * f + f, dtype=F32)
+    # sgd reads (param, grad): the parameter is not an op's result; the weight gradient is.
+    t.vector("fc2.sgd", "sgd", g2, elements=f * h + h, dtype=F32, operands=[None, g2[1]])
+    t.vector("fc1.sgd", "sgd", g1, elements=h * f + f, dtype=F32, operands=[None, g1[1]])
     return t
 
 
@@ -714,7 +722,8 @@ def ex_attention():
 def ex_bert_layer():
     a = argparse.Namespace(batch=8, seq=512, hidden=768, heads=12, ffn=3072, layers=1,
                            vocab=30522, cores=1, forward_only=True, embeddings=False,
-                           predictions=76, name="bert_base_layer_fwd", optimizer="adam")
+                           predictions=76, name="bert_base_layer_fwd", optimizer="adam",
+                           seq2=0)
     return gen_bert(a)
 
 
@@ -739,7 +748,8 @@ def ex_data_parallel():
 def bert_base_train_args():
     return argparse.Namespace(batch=8, seq=512, hidden=768, heads=12, ffn=3072, layers=12,
                               vocab=30522, cores=8, forward_only=False, embeddings=True,
-                              predictions=76, name="bert_base_train_step", optimizer="adam")
+                              predictions=76, name="bert_base_train_step", optimizer="adam",
+                              seq2=0)
 
 
 def gen_examples(a):

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The committed example traces (traces/*.json that gen_trace.py writes) are exactly what
+# `scripts/gen_trace.py examples` writes today: a change to the generator or a hand edit of a
+# trace cannot leave the two apart (golden cycles are checked on the committed files).
+# Also generates a BERT-Large LAMB step (validate.py's BERT set) to keep that path working.
+# Usage: gen_examples.sh (run from the source root).
+set -u
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+status=0
+python3 scripts/gen_trace.py examples "$tmp" || { echo "FAIL gen_trace.py examples"; exit 1; }
+n=0
+for f in "$tmp"/*.json; do
+    name=$(basename "$f")
+    n=$((n + 1))
+    if ! cmp -s "$f" "traces/$name"; then
+        echo "FAIL traces/$name differs from what gen_trace.py examples writes:"
+        diff <(tr ',' '\n' < "traces/$name") <(tr ',' '\n' < "$f") | head -10
+        status=1
+    fi
+done
+[[ $n -ge 6 ]] || { echo "FAIL only $n example traces written"; status=1; }
+python3 scripts/gen_trace.py bert --batch 2 --cores 32 --layers 2 --optimizer lamb \
+    -o "$tmp/lamb.json" || { echo "FAIL gen_trace.py bert --optimizer lamb"; status=1; }
+grep -q '"op": "lamb"' "$tmp/lamb.json" && grep -q '"id": "l0.lamb_step"' "$tmp/lamb.json" ||
+    { echo "FAIL no lamb + lamb_step ops in the LAMB trace"; status=1; }
+[[ $status -eq 0 ]] && echo "ok: $n example traces reproduced; LAMB step written"
+exit $status
