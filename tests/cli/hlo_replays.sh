@@ -22,7 +22,8 @@ $d/xla_repo_models_preopt/gemma3_1b_flax_call.hlo"
 # MobileNetV2 fits (8.0 GiB at its peak) and has its own test, hlo_mobilenet.sh.
 # These fit too (peak live HBM per core: ResNet-50 9.9 GiB after SPMD partitioning, 12.4
 # before; the UNet 9.4 / 11.3) but take 25-30 s each to replay, too long to add four to the
-# suite: `trace check` runs their import, lowering and HBM check (exit 0, no unknown opcode);
+# suite: `trace check` runs their import and HBM footprint check (exit 0, no unknown opcode;
+# it does not lower the program, so their lowering is checked only by hlo_replay.sh);
 # scripts/hlo_replay.sh replays them end to end (docs/hlo.md).
 checked="$d/jax_seed_workloads/resnet50_dp8.after_spmd_partitioning.hlo
 $d/jax_seed_workloads/resnet50_dp8.before_optimizations.hlo
