@@ -5,7 +5,10 @@
 #   3. fuzz smoke: every libFuzzer harness for FUZZ_SMOKE_SECONDS (scripts/fuzz.sh, build-fuzz/)
 #   4. build-asan/ (AddressSanitizer + UndefinedBehaviorSanitizer, -O1) and ctest again
 # Exits non-zero if any build or test fails or a fuzzer finds anything. Wall times of the parts
-# are printed at the end.
+# are printed at the end. CI's budget is 20 min; a fresh clone on 2 cores without ccache took
+# 677 s (2026-11-27: normal part 191 s with a 108 s build, fuzz smoke 146 s with an 81 s build,
+# ASan+UBSan part 340 s with a 210 s build; 1310 s of CPU in all). About half is compiling:
+# keep new sources in the unity batches (CMakeLists.txt, TPUSIM_UNITY_BUILD).
 #
 # Environment:
 #   JOBS=N             parallel build and test jobs (default: nproc)
