@@ -26,9 +26,11 @@ out=build-fuzz
 targets=""
 for h in "${harnesses[@]}"; do targets+="fuzz_$h "; done
 # -O1 and line tables only, as the sanitizer build: fast enough to fuzz, quick to compile.
+build_start=$SECONDS
 CXX=${FUZZ_CXX:-clang++} BUILD_DIR=$out TARGETS="$targets" bash scripts/build.sh \
     -DTPUSIM_FUZZ=ON -DTPUSIM_BUILD_TESTS=OFF -DTPUSIM_WERROR=OFF -DCMAKE_BUILD_TYPE=Debug \
     "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" >/dev/null
+build_s=$((SECONDS - build_start))
 
 export SC_COPYRIGHT_MESSAGE=DISABLE TPUSIM_SOURCE_DIR="$root"
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1"
@@ -103,5 +105,6 @@ for h in "${harnesses[@]}"; do
     printf '%-15s %8s %8s %10s %10s %8s  %s\n' "$h" "${eps:--}" "${cov:--}" "${ft:--}" \
         "${runs:--}" "${rss:--}" "$result"
 done
-echo "fuzz: ${seconds} s per harness; logs in $out/logs/, findings in tests/fuzz/regressions/"
+echo "fuzz: ${seconds} s per harness (build ${build_s} s, ${SECONDS} s in all); logs in $out/logs/," \
+     "findings in tests/fuzz/regressions/"
 exit $status
