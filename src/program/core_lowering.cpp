@@ -142,7 +142,10 @@ HbmSrc CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
     } else if (which < op.operands.size() && op.operands[which] >= 0) {
         dep = static_cast<std::ptrdiff_t>(op.deps[static_cast<std::size_t>(op.operands[which])]);
     }
-    if (dep >= 0) {
+    // A producer that did not run on this core (an op on a subset of the cores, such as a
+    // collective over one replica group) left no buffer here: the operand is then an input
+    // of this core's own, as a parameter is.
+    if (dep >= 0 && out_size_[static_cast<std::size_t>(dep)] > 0) {
         const auto d = static_cast<std::size_t>(dep);
         return {out_addr_[d], out_size_[d]};
     }
@@ -150,7 +153,7 @@ HbmSrc CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
     // from the buffers the previous trip wrote (the operand order of unroll_loops).
     if (op.operands.empty() && trip_ > 0 && which - op.deps.size() < op.carried.size()) {
         const std::size_t c = op.carried[which - op.deps.size()];
-        return {out_addr_[c], out_size_[c]};
+        if (out_size_[c] > 0) return {out_addr_[c], out_size_[c]};
     }
     return param(i, which, bytes);
 }
