@@ -7,7 +7,8 @@
 # Exits non-zero if any build or test fails or a fuzzer finds anything. Wall times of the parts
 # are printed at the end. CI's budget is 20 min; a fresh clone on 2 cores without ccache took
 # 677 s (2026-11-27: normal part 191 s with a 108 s build, fuzz smoke 146 s with an 81 s build,
-# ASan+UBSan part 340 s with a 210 s build; 1310 s of CPU in all). About half is compiling:
+# ASan+UBSan part 340 s with a 210 s build; 1310 s of CPU in all), and 792 s in a second run
+# on a shared machine (187 s, 165 s, 440 s). About half is compiling:
 # keep new sources in the unity batches (CMakeLists.txt, TPUSIM_UNITY_BUILD).
 #
 # Environment:
