@@ -103,23 +103,46 @@ void lower_gather(Ctx& c, bool scatter_add) {
     }
 }
 
-// Adam on f32 state: m' = b1 m + (1-b1) g; v' = b2 v + (1-b2) g^2;
-// p' = p - lr * m' / (sqrt(v') + eps), bias corrections folded into lr (a scalar), and
-// sqrt(v) computed as v * rsqrt(v).
+namespace {
+
+// Adam's moments on f32 state, shared by adam and lamb: m' = b1 m + (1-b1) g;
+// v' = b2 v + (1-b2) g^2; and the step direction m' / (sqrt(v') + eps), with sqrt(v) computed
+// as v * rsqrt(v). The constants are splatted once, in the loop's prologue.
+struct AdamMoments {
+    VVal b1, omb1, b2, omb2, eps;
+    explicit AdamMoments(Ctx& c)
+        : b1(c.b.konst()),
+          omb1(c.b.konst()),
+          b2(c.b.konst()),
+          omb2(c.b.konst()),
+          eps(c.b.konst()) {}
+    struct Half {
+        VVal m, v, step;
+    };
+    Half operator()(Ctx& c, VVal g, VVal m, VVal v) const {
+        VVal m1 = c.fma(g, omb1, c.b.op(VOp::Mul, m, b1));
+        VVal g2 = c.b.op(VOp::Mul, g, g);
+        VVal v1 = c.fma(g2, omb2, c.b.op(VOp::Mul, v, b2));
+        VVal sq = c.b.op(VOp::Mul, v1, c.b.op(VOp::Rsqrt, v1));
+        VVal r = c.b.op(VOp::Recip, c.b.op(VOp::Add, sq, eps));
+        return {m1, v1, c.b.op(VOp::Mul, m1, r)};
+    }
+};
+
+}  // namespace
+
+// Adam on f32 state: the moments above, then p' = p - lr * m' / (sqrt(v') + eps), bias
+// corrections folded into lr (a scalar).
 void lower_adam(Ctx& c) {
-    VVal b1 = c.b.konst(), omb1 = c.b.konst(), b2 = c.b.konst(), omb2 = c.b.konst(),
-         eps = c.b.konst(), neg_lr = c.b.konst();
+    const AdamMoments moments(c);
+    VVal neg_lr = c.b.konst();
     const std::vector<VVal> p = c.load_in(), g = c.load_in(), m = c.load_in(), v = c.load_in();
     std::vector<VVal> po, mo, vo;
     for (int h = 0; h < c.k; ++h) {
-        VVal m1 = c.fma(g[h], omb1, c.b.op(VOp::Mul, m[h], b1));
-        VVal g2 = c.b.op(VOp::Mul, g[h], g[h]);
-        VVal v1 = c.fma(g2, omb2, c.b.op(VOp::Mul, v[h], b2));
-        VVal sq = c.b.op(VOp::Mul, v1, c.b.op(VOp::Rsqrt, v1));
-        VVal r = c.b.op(VOp::Recip, c.b.op(VOp::Add, sq, eps));
-        po.push_back(c.fma(c.b.op(VOp::Mul, m1, r), neg_lr, p[h]));
-        mo.push_back(m1);
-        vo.push_back(v1);
+        const AdamMoments::Half a = moments(c, g[h], m[h], v[h]);
+        po.push_back(c.fma(a.step, neg_lr, p[h]));
+        mo.push_back(a.m);
+        vo.push_back(a.v);
     }
     c.store_out(mo);
     c.store_out(vo);
@@ -127,27 +150,23 @@ void lower_adam(Ctx& c) {
 }
 
 // LAMB (You et al., "Large Batch Optimization for Deep Learning", 2019; the optimizer of the
-// MLPerf BERT submissions), its first kernel. On f32 state: Adam's m', v' as above, the update
+// MLPerf BERT submissions), its first kernel. On f32 state: Adam's moments above, the update
 // u = m' / (sqrt(v') + eps) + wd p, and the tensor's two squared norms sum p^2 and sum u^2
 // accumulated lane-wise in vregs (one cross-lane reduction per op, not per tile). Outputs
 // m', v', u. The parameter step p' = p - (lr ||p|| / ||u||) u needs both norms of the whole
 // tensor, so it cannot join this pass: it is a second kernel over (p, u), the `sgd` op.
 void lower_lamb(Ctx& c) {
-    VVal b1 = c.b.konst(), omb1 = c.b.konst(), b2 = c.b.konst(), omb2 = c.b.konst(),
-         eps = c.b.konst(), wd = c.b.konst(), acc_p = c.b.konst(), acc_u = c.b.konst();
+    const AdamMoments moments(c);
+    VVal wd = c.b.konst(), acc_p = c.b.konst(), acc_u = c.b.konst();
     const std::vector<VVal> p = c.load_in(), g = c.load_in(), m = c.load_in(), v = c.load_in();
     std::vector<VVal> mo, vo, uo;
     for (int h = 0; h < c.k; ++h) {
-        VVal m1 = c.fma(g[h], omb1, c.b.op(VOp::Mul, m[h], b1));
-        VVal g2 = c.b.op(VOp::Mul, g[h], g[h]);
-        VVal v1 = c.fma(g2, omb2, c.b.op(VOp::Mul, v[h], b2));
-        VVal sq = c.b.op(VOp::Mul, v1, c.b.op(VOp::Rsqrt, v1));
-        VVal r = c.b.op(VOp::Recip, c.b.op(VOp::Add, sq, eps));
-        VVal u = c.fma(p[h], wd, c.b.op(VOp::Mul, m1, r));
+        const AdamMoments::Half a = moments(c, g[h], m[h], v[h]);
+        VVal u = c.fma(p[h], wd, a.step);
         c.fma(p[h], p[h], acc_p);
         c.fma(u, u, acc_u);
-        mo.push_back(m1);
-        vo.push_back(v1);
+        mo.push_back(a.m);
+        vo.push_back(a.v);
         uo.push_back(u);
     }
     c.store_out(mo);

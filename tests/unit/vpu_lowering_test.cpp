@@ -208,11 +208,10 @@ TEST_CASE("lamb is adam's pass plus the weight decay term and the two norms", "[
     // constants (wd and the second accumulator) splatted once.
     REQUIRE_FALSE(vpu.has_fma);
     const auto& o = vpu.ops;
-    const std::uint64_t extra =
-        static_cast<std::uint64_t>(tiles) *
-            static_cast<std::uint64_t>(2 * o.mul.issue_interval_cycles +
-                                       2 * o.add.issue_interval_cycles) +
-        2u * static_cast<std::uint64_t>(o.cmp_select.issue_interval_cycles);
+    const std::uint64_t extra = static_cast<std::uint64_t>(tiles) *
+                                    static_cast<std::uint64_t>(2 * o.mul.issue_interval_cycles +
+                                                               2 * o.add.issue_interval_cycles) +
+                                2u * static_cast<std::uint64_t>(o.cmp_select.issue_interval_cycles);
     CHECK(lamb.busy_cycles[0] == adam.busy_cycles[0] + extra);
     CHECK(lamb.busy_cycles[4] == adam.busy_cycles[4]);  // the same rsqrt and reciprocal
     CHECK(lamb.cycles > adam.cycles);

@@ -21,14 +21,6 @@ using namespace hlo_detail;
 
 namespace {
 
-// Where an operand of a fusion member comes from.
-struct Place {
-    std::vector<std::uint32_t> internal;  // ops of the same fusion that produce it
-    bool on_chip = false;                 // no HBM read: internal, generated, or in VMEM
-    bool vmem = false;                    // its layout says memory space 1 (VMEM)
-    std::vector<std::uint32_t> external;  // ops outside the fusion that it waits for
-};
-
 class Importer {
  public:
     Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores, HloImportStats& st)
@@ -520,40 +512,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
             claimed_.insert(internal.front());
         }
         for (std::uint32_t d : internal) op->deps.push_back(d);
-        {
-            // Which producer each HBM operand reads: the deps of an unfused member are every
-            // input of its fusion (it waits for them all), so their order says nothing of
-            // which buffer holds which operand.
-            auto holder = [&](const Place& p) -> std::int64_t {
-                if (!p.internal.empty()) return p.internal.front();
-                std::int64_t best = -1;
-                for (std::uint32_t e : p.external)
-                    if (best < 0 || op_bytes_out(trace_.ops[e]) >
-                                        op_bytes_out(trace_.ops[static_cast<std::size_t>(best)]))
-                        best = e;
-                return best;
-            };
-            std::vector<std::int64_t> r;
-            const bool mm = op->kind == OpKind::Matmul || op->kind == OpKind::Conv2d;
-            if (mm) {
-                for (std::size_t k = 0; k < 2 && k < ps.size(); ++k) r.push_back(holder(ps[k]));
-            } else if (in.opcode == "dynamic-update-slice" && ps.size() > 1) {
-                r.push_back(holder(ps[1]));  // the update, written in place
-            } else if (in.opcode == "scatter" && !ps.empty()) {
-                r.push_back(holder(ps.back()));
-            } else {
-                if (op->fused) r.push_back(op->deps.front());  // the primary, on chip
-                std::vector<std::int32_t> seen;
-                for (std::size_t k = 0; k < ps.size(); ++k) {
-                    if (ps[k].on_chip || !ps[k].internal.empty()) continue;
-                    const std::int32_t src = in.operands[k].instr;
-                    if (std::find(seen.begin(), seen.end(), src) != seen.end()) continue;
-                    seen.push_back(src);
-                    r.push_back(holder(ps[k]));
-                }
-            }
-            reads[idx] = std::move(r);
-        }
+        reads[idx] = operand_sources(in, *op, ps, trace_.ops);
         if (!op->fused) unfused.push_back(idx);
         trace_.ops.push_back(std::move(*op));
         self.internal = {idx};
@@ -568,21 +527,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         std::sort(deps.begin(), deps.end());
         deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
     }
-    for (auto& [u, r] : reads) {
-        TraceOp& op = trace_.ops[u];
-        std::vector<int> pos;
-        for (std::int64_t src : r) {
-            const auto it =
-                std::find(op.deps.begin(), op.deps.end(), static_cast<std::size_t>(src));
-            pos.push_back(src < 0 || it == op.deps.end() ? -1
-                                                         : static_cast<int>(it - op.deps.begin()));
-        }
-        // Positional reads (operand j = deps[j]) need no list.
-        bool positional = op.deps.size() <= pos.size();
-        for (std::size_t j = 0; j < pos.size(); ++j)
-            positional = positional && pos[j] == (j < op.deps.size() ? static_cast<int>(j) : -1);
-        if (!positional) op.operands = std::move(pos);
-    }
+    for (const auto& [u, r] : reads) set_operands(trace_.ops[u], r);
     Value out;
     const auto it = st.find(root);
     out.ops = it == st.end() || it->second.internal.empty() ? ext_deps : it->second.internal;

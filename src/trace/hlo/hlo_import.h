@@ -1,6 +1,7 @@
 #pragma once
 // Internals of the HLO import shared by its files: how each opcode is classified and costed
-// (hlo_cost.cpp), the fusion pass (hlo_fusion.cpp) and while trip counts (hlo_while.cpp).
+// (hlo_cost.cpp), the fusion pass (hlo_fusion.cpp), while trip counts (hlo_while.cpp) and
+// which buffer each operand of an imported op reads (hlo_operands.cpp).
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,14 @@ struct OperandPlace {
     bool on_chip = false;  // produced inside the same fusion, generated there, or S(1) (VMEM)
 };
 
+// Where an operand of a fusion member comes from (the importer's view, hlo_import.cpp).
+struct Place {
+    std::vector<std::uint32_t> internal;  // ops of the same fusion that produce it
+    bool on_chip = false;                 // no HBM read: internal, generated, or in VMEM
+    bool vmem = false;                    // its layout says memory space 1 (VMEM)
+    std::vector<std::uint32_t> external;  // ops outside the fusion that it waits for
+};
+
 struct CostContext {
     const HloModule& m;
     const HloImportOptions& opts;
@@ -65,6 +74,19 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
 // condition tells.
 std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComputation& parent,
                                              const HloInstr& w);
+
+// The trace op that holds each HBM operand of `op`, the op imported for `in` (its operands'
+// places `ps`; `ops` the trace so far), in the op's operand order; -1 for a parameter or
+// constant that no op produces. The deps of an unfused fusion member are every input of its
+// fusion (it waits for them all), so their order says nothing of which buffer holds which
+// operand (hlo_operands.cpp).
+std::vector<std::int64_t> operand_sources(const HloInstr& in, const TraceOp& op,
+                                          const std::vector<Place>& ps,
+                                          const std::vector<TraceOp>& ops);
+
+// Sets op.operands from operand_sources once op.deps are final: each source's position in
+// deps (-1: none); left empty where operand j is deps[j] anyway (docs/trace-format.md).
+void set_operands(TraceOp& op, const std::vector<std::int64_t>& sources);
 
 // The integer value of a scalar constant instruction, or nullopt.
 std::optional<std::int64_t> constant_int(const HloInstr& in);
