@@ -365,6 +365,47 @@ TEST_CASE("HLO fusion pass: a cheap producer of several fusions is duplicated in
     CHECK(exps == 1);
 }
 
+TEST_CASE("HLO fusion pass: a producer is duplicated only where the copies move fewer bytes",
+          "[hlo]") {
+    // p = x + y (bf16) feeds `readers` reductions, each the root of its own fusion, and is fed
+    // by a single-user negate q. k copies of p read 4 bytes per element each; storing p once
+    // costs its 4-byte read, its 2-byte write and 2 bytes per reader: k * 4 <= 4 + 2 + 2k
+    // holds up to k = 3. Where p is stored, q joins p's one fusion and runs once.
+    auto module = [](int readers) {
+        std::string m =
+            "HloModule m\nadd {\n  a = bf16[] parameter(0)\n  b = bf16[] parameter(1)\n"
+            "  ROOT s = bf16[] add(a, b)\n}\nENTRY e {\n"
+            "  x = bf16[1024,512]{1,0} parameter(0)\n  y = bf16[1024,512]{1,0} parameter(1)\n"
+            "  z = bf16[] constant(0)\n  q = bf16[1024,512]{1,0} negate(x)\n"
+            "  p = bf16[1024,512]{1,0} add(q, y)\n";
+        std::string types, names;
+        for (int r = 0; r < readers; ++r) {
+            const std::string name = "r" + std::to_string(r);
+            m += "  " + name + " = bf16[1024]{0} reduce(p, z), dimensions={1}, to_apply=add\n";
+            types += (r ? ", " : "") + std::string("bf16[1024]{0}");
+            names += (r ? ", " : "") + name;
+        }
+        return m + "  ROOT t = (" + types + ") tuple(" + names + ")\n}\n";
+    };
+    auto copies_of = [](const Trace& t, const std::string& name) {
+        std::size_t n = 0;
+        for (const auto& op : t.ops)
+            if (op.id == name || op.id.rfind(name + "/", 0) == 0) ++n;
+        return n;
+    };
+    for (int readers : {2, 3}) {
+        const Trace t = import(module(readers));
+        CHECK(copies_of(t, "p") == static_cast<std::size_t>(readers));
+        CHECK(copies_of(t, "q") == static_cast<std::size_t>(readers));
+    }
+    const Trace stored = import(module(4));
+    REQUIRE(copies_of(stored, "p") == 1);
+    CHECK(copies_of(stored, "q") == 1);
+    std::size_t pi = 0;
+    while (stored.ops[pi].id != "p") ++pi;
+    CHECK_FALSE(results_kept_on_chip(stored)[pi]);  // written once, read by the four fusions
+}
+
 TEST_CASE("HLO S(1): a dot's VMEM operand is not read and its VMEM result is not written",
           "[hlo]") {
     // A TPU-compiled dot: lhs bf16[256,512] in HBM, rhs bf16[512,128] in VMEM (S(1)), result
