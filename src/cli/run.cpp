@@ -154,6 +154,7 @@ void add_run_command(CLI::App& app) {
                            {"while_trips", hlo_stats.while_trips},
                            {"passes", o.hlo_opts.passes},
                            {"unmodelled_custom_calls", hlo_stats.unmodelled_custom_calls},
+                           {"multi_output_fusions", hlo_stats.multi_output_fusions},
                            {"warnings", hlo_stats.warnings}};
         body["wall_seconds"] = r.wall_seconds;
         const nlohmann::json report = make_report("run", cfg, body);

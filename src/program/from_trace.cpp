@@ -96,7 +96,12 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
         for (std::size_t d : op.carried) s.carried.push_back(position[d]);
         s.operands = op.operands;
         s.fused = op.fused;
-        for (int v : op.vmem_operands) (v == 0 ? s.lhs_in_vmem : s.rhs_in_vmem) = true;
+        for (int v : op.vmem_operands) {
+            if (op.kind == OpKind::Vector)
+                s.vmem_inputs |= 1u << v;
+            else
+                (v == 0 ? s.lhs_in_vmem : s.rhs_in_vmem) = true;
+        }
         s.result_in_vmem = op.result_in_vmem;
         for (int c : op.cores) s.cores.push_back(c);
         switch (op.kind) {

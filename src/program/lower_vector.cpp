@@ -68,12 +68,15 @@ void CoreLowering::lower_vector(std::size_t i) {
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
     Waits deps = dep_waits(op);
     const auto u32 = static_cast<std::uint32_t>(i);
+    // Inputs on chip (vmem_operands: XLA's S(1), or the tiles a multi-output fusion's other
+    // op already brought in, docs/trace-format.md) move no bytes; the rest stream from HBM.
     std::vector<HbmSrc> inputs;
     for (std::int64_t x = 0; x < op.vector_inputs; ++x) {
+        if (op.vmem_inputs & (1u << x)) continue;
         inputs.push_back(
             operand(i, static_cast<std::size_t>(x), static_cast<Bytes>(op.rows) * row_in));
     }
-    for (int p = 0; p < stat_passes; ++p) {
+    for (int p = 0; p < stat_passes && !(op.vmem_inputs & 1u); ++p) {
         // softmax: the max, then the sum; layernorm: the mean, then the variance.
         const char* body = op.vop == "softmax" && p == 0 ? "reduce_max" : "reduce_sum";
         deps = {lower_statistics_pass(i, body, inputs.front(), cols, deps)};
@@ -87,7 +90,7 @@ void CoreLowering::lower_vector(std::size_t i) {
             for (const HbmSrc& src : inputs) load_rows(i, src, row_in, r0, rows, deps, s);
         };
         st.compute = [=](Step& s) {
-            Waits w = s.loaded;
+            Waits w = s.loaded.empty() ? deps : s.loaded;
             Buffer out = alloc(static_cast<Bytes>(rows) * row_out, false, w, i);
             Instr v;
             v.unit = Unit::Vpu;

@@ -329,8 +329,8 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
     op.result_in_vmem = r.flag("result_in_vmem");
     if (const json* v = r.take("vmem_operands")) {
         for (const json& x : r.array("vmem_operands", *v)) {
-            if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 1)
-                r.fail("\"vmem_operands\" must list operand indices 0 (lhs) or 1 (rhs)");
+            if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() > 7)
+                r.fail("\"vmem_operands\" must list operand indices (0 = the first operand)");
             op.vmem_operands.push_back(x.get<int>());
         }
     }
@@ -388,8 +388,20 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
         op.dtype = r.dtype("dtype", DType::BF16);
         op.out_dtype = r.dtype("out_dtype", op.dtype);
     }
-    if (!op.vmem_operands.empty() && op.kind != OpKind::Matmul && op.kind != OpKind::Conv2d)
-        r.fail("\"vmem_operands\" applies to matmul and conv2d ops only");
+    if (!op.vmem_operands.empty()) {
+        const bool mxu = op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d;
+        if (!mxu && op.kind != OpKind::Vector)
+            r.fail("\"vmem_operands\" applies to matmul, conv2d and vector ops only");
+        if (op.kind == OpKind::Vector && op.fused)
+            r.fail("\"vmem_operands\" applies to a vector op that is not fused (a fused op's "
+                   "first operand is on chip already)");
+        const int n = mxu ? 2 : static_cast<int>(vector_op_info(op.vector.op).inputs);
+        for (int v : op.vmem_operands)
+            if (v >= n)
+                r.fail(fmt::format("\"vmem_operands\": operand {} does not exist (this op has "
+                                   "{}: {})",
+                                   v, n, mxu ? "0 = lhs/input, 1 = rhs/weights" : "its inputs"));
+    }
     r.reject_unknown_keys();
     check_figures(r, op);
     return op;

@@ -406,6 +406,45 @@ TEST_CASE("HLO fusion pass: a producer is duplicated only where the copies move 
     CHECK_FALSE(results_kept_on_chip(stored)[pi]);  // written once, read by the four fusions
 }
 
+TEST_CASE("HLO fusions read each operand once; independent siblings share the read", "[hlo]") {
+    const std::int64_t x_bytes = 1024 * 512 * 4;  // f32[1024,512]
+    auto hbm_in = [](const Trace& t) {
+        std::int64_t sum = 0;
+        for (const auto& op : t.ops) sum += op_hbm_bytes_in(op);
+        return sum;
+    };
+    const std::string head =
+        "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n"
+        "  x = f32[1024,512]{1,0} parameter(0)\n  z = f32[] constant(0)\n";
+    // One fusion, x used by two of its ops: read once.
+    const Trace once = import(head +
+                              "  a = f32[1024,512]{1,0} exponential(x)\n"
+                              "  ROOT b = f32[1024,512]{1,0} add(a, x)\n}\n");
+    REQUIRE(once.ops.size() == 2);
+    CHECK(hbm_in(once) == x_bytes);
+    // sum(x) and sum(x * x): two reductions of x that do not depend on each other, one
+    // multi-output kernel that reads x once; the second's ops read nothing from HBM.
+    const Trace siblings = import(head +
+                                  "  r1 = f32[1024]{0} reduce(x, z), dimensions={1}, to_apply=add\n"
+                                  "  m = f32[1024,512]{1,0} multiply(x, x)\n"
+                                  "  r2 = f32[1024]{0} reduce(m, z), dimensions={1}, to_apply=add\n"
+                                  "  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(r1, r2)\n}\n");
+    CHECK(hbm_in(siblings) == x_bytes);
+    CHECK(op_named(siblings, "m").vmem_operands == std::vector<int>{0});
+    // The variance after the mean: the second reduction needs the first, so they are two
+    // kernels and each reads x.
+    const Trace dependent =
+        import(head +
+               "  r1 = f32[1024]{0} reduce(x, z), dimensions={1}, to_apply=add\n"
+               "  b = f32[1024,512]{1,0} broadcast(r1), dimensions={0}\n"
+               "  d = f32[1024,512]{1,0} subtract(x, b)\n"
+               "  q = f32[1024,512]{1,0} multiply(d, d)\n"
+               "  r2 = f32[1024]{0} reduce(q, z), dimensions={1}, to_apply=add\n"
+               "  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(r1, r2)\n}\n");
+    CHECK(hbm_in(dependent) == 2 * x_bytes);  // r1 reaches d as a broadcast, made in registers
+}
+
 TEST_CASE("HLO S(1): a dot's VMEM operand is not read and its VMEM result is not written",
           "[hlo]") {
     // A TPU-compiled dot: lhs bf16[256,512] in HBM, rhs bf16[512,128] in VMEM (S(1)), result

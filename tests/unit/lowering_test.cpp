@@ -310,6 +310,28 @@ TEST_CASE("a vector op's rows occupy whole lane tiles in HBM; reductions keep th
     CHECK(r.dma_out == 512ull * 4);
 }
 
+TEST_CASE("a vector op's on-chip inputs (vmem_operands) move no bytes", "[lowering]") {
+    const TpuConfig cfg = v3();
+    const std::uint64_t full = 512ull * 256 * 4;
+    // add of two 512 x 256 f32 arrays: both read, the result written.
+    const Totals both = totals(lower_ops({vector("a", "add", 512, 256, 2)}, cfg, {}, "t").cores[0]);
+    CHECK(both.dma_in == 2 * full);
+    // The second input already on chip: one stream in, the same VPU work, the same write.
+    OpSpec one = vector("a", "add", 512, 256, 2);
+    one.vmem_inputs = 0b10;
+    const Totals half = totals(lower_ops({one}, cfg, {}, "t").cores[0]);
+    CHECK(half.dma_in == full);
+    CHECK(half.dma_out == both.dma_out);
+    CHECK(half.vec_elems == both.vec_elems);
+    // A reduction whose only input is on chip reads nothing and still writes its result.
+    OpSpec red = vector("s", "reduce_sum", 512, 256, 1, true);
+    red.vmem_inputs = 0b1;
+    const Totals r = totals(lower_ops({red}, cfg, {}, "t").cores[0]);
+    CHECK(r.dma_in == 0);
+    CHECK(r.dma_out == 512ull * 4);
+    CHECK(r.vec_elems == 512ull * 256);
+}
+
 TEST_CASE("vector-op chunks are whole VPU row groups", "[lowering]") {
     const TpuConfig cfg = v3();
     auto chunk_rows = [&](const OpSpec& s) {

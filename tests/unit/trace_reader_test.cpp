@@ -145,6 +145,14 @@ TEST_CASE("op errors name the op and the problem", "[trace]") {
     CHECK(op_error(R"({"id": "k", "kind": "conv2d", "batch": 1, "h": 2, "w": 2, "c_in": 1,
                        "c_out": 1, "kh": 3, "kw": 3, "padding": "valid"})") ==
           R"(op "k": a 3x3 filter does not fit a 2x2 input with "valid" padding)");
+    CHECK(op_error(R"({"id": "c", "kind": "copy", "bytes": 8, "vmem_operands": [0]})") ==
+          R"(op "c": "vmem_operands" applies to matmul, conv2d and vector ops only)");
+    CHECK(op_error(R"({"id": "v", "kind": "vector", "op": "relu", "elements": 8,
+                       "vmem_operands": [1]})") ==
+          R"(op "v": "vmem_operands": operand 1 does not exist (this op has 1: its inputs))");
+    CHECK(op_error(R"({"id": "v", "kind": "vector", "op": "relu", "elements": 8, "fused": true,
+                       "vmem_operands": [0]})")
+              .rfind(R"(op "v": "vmem_operands" applies to a vector op that is not fused)", 0) == 0);
     CHECK(op_error(R"({"id": "d", "kind": "copy", "bytes": 8, "deps": [1]})") ==
           R"(op "d": "deps" must list op ids (strings), got an integer)");
 }

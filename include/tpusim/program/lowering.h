@@ -54,6 +54,7 @@ struct OpSpec {
     std::vector<int> operands;
     bool fused = false;
     bool lhs_in_vmem = false, rhs_in_vmem = false, result_in_vmem = false;  // S(1): no DMA
+    std::uint32_t vmem_inputs = 0;  // vector: bit j set when input j is on chip (no DMA)
     std::vector<std::int64_t> cores;  // empty: every core of the program
 };
 

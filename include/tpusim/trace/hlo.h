@@ -120,6 +120,7 @@ struct HloImportStats {
     std::int64_t free_instructions = 0;
     std::int64_t while_trips = 0;
     std::int64_t unmodelled_custom_calls = 0;  // as visited (see `instructions`)
+    std::int64_t multi_output_fusions = 0;     // pass-made fusions that joined a sibling's kernel
     std::vector<std::string> warnings;         // located, one line per instruction (custom-calls)
 };
 

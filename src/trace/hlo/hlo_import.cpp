@@ -86,10 +86,123 @@ class Importer {
         }
     }
 
+    // The value an operand reads, as one number: its instruction and tuple element.
+    static std::int64_t read_key(const HloOperand& o) {
+        return static_cast<std::int64_t>(o.instr) * (std::int64_t{1} << 20) + (o.tuple_index + 1);
+    }
+
     static const Value& element(const Value& v, std::int32_t index) {
         if (index >= 0 && v.tuple && static_cast<std::size_t>(index) < v.elems.size())
             return v.elems[static_cast<std::size_t>(index)];
         return v;
+    }
+
+    // Sibling multi-output fusion for the fusions the pass makes: fusions that read the same
+    // operand, run over the same elements and do not depend on each other are one kernel
+    // that reads the operand once, as XLA's multi-output fusion makes them
+    // (xla/service/gpu/multi_output_fusion.cc, FuseSiblings: loop and reduction fusions
+    // with a common operand, equal iteration shapes, no path between them). Each fusion is
+    // still emitted at its own place; one that joins a group finds the operands the group's
+    // kernel read already on chip (emit_cluster's `on_chip`).
+    struct Siblings {
+        struct Group {
+            std::vector<std::int32_t> members;      // instructions of its fusions
+            std::int64_t space = 0;                 // elements of its iteration space
+            std::unordered_set<std::int64_t> read;  // operands its kernel reads (read_key)
+        };
+        std::vector<Group> groups;
+        std::unordered_map<std::int64_t, std::vector<std::size_t>> readers;  // operand -> groups
+        std::vector<std::vector<std::int32_t>> users;
+        std::vector<std::uint32_t> seen, target;  // search stamps
+        std::uint32_t stamp = 0;
+        std::size_t current = 0;  // the group of the fusion being emitted
+
+        void init(const HloComputation& c) {
+            users.assign(c.instrs.size(), {});
+            for (std::size_t i = 0; i < c.instrs.size(); ++i)
+                for (const auto& o : c.instrs[i].operands)
+                    users[static_cast<std::size_t>(o.instr)].push_back(
+                        static_cast<std::int32_t>(i));
+            seen.assign(c.instrs.size(), 0);
+            target.assign(c.instrs.size(), 0);
+        }
+        // Whether an instruction of `to` depends on one of `from` (members of both excepted:
+        // a producer duplicated into both fusions). Instructions are in program order, so
+        // the search stops past the last of `to`.
+        bool reaches(const std::vector<std::int32_t>& from, const std::vector<std::int32_t>& to) {
+            ++stamp;
+            std::int32_t last = 0;
+            for (std::int32_t t : to) {
+                target[static_cast<std::size_t>(t)] = stamp;
+                last = std::max(last, t);
+            }
+            std::vector<std::int32_t> stack;
+            for (std::int32_t f : from) {
+                const auto fi = static_cast<std::size_t>(f);
+                if (target[fi] == stamp || seen[fi] == stamp) continue;
+                seen[fi] = stamp;
+                stack.push_back(f);
+            }
+            while (!stack.empty()) {
+                const std::int32_t x = stack.back();
+                stack.pop_back();
+                for (std::int32_t u : users[static_cast<std::size_t>(x)]) {
+                    const auto ui = static_cast<std::size_t>(u);
+                    if (u > last || seen[ui] == stamp) continue;
+                    if (target[ui] == stamp) return true;
+                    seen[ui] = stamp;
+                    stack.push_back(u);
+                }
+            }
+            return false;
+        }
+        void record(const std::unordered_set<std::int64_t>& read,
+                    const std::vector<std::int32_t>& mem) {
+            Group& g = groups[current];
+            for (std::int64_t key : read) {
+                auto& r = readers[key];
+                if (std::find(r.begin(), r.end(), current) == r.end()) r.push_back(current);
+            }
+            g.members.insert(g.members.end(), mem.begin(), mem.end());
+        }
+    };
+
+    // The read set of the multi-output fusion the pass-made fusion `mem` (rooted at `root`)
+    // joins: an earlier group that read one of its HBM operands, over the same elements, on
+    // which it does not depend; else a new group of its own. Null for fusions XLA does not
+    // fuse so: the output fusion of a dot or convolution, and roots other than elementwise
+    // ops and reductions.
+    std::unordered_set<std::int64_t>* multi_output_group(
+        const HloComputation& c, Siblings& s, const std::vector<std::int32_t>& mem,
+        std::int32_t root, const std::function<Place(const HloOperand&)>& ext) {
+        const HloInstr& r = c.instrs[static_cast<std::size_t>(root)];
+        const bool reduce = r.opcode == "reduce" && !r.operands.empty();
+        if (op_class(r.opcode) != OpClass::Elementwise && !reduce) return nullptr;
+        std::unordered_set<std::int32_t> in(mem.begin(), mem.end());
+        for (std::int32_t j : mem)
+            if (op_class(c.instrs[static_cast<std::size_t>(j)].opcode) == OpClass::Heavy)
+                return nullptr;
+        const std::int64_t space =
+            (reduce ? c.instrs[static_cast<std::size_t>(r.operands[0].instr)].shape : r.shape)
+                .elements_count();
+        if (space <= 0) return nullptr;
+        for (std::int32_t j : mem) {
+            for (const auto& o : c.instrs[static_cast<std::size_t>(j)].operands) {
+                if (in.count(o.instr) || ext(o).on_chip) continue;
+                const auto it = s.readers.find(read_key(o));
+                if (it == s.readers.end()) continue;
+                for (std::size_t g : it->second) {
+                    if (s.groups[g].space != space || s.reaches(s.groups[g].members, mem))
+                        continue;
+                    s.current = g;
+                    ++stats_.multi_output_fusions;
+                    return &s.groups[g].read;
+                }
+            }
+        }
+        s.groups.push_back({{}, space, {}});
+        s.current = s.groups.size() - 1;
+        return &s.groups.back().read;
     }
 
     Value walk(std::int32_t ci, const std::vector<Value>& args, const std::string& suffix) {
@@ -106,11 +219,13 @@ class Importer {
         std::vector<Value> vals(c.instrs.size());
         std::vector<std::vector<std::int32_t>> cluster;
         std::unordered_map<std::int32_t, std::vector<std::int32_t>> members;
+        Siblings siblings;
         if (pass_) {
             cluster = fusion_clusters(c);
             for (std::size_t j = 0; j < cluster.size(); ++j)
                 for (std::int32_t r : cluster[j])
                     members[r].push_back(static_cast<std::int32_t>(j));
+            siblings.init(c);
         }
         auto val = [&](const HloOperand& o) -> const Value& {
             return element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index);
@@ -181,8 +296,15 @@ class Importer {
                 default: {
                     std::vector<std::int32_t> one{static_cast<std::int32_t>(i)};
                     const auto& mem = fused ? members[static_cast<std::int32_t>(i)] : one;
-                    out = emit_cluster(c, mem, static_cast<std::int32_t>(i), suffix,
-                                       [&](const HloOperand& o) { return outside(c, o, vals); });
+                    auto ext = [&](const HloOperand& o) { return outside(c, o, vals); };
+                    // A fusion the pass made joins the multi-output fusion of earlier siblings
+                    // that read one of its operands (multi_output_group).
+                    std::unordered_set<std::int64_t>* shared =
+                        fused ? multi_output_group(c, siblings, mem, static_cast<std::int32_t>(i),
+                                                   ext)
+                              : nullptr;
+                    out = emit_cluster(c, mem, static_cast<std::int32_t>(i), suffix, ext, shared);
+                    if (shared) siblings.record(*shared, mem);
                 }
             }
         }
@@ -314,9 +436,13 @@ class Importer {
     std::optional<Value> repeat(const HloInstr& w, std::int32_t body, const Value& state,
                                 std::int64_t trips, const std::string& suffix);
 
+    // `on_chip`: the fusion's operands (keys of read_key) already on chip when it starts (a
+    // sibling of the same multi-output fusion read them); the operands it reads from HBM are
+    // added to it. Null: none.
     Value emit_cluster(const HloComputation& c, const std::vector<std::int32_t>& members,
                        std::int32_t root, const std::string& suffix,
-                       const std::function<Place(const HloOperand&)>& ext);
+                       const std::function<Place(const HloOperand&)>& ext,
+                       std::unordered_set<std::int64_t>* on_chip = nullptr);
 
     const HloModule& m_;
     const HloImportOptions& opts_;
@@ -403,8 +529,24 @@ std::optional<Value> Importer::repeat(const HloInstr& w, std::int32_t body, cons
 // others read their operands from HBM and wait for the fusion's inputs.
 Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int32_t>& members,
                              std::int32_t root, const std::string& suffix,
-                             const std::function<Place(const HloOperand&)>& ext) {
+                             const std::function<Place(const HloOperand&)>& ext,
+                             std::unordered_set<std::int64_t>* on_chip) {
     std::unordered_map<std::int32_t, Place> st;
+    // A fused kernel reads each of its operands from HBM once, however many of its ops use
+    // it: the first op that reads an operand brings its tiles in, later ones find them on
+    // chip. Operands are keyed by the value they read (read_key), through bitcasts and
+    // reshapes inside the fusion.
+    std::unordered_set<std::int64_t> local;
+    std::unordered_set<std::int64_t>& read = on_chip ? *on_chip : local;
+    std::unordered_set<std::int32_t> in_cluster(members.begin(), members.end());
+    auto key_of = [&](HloOperand o) {
+        while (in_cluster.count(o.instr)) {
+            const HloInstr& x = c.instrs[static_cast<std::size_t>(o.instr)];
+            if ((x.opcode != "bitcast" && x.opcode != "reshape") || x.operands.empty()) break;
+            o = x.operands[0];
+        }
+        return read_key(o);
+    };
     std::vector<std::uint32_t> unfused, ext_deps;
     // The trace op that holds each HBM operand of an op (in operand order; -1: a parameter
     // or constant no op produces), made into the op's `operands` once its deps are final.
@@ -442,6 +584,19 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         }
         std::vector<Place> ps;
         for (const auto& o : in.operands) ps.push_back(place_of(o));
+        // Operands this op would read from HBM that an earlier op of the kernel read already.
+        // Not for a dot or convolution, whose operand tiles are not the elementwise tiles.
+        const bool vector_work = op_class(in.opcode) != OpClass::Heavy;
+        std::vector<std::int64_t> hbm_reads;
+        for (std::size_t k = 0; k < ps.size() && vector_work; ++k) {
+            Place& p = ps[k];
+            if (p.on_chip || !p.internal.empty()) continue;
+            const std::int64_t key = key_of(in.operands[k]);
+            if (read.count(key))
+                p.on_chip = true;
+            else
+                hbm_reads.push_back(key);
+        }
         if (in.opcode == "fusion" && !in.callees.empty()) {  // nested fusion: inline
             const HloComputation& f = m_.computations[static_cast<std::size_t>(in.callees[0])];
             std::vector<std::int32_t> all(f.instrs.size());
@@ -490,6 +645,15 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
             for (int k = 0; k < 2 && k < static_cast<int>(ps.size()); ++k)
                 if (ps[static_cast<std::size_t>(k)].vmem) op->vmem_operands.push_back(k);
         op->result_in_vmem = !in.shape.tuple && in.shape.memory_space == 1;
+        // A vector op that is not fused and whose operands are all on chip (S(1), made in
+        // registers, or read by an earlier op of its kernel) streams nothing from HBM.
+        if (op->kind == OpKind::Vector && !op->fused &&
+            vector_op_info(op->vector.op).inputs == 1 && !ps.empty() &&
+            std::all_of(ps.begin(), ps.end(),
+                        [](const Place& p) { return p.on_chip || !p.internal.empty(); }))
+            op->vmem_operands = {0};
+        if (op->kind != OpKind::Matmul && op->kind != OpKind::Conv2d)
+            read.insert(hbm_reads.begin(), hbm_reads.end());
         const auto idx = static_cast<std::uint32_t>(trace_.ops.size());
         if (op->fused) {
             // A value used twice inside one fusion stays on chip for both uses, as in XLA's
