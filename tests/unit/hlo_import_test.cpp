@@ -445,6 +445,27 @@ TEST_CASE("HLO fusions read each operand once; independent siblings share the re
     CHECK(hbm_in(dependent) == 2 * x_bytes);  // r1 reaches d as a broadcast, made in registers
 }
 
+TEST_CASE("HLO fusion pass: a copy that keeps its operand's layout is removed", "[hlo]") {
+    // XLA's algebraic simplifier drops a copy whose result has its operand's shape and
+    // layout; one that changes the layout is a transpose and stays.
+    auto ops_with = [](const std::string& layout) {
+        return import("HloModule m\nENTRY e {\n  x = f32[1024,512]{1,0} parameter(0)\n"
+                      "  c = f32[1024,512]{" +
+                      layout +
+                      "} copy(x)\n"
+                      "  ROOT y = f32[1024,512]{1,0} exponential(c)\n}\n")
+            .ops.size();
+    };
+    CHECK(ops_with("1,0") == 1);
+    CHECK(ops_with("0,1") == 2);
+    // A module XLA has optimised (it has fusions) keeps its copies as written.
+    const Trace kept = import(
+        "HloModule m\nf {\n  p = f32[8]{0} parameter(0)\n  ROOT n = f32[8]{0} negate(p)\n}\n"
+        "ENTRY e {\n  x = f32[1024]{0} parameter(0)\n  c = f32[1024]{0} copy(x)\n"
+        "  y = f32[8]{0} parameter(1)\n  ROOT z = f32[8]{0} fusion(y), kind=kLoop, calls=f\n}\n");
+    CHECK(kept.ops.size() == 2);
+}
+
 TEST_CASE("HLO S(1): a dot's VMEM operand is not read and its VMEM result is not written",
           "[hlo]") {
     // A TPU-compiled dot: lhs bf16[256,512] in HBM, rhs bf16[512,128] in VMEM (S(1)), result

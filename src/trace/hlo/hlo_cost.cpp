@@ -392,6 +392,23 @@ OpClass op_class(std::string_view opcode) {
 
 bool is_known_opcode(std::string_view opcode) { return class_table().count(opcode) != 0; }
 
+bool is_noop_copy(const HloComputation& comp, const HloInstr& in) {
+    if (in.opcode != "copy" || in.operands.size() != 1 || in.shape.tuple) return false;
+    const HloShape& a = operand_shape(in, comp, 0);
+    const HloShape& b = in.shape;
+    if (a.tuple || a.tiled || b.tiled || a.type.name != b.type.name || a.dims != b.dims ||
+        a.memory_space != b.memory_space)
+        return false;
+    // An unwritten layout is XLA's default, major to minor: {n-1, ..., 0}.
+    auto layout = [](const HloShape& s) {
+        if (!s.minor_to_major.empty()) return s.minor_to_major;
+        std::vector<std::int64_t> d;
+        for (std::size_t i = s.dims.size(); i-- > 0;) d.push_back(static_cast<std::int64_t>(i));
+        return d;
+    };
+    return layout(a) == layout(b);
+}
+
 bool free_custom_call(std::string_view t) {
     for (const char* f : {"AllocateBuffer", "Sharding", "SPMDFullToShardShape",
                           "SPMDShardToFullShape", "MoveToHost", "MoveToDevice", "LayoutConstraint",

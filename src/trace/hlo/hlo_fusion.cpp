@@ -63,7 +63,8 @@ bool expensive(std::string_view op) {
 std::int64_t read_bytes(const HloComputation& comp, std::int32_t operand) {
     const HloInstr* x = &comp.instrs[static_cast<std::size_t>(operand)];
     const std::int64_t bytes = x->shape.bytes();
-    while ((x->opcode == "bitcast" || x->opcode == "reshape") && !x->operands.empty())
+    while ((x->opcode == "bitcast" || x->opcode == "reshape" || is_noop_copy(comp, *x)) &&
+           !x->operands.empty())
         x = &comp.instrs[static_cast<std::size_t>(x->operands[0].instr)];
     if (x->opcode == "constant" || op_class(x->opcode) == OpClass::Generated) return 0;
     return bytes;
@@ -100,7 +101,8 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
     for (std::size_t i = n; i-- > 0;) {
         const HloInstr& in = comp.instrs[i];
         const OpClass cls = op_class(in.opcode);
-        const bool look_through = in.opcode == "bitcast" || in.opcode == "reshape";
+        const bool look_through =
+            in.opcode == "bitcast" || in.opcode == "reshape" || is_noop_copy(comp, in);
         const bool can_root = cls == OpClass::Elementwise || cls == OpClass::Movement ||
                               cls == OpClass::Heavy || cls == OpClass::Reduction;
         if (!can_root && !look_through) continue;

@@ -91,6 +91,12 @@ class Importer {
         return static_cast<std::int64_t>(o.instr) * (std::int64_t{1} << 20) + (o.tuple_index + 1);
     }
 
+    // A copy the fusion pass treats as its operand (is_noop_copy); modules that XLA has
+    // optimised (with fusions) keep their copies.
+    bool noop_copy(const HloComputation& c, const HloInstr& in) const {
+        return pass_ && is_noop_copy(c, in);
+    }
+
     static const Value& element(const Value& v, std::int32_t index) {
         if (index >= 0 && v.tuple && static_cast<std::size_t>(index) < v.elems.size())
             return v.elems[static_cast<std::size_t>(index)];
@@ -246,6 +252,11 @@ class Importer {
                 m_.fail(in.offset, fmt::format("unknown opcode {}", in.opcode));
             const bool fused = pass_ && !cluster[i].empty();
             if (fused && cluster[i][0] != static_cast<std::int32_t>(i)) continue;
+            if (noop_copy(c, in)) {  // removed by XLA's simplifier: the value itself
+                ++stats_.free_instructions;
+                vals[i] = val(in.operands[0]);
+                continue;
+            }
             const OpClass cls = op_class(in.opcode);
             Value& out = vals[i];
             switch (cls) {
@@ -318,7 +329,8 @@ class Importer {
         const Value& v = element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index);
         flatten(v, p.external);
         const HloInstr* x = &c.instrs[static_cast<std::size_t>(o.instr)];
-        while ((x->opcode == "bitcast" || x->opcode == "reshape") && !x->operands.empty())
+        while ((x->opcode == "bitcast" || x->opcode == "reshape" || noop_copy(c, *x)) &&
+               !x->operands.empty())
             x = &c.instrs[static_cast<std::size_t>(x->operands[0].instr)];
         const OpClass cls = op_class(x->opcode);
         p.vmem = !x->shape.tuple && x->shape.memory_space == 1;
@@ -542,7 +554,8 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
     auto key_of = [&](HloOperand o) {
         while (in_cluster.count(o.instr)) {
             const HloInstr& x = c.instrs[static_cast<std::size_t>(o.instr)];
-            if ((x.opcode != "bitcast" && x.opcode != "reshape") || x.operands.empty()) break;
+            const bool through = x.opcode == "bitcast" || x.opcode == "reshape" || noop_copy(c, x);
+            if (!through || x.operands.empty()) break;
             o = x.operands[0];
         }
         return read_key(o);
@@ -560,10 +573,11 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
     int costed = 0;
     for (std::int32_t j : members) {
         const HloInstr& in = c.instrs[static_cast<std::size_t>(j)];
-        costed +=
-            (costed_class(in) && op_class(in.opcode) != OpClass::Generated) || in.opcode == "fusion"
-                ? 1
-                : 0;
+        costed += (costed_class(in) && op_class(in.opcode) != OpClass::Generated &&
+                   !noop_copy(c, in)) ||
+                          in.opcode == "fusion"
+                      ? 1
+                      : 0;
     }
     const bool chained = costed > 1;
     auto place_of = [&](const HloOperand& o) -> Place {
@@ -619,7 +633,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
             internal.insert(internal.end(), p.internal.begin(), p.internal.end());
         unique_keep_order(internal);
         std::optional<TraceOp> op;
-        if (costed_class(in)) {
+        if (costed_class(in) && !noop_copy(c, in)) {
             std::vector<OperandPlace> places;
             for (const auto& p : ps) places.push_back({p.on_chip || !p.internal.empty()});
             // Broadcasts and iotas are made in registers by the fusion's other ops.

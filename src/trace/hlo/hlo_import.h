@@ -28,6 +28,11 @@ enum class OpClass {
 OpClass op_class(std::string_view opcode);
 bool is_known_opcode(std::string_view opcode);
 
+// A copy whose result has its operand's shape and layout: XLA's algebraic simplifier removes
+// it (HandleCopy), so the fusion pass treats it as the value itself. Modules after SPMD
+// partitioning hold one per parameter of a shard_map (RoBERTa's step: 906).
+bool is_noop_copy(const HloComputation& comp, const HloInstr& in);
+
 // Custom-call targets that do no work on the device (annotations, buffer allocation).
 bool free_custom_call(std::string_view target);
 
