@@ -79,16 +79,23 @@ class Trace:
 # Dense layers: y = act(x W + b); backward dx = dy W^T, dW = x^T dy, db = sum over rows of dy.
 
 
-def dense_fwd(t, name, x, rows, n_in, n_out, deps=(), act=None):
-    """Returns (output id, saved state for dense_bwd)."""
+def typed(**dtypes):
+    """The dtype fields that differ from the trace's bf16 default (traces stay as they were
+    where nothing is f32)."""
+    return {k: v for k, v in dtypes.items() if v != BF16}
+
+
+def dense_fwd(t, name, x, rows, n_in, n_out, deps=(), act=None, x_dtype=BF16):
+    """Returns (output id, saved state for dense_bwd). x_dtype: the input's type in HBM (an
+    f32 input is converted to bf16 inside the matmul, as XLA fuses the convert)."""
     t.param_count += n_in * n_out + n_out
-    mm = t.matmul(f"{name}.mm", rows, n_in, n_out, deps=[x, *deps])
+    mm = t.matmul(f"{name}.mm", rows, n_in, n_out, deps=[x, *deps], **typed(lhs_dtype=x_dtype))
     y = t.vector(f"{name}.bias", "bias_add", [mm], rows=rows, cols=n_out, fused=True)
     pre = y
     if act:
         y = t.vector(f"{name}.{act}", act, [y], rows=rows, cols=n_out, fused=True)
     return y, {"name": name, "x": x, "pre": pre, "rows": rows, "in": n_in, "out": n_out,
-               "act": act}
+               "act": act, "x_dtype": x_dtype}
 
 
 def dense_bwd(t, s, dy):
@@ -101,19 +108,22 @@ def dense_bwd(t, s, dy):
     db = t.vector(f"{name}.dbias", "reduce_sum", [dy], rows=n_out, cols=rows, out_dtype=F32)
     dx = t.matmul(f"{name}.dx", rows, n_out, n_in, deps=[dy], transpose_rhs=True)
     dw = t.matmul(f"{name}.dw", n_in, rows, n_out, deps=[s["x"], dy], transpose_lhs=True,
-                  out_dtype=F32)
+                  out_dtype=F32, **typed(lhs_dtype=s.get("x_dtype", BF16)))
     return dx, [db, dw]
 
 
-def layernorm_fwd(t, name, x, rows, cols, deps=(), fused=True):
+def layernorm_fwd(t, name, x, rows, cols, deps=(), fused=True, res=BF16):
+    """res: the type of the residual stream around it (its input, output and gradients)."""
     t.param_count += 2 * cols
-    y = t.vector(f"{name}", "layernorm", [x, *deps], rows=rows, cols=cols, fused=fused)
-    return y, {"name": name, "x": x, "rows": rows, "cols": cols}
+    y = t.vector(f"{name}", "layernorm", [x, *deps], rows=rows, cols=cols, fused=fused,
+                 **({"dtype": res} if res != BF16 else {}))
+    return y, {"name": name, "x": x, "rows": rows, "cols": cols, "res": res}
 
 
 def layernorm_bwd(t, s, dy):
+    res = s.get("res", BF16)
     return t.vector(f"{s['name']}.grad", "layernorm_grad", [dy, s["x"]], rows=s["rows"],
-                    cols=s["cols"], out_dtype=BF16)
+                    cols=s["cols"], dtype=res, out_dtype=res)
 
 
 def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
@@ -134,12 +144,13 @@ def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
 # Transformer encoder (BERT, post-LayerNorm)
 
 
-def attention_fwd(t, p, x, b, s, h, heads, deps=()):
+def attention_fwd(t, p, x, b, s, h, heads, deps=(), res=BF16):
+    """res: the type of the residual stream (x, the residual sum, the LayerNorm's output)."""
     T, dh = b * s, h // heads
-    st = {"x": x}
-    q, st["q"] = dense_fwd(t, f"{p}.q", x, T, h, h, deps)
-    k, st["k"] = dense_fwd(t, f"{p}.k", x, T, h, h, deps)
-    v, st["v"] = dense_fwd(t, f"{p}.v", x, T, h, h, deps)
+    st = {"x": x, "res": res}
+    q, st["q"] = dense_fwd(t, f"{p}.q", x, T, h, h, deps, x_dtype=res)
+    k, st["k"] = dense_fwd(t, f"{p}.k", x, T, h, h, deps, x_dtype=res)
+    v, st["v"] = dense_fwd(t, f"{p}.v", x, T, h, h, deps, x_dtype=res)
     scores = t.matmul(f"{p}.scores", s, dh, s, deps=[q, k], batch=b * heads, transpose_rhs=True)
     probs = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s,
                      fused=True)
@@ -148,8 +159,9 @@ def attention_fwd(t, p, x, b, s, h, heads, deps=()):
     ctx = t.matmul(f"{p}.context", s, s, dh, deps=[probs, v], batch=b * heads)
     o, st["o"] = dense_fwd(t, f"{p}.out", ctx, T, h, h)
     o = t.vector(f"{p}.out_dropout", "dropout", [o], elements=T * h, fused=True)
-    r = t.vector(f"{p}.residual", "add", [o, x], elements=T * h, fused=True)
-    y, st["ln"] = layernorm_fwd(t, f"{p}.ln", r, T, h)
+    r = t.vector(f"{p}.residual", "add", [o, x], elements=T * h, fused=True,
+                 **typed(dtype=res, out_dtype=res))
+    y, st["ln"] = layernorm_fwd(t, f"{p}.ln", r, T, h, res=res)
     st.update(q_out=q, k_out=k, v_out=v, probs=probs, b=b, s=s, h=h, heads=heads)
     return y, st
 
@@ -157,8 +169,10 @@ def attention_fwd(t, p, x, b, s, h, heads, deps=()):
 def attention_bwd(t, p, st, dy):
     b, s, h, heads = st["b"], st["s"], st["h"], st["heads"]
     T, dh = b * s, h // heads
+    res = st["res"]
     dr = layernorm_bwd(t, st["ln"], dy)
-    do = t.vector(f"{p}.out_dropout_grad", "dropout_grad", [dr], elements=T * h, fused=True)
+    do = t.vector(f"{p}.out_dropout_grad", "dropout_grad", [dr], elements=T * h, fused=True,
+                  **({"dtype": res, "out_dtype": BF16} if res != BF16 else {}))
     dctx, g_o = dense_bwd(t, st["o"], do)
     dprobs = t.matmul(f"{p}.dprobs", s, dh, s, deps=[dctx, st["v_out"]], batch=b * heads,
                       transpose_rhs=True)
@@ -174,30 +188,37 @@ def attention_bwd(t, p, st, dy):
     dxq, g_q = dense_bwd(t, st["q"], dq)
     dxk, g_k = dense_bwd(t, st["k"], dk)
     dxv, g_v = dense_bwd(t, st["v"], dv)
-    a1 = t.vector(f"{p}.dx_sum1", "add", [dxq, dxk], elements=T * h)
-    a2 = t.vector(f"{p}.dx_sum2", "add", [a1, dxv], elements=T * h, fused=True)
-    dx = t.vector(f"{p}.dx", "add", [a2, dr], elements=T * h, fused=True)
+    # In a residual stream of f32 the input gradients (bf16 matmul results) are summed in f32.
+    a1 = t.vector(f"{p}.dx_sum1", "add", [dxq, dxk], elements=T * h, **typed(out_dtype=res))
+    a2 = t.vector(f"{p}.dx_sum2", "add", [a1, dxv], elements=T * h, fused=True,
+                  **typed(out_dtype=res))
+    dx = t.vector(f"{p}.dx", "add", [a2, dr], elements=T * h, fused=True,
+                  **typed(dtype=res, out_dtype=res))
     return dx, g_o + g_q + g_k + g_v + [dr]
 
 
-def ffn_fwd(t, p, x, T, h, f):
-    st = {}
-    a, st["in"] = dense_fwd(t, f"{p}.ffn_in", x, T, h, f, act="gelu")
+def ffn_fwd(t, p, x, T, h, f, res=BF16):
+    st = {"res": res}
+    a, st["in"] = dense_fwd(t, f"{p}.ffn_in", x, T, h, f, act="gelu", x_dtype=res)
     o, st["out"] = dense_fwd(t, f"{p}.ffn_out", a, T, f, h)
     o = t.vector(f"{p}.ffn_dropout", "dropout", [o], elements=T * h, fused=True)
-    r = t.vector(f"{p}.ffn_residual", "add", [o, x], elements=T * h, fused=True)
-    y, st["ln"] = layernorm_fwd(t, f"{p}.ffn_ln", r, T, h)
+    r = t.vector(f"{p}.ffn_residual", "add", [o, x], elements=T * h, fused=True,
+                 **typed(dtype=res, out_dtype=res))
+    y, st["ln"] = layernorm_fwd(t, f"{p}.ffn_ln", r, T, h, res=res)
     st.update(T=T, h=h)
     return y, st
 
 
 def ffn_bwd(t, p, st, dy):
     T, h = st["T"], st["h"]
+    res = st["res"]
     dr = layernorm_bwd(t, st["ln"], dy)
-    do = t.vector(f"{p}.ffn_dropout_grad", "dropout_grad", [dr], elements=T * h, fused=True)
+    do = t.vector(f"{p}.ffn_dropout_grad", "dropout_grad", [dr], elements=T * h, fused=True,
+                  **({"dtype": res, "out_dtype": BF16} if res != BF16 else {}))
     da, g_out = dense_bwd(t, st["out"], do)
     dx, g_in = dense_bwd(t, st["in"], da)
-    dx = t.vector(f"{p}.ffn_dx", "add", [dx, dr], elements=T * h, fused=True)
+    dx = t.vector(f"{p}.ffn_dx", "add", [dx, dr], elements=T * h, fused=True,
+                  **typed(dtype=res, out_dtype=res))
     return dx, g_out + g_in + [dr]
 
 
@@ -205,14 +226,14 @@ def encoder_layer_params(h, f):
     return 4 * (h * h + h) + 2 * h * f + f + h + 4 * h
 
 
-def encoder_layers_fwd(t, prefix, x, b, s, h, heads, f, L):
+def encoder_layers_fwd(t, prefix, x, b, s, h, heads, f, L, res=BF16):
     """L encoder layers forward (ops named {prefix}l{i}.*); returns the output and, per
     layer, (name, attention state, FFN state) for the backward pass."""
     states = []
     for i in range(L):
         p = f"{prefix}l{i}"
-        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
-        x, sf = ffn_fwd(t, p, x, b * s, h, f)
+        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads, res=res)
+        x, sf = ffn_fwd(t, p, x, b * s, h, f, res=res)
         states.append((p, sa, sf))
     return x, states
 
@@ -229,15 +250,21 @@ def siamese_fwd(t, a, L):
         tok = t.vector("s2.emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab,
                        operands=[None, ids])
         pos = t.vector("s2.emb.position", "add", [tok], elements=T * h, fused=True)
-        x, emb_ln = layernorm_fwd(t, "s2.emb.ln", pos, T, h)
-    x, states = encoder_layers_fwd(t, "s2.", x, b, s, h, heads, f, L)
+        x, emb_ln = layernorm_fwd(t, "s2.emb.ln", pos, T, h, res=residual_dtype(a))
+    x, states = encoder_layers_fwd(t, "s2.", x, b, s, h, heads, f, L, res=residual_dtype(a))
     pool = t.vector("s2.pool", "reduce_sum", [x], rows=b * h, cols=s)
     t.param_count = params
     return {"T": T, "states": states, "emb_ln": emb_ln, "pool": pool}
 
 
+def residual_dtype(a):
+    """The residual stream's type: f32 where LayerNorm runs in f32 (--f32-layernorm)."""
+    return F32 if getattr(a, "f32_layernorm", False) else BF16
+
+
 def gen_bert(a):
     b, s, h, heads, f, L, vocab = a.batch, a.seq, a.hidden, a.heads, a.ffn, a.layers, a.vocab
+    res = residual_dtype(a)
     T = b * s
     fwd_only = a.forward_only
     t = Trace(a.name or ("bert_fwd" if fwd_only else "bert_train_step"), a.cores,
@@ -259,10 +286,10 @@ def gen_bert(a):
                        operands=[None, ids])
         pos = t.vector("emb.position", "add", [tok], elements=T * h, fused=True)
         typ = t.vector("emb.token_type", "add", [pos], elements=T * h, fused=True)
-        x, emb_ln = layernorm_fwd(t, "emb.ln", typ, T, h)
+        x, emb_ln = layernorm_fwd(t, "emb.ln", typ, T, h, res=res)
     else:
         x = None  # layers of a deeper model: the input is the previous layer's output, in HBM
-    x, states = encoder_layers_fwd(t, "", x, b, s, h, heads, f, L)
+    x, states = encoder_layers_fwd(t, "", x, b, s, h, heads, f, L, res=res)
     # A Siamese model (seed 000's DualRobertaModel): the same encoder weights run a second
     # sequence of length seq2 (the answer beside the question); both passes' gradients of a
     # layer are summed before its one all-reduce.
@@ -273,8 +300,9 @@ def gen_bert(a):
     # the token embedding; the loss gradient arrives as d(logits) = softmax - one_hot.
     P = b * a.predictions
     head_in = [x, second["pool"]] if second else [x]
-    g = t.vector("mlm.gather", "gather", head_in, rows=P, cols=h, table_rows=T)
-    tr, s_tr = dense_fwd(t, "mlm.transform", g, P, h, h, act="gelu")
+    g = t.vector("mlm.gather", "gather", head_in, rows=P, cols=h, table_rows=T,
+                 **typed(dtype=res))
+    tr, s_tr = dense_fwd(t, "mlm.transform", g, P, h, h, act="gelu", x_dtype=res)
     tr, s_ln = layernorm_fwd(t, "mlm.ln", tr, P, h)
     logits = t.matmul("mlm.logits", P, h, vocab, deps=[tr], transpose_rhs=True)
     probs = t.vector("mlm.softmax", "softmax", [logits], rows=P, cols=vocab, fused=True,
@@ -286,7 +314,8 @@ def gen_bert(a):
                         out_dtype=F32)
     dtr = layernorm_bwd(t, s_ln, dtr)
     dg, g_mlm = dense_bwd(t, s_tr, dtr)
-    dx = t.vector("mlm.scatter", "scatter_add", [dg], rows=P, cols=h, table_rows=T)
+    dx = t.vector("mlm.scatter", "scatter_add", [dg], rows=P, cols=h, table_rows=T,
+                  **typed(dtype=res))
     head_grads = g_mlm + [demb_dec, s_ln["name"] + ".grad"]
     if second:
         dx2 = t.vector("s2.pool_grad", "scale", [dg], elements=second["T"] * h)
@@ -791,6 +820,11 @@ def main(argv=None):
     p.add_argument("--optimizer", choices=["adam", "lamb"], default="adam",
                    help="adam (fine-tuning) or lamb (MLPerf BERT pre-training: two kernels, "
                    "the second needs the tensor's norms)")
+    p.add_argument("--f32-layernorm", action="store_true",
+                   help="LayerNorm in f32 as TF 2's model-garden encoder runs it under "
+                   "mixed_bfloat16 (MLPerf v0.7 BERT): the residual stream between "
+                   "sublayers, its sums and its gradients are f32; the dense layers read it "
+                   "with the convert to bf16 fused")
     p.set_defaults(func=gen_bert)
     p = sub.add_parser("resnet50", help="ResNet-50 training step")
     p.add_argument("--forward-only", action="store_true",

@@ -92,6 +92,8 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
         // 8-bit data moves packed like bf16 on the VPU (docs/program.md).
         s.in_bytes = std::max<std::int64_t>(dtype_bytes(op.dtype), 2);
         s.out_bytes = std::max<std::int64_t>(dtype_bytes(op.out_dtype), 2);
+        s.lhs_bytes = std::max<std::int64_t>(dtype_bytes(op.lhs_type()), 2);
+        s.rhs_bytes = std::max<std::int64_t>(dtype_bytes(op.rhs_type()), 2);
         for (std::size_t d : op.deps) s.deps.push_back(position[d]);
         for (std::size_t d : op.carried) s.carried.push_back(position[d]);
         s.operands = op.operands;

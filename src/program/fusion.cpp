@@ -50,10 +50,11 @@ std::string fusion_blocker(const std::vector<OpSpec>& ops, std::size_t i,
     // full width fit VMEM even at the smallest M and K.
     if (op.rowwise && prod.kind == OpKind::Matmul) {
         const double np = static_cast<double>(round_up(prod.n, cfg.mxu.cols));
-        const double e = static_cast<double>(prod.in_bytes);
+        const double ea = static_cast<double>(prod.lhs_bytes);
+        const double eb = static_cast<double>(prod.rhs_bytes);
         const double r = static_cast<double>(cfg.mxu.rows);
         const double min_footprint =
-            2 * (8 * r * e) + 2 * (r * np * e) + 2 * (8 * np * 4) + 8 * np * 8;
+            2 * (8 * r * ea) + 2 * (r * np * eb) + 2 * (8 * np * 4) + 8 * np * 8;
         const double cap = static_cast<double>(cfg.vmem.capacity_mib) * kMiB;
         if (min_footprint > cap * cfg.lowering.matmul_vmem_fraction * 2.0) {
             return fmt::format(

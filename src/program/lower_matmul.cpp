@@ -56,7 +56,9 @@ WindowLoad conv_window_load(const OpSpec::ConvWindow& c, std::int64_t batch_rows
 void CoreLowering::lower_matmul(std::size_t i) {
     const OpSpec& op = ops_[i];
     const std::int64_t R = cfg_.mxu.rows, C = cfg_.mxu.cols, X = cfg_.core.mxus;
-    const std::int64_t e = op.in_bytes;
+    // Element sizes of the operands in HBM and VMEM (an f32 operand of a bf16 matmul moves 4
+    // bytes per element: XLA's convert fused into the dot).
+    const std::int64_t ea = op.lhs_bytes, eb = op.rhs_bytes;
     const auto cap = static_cast<double>(vmem_.capacity());
     auto consumer = inline_consumer(i);
     const bool whole_rows = consumer && ops_[*consumer].rowwise;
@@ -75,7 +77,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
     auto footprint = [&] {
         const double acc = static_cast<double>(tm * tn) * 4.0;
         const double cons = consumer ? static_cast<double>(tm * tn) * (4.0 + 4.0) : 0.0;
-        return 2.0 * static_cast<double>(tm * tk * e) + 2.0 * static_cast<double>(tk * tn * e) +
+        return 2.0 * static_cast<double>(tm * tk * ea) + 2.0 * static_cast<double>(tk * tn * eb) +
                2.0 * acc + cons;
     };
     while (footprint() > cap * cfg_.lowering.matmul_vmem_fraction * 2.0) {
@@ -104,16 +106,16 @@ void CoreLowering::lower_matmul(std::size_t i) {
     const bool conv = op.conv.kh > 0;
     const std::int64_t conv_rows = conv ? op.m / (op.conv.out_h * op.conv.out_w) * op.conv.h : 0;
     const HbmSrc lhs_buf = operand(i, 0,
-                                   conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * e)
-                                        : static_cast<Bytes>(op.batch * op.m * op.k * e));
-    const HbmSrc rhs_buf = operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * e));
+                                   conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * ea)
+                                        : static_cast<Bytes>(op.batch * op.m * op.k * ea));
+    const HbmSrc rhs_buf = operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * eb));
     const Addr lhs = lhs_buf.addr, rhs = rhs_buf.addr;
-    const Bytes lhs_view = conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * e)
-                                : static_cast<Bytes>(op.batch * op.m * op.k * e);
+    const Bytes lhs_view = conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * ea)
+                                : static_cast<Bytes>(op.batch * op.m * op.k * ea);
     const Waits deps = dep_waits(op);
     // Operands XLA placed in VMEM (S(1)) must fit there whole.
-    const Bytes lhs_bytes = static_cast<Bytes>(op.batch * op.m * op.k * e);
-    const Bytes rhs_bytes = static_cast<Bytes>(op.batch * op.k * op.n * e);
+    const Bytes lhs_bytes = static_cast<Bytes>(op.batch * op.m * op.k * ea);
+    const Bytes rhs_bytes = static_cast<Bytes>(op.batch * op.k * op.n * eb);
     const Bytes resident = (op.lhs_in_vmem ? lhs_bytes : 0) + (op.rhs_in_vmem ? rhs_bytes : 0);
     if (static_cast<double>(resident) > cap)
         throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
@@ -151,10 +153,10 @@ void CoreLowering::lower_matmul(std::size_t i) {
         const bool reuse_b = nk == 1 && jm > 0;  // weights stay resident across M
         Step st;
         st.load = [=, &bbuf, &b_load](Step& s) {
-            Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * e);
+            Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * ea);
             WindowLoad win;
             if (conv) {
-                win = conv_window_load(op.conv, conv_rows, jm * tm, tm_e, jk * tk, tk_e, e);
+                win = conv_window_load(op.conv, conv_rows, jm * tm, tm_e, jk * tk, tk_e, ea);
                 if (win.bytes() < a_bytes) a_bytes = win.bytes();
             }
             const bool windowed = conv && win.bytes() == a_bytes;
@@ -175,7 +177,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
                                 a.addr)
                     : dma_block(DmaDescriptor::Dir::HbmToVmem,
                                 {lhs, op.k, b * op.m + jm * tm, jk * tk, tm_e, tk_e,
-                                 static_cast<Bytes>(e)},
+                                 static_cast<Bytes>(ea)},
                                 a.addr);
             if (!windowed && lhs_view > lhs_buf.size) {
                 // An LHS larger than the buffer that holds it is an implicit GEMM's im2col
@@ -200,14 +202,14 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 count_hbm(i, ld.dma().bytes());
             }
             if (!reuse_b) {
-                const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * e);
+                const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * eb);
                 Waits wb = deps;
                 bbuf = alloc(b_bytes, nk == 1, wb, i);
                 Instr lb = ld;
                 lb.waits = wb;
                 lb.dma() = dma_block(
                     DmaDescriptor::Dir::HbmToVmem,
-                    {rhs, op.n, b * op.k + jk * tk, jn * tn, tk_e, tn_e, static_cast<Bytes>(e)},
+                    {rhs, op.n, b * op.k + jk * tk, jn * tn, tk_e, tn_e, static_cast<Bytes>(eb)},
                     bbuf.addr);
                 if (op.rhs_in_vmem) {
                     s.loaded.insert(s.loaded.end(), wb.begin(), wb.end());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "tpusim/common/error.h"
@@ -87,6 +88,14 @@ class OpReader {
             fail(fmt::format("unknown {} \"{}\" (expected one of: {})", key, *s, dtype_names()));
         }
         return d;
+    }
+
+    std::optional<DType> optional_dtype(const char* key) {
+        if (j_.find(key) == j_.end()) {
+            known_.push_back(key);
+            return std::nullopt;
+        }
+        return dtype(key, DType::BF16);
     }
 
     // A core id of the program, 0 .. cores-1.
@@ -387,6 +396,10 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
         op.kind != OpKind::Outfeed) {
         op.dtype = r.dtype("dtype", DType::BF16);
         op.out_dtype = r.dtype("out_dtype", op.dtype);
+        if (op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d) {
+            op.lhs_dtype = r.optional_dtype("lhs_dtype");
+            op.rhs_dtype = r.optional_dtype("rhs_dtype");
+        }
     }
     if (!op.vmem_operands.empty()) {
         const bool mxu = op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d;

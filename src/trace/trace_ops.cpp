@@ -200,12 +200,13 @@ std::vector<Sat> operand_bytes(const TraceOp& op) {
     switch (op.kind) {
         case OpKind::Matmul: {
             const auto& s = op.matmul;
-            return {elems(w(s.batch) * w(s.m) * w(s.k), d), elems(w(s.batch) * w(s.k) * w(s.n), d)};
+            return {elems(w(s.batch) * w(s.m) * w(s.k), op.lhs_type()),
+                    elems(w(s.batch) * w(s.k) * w(s.n), op.rhs_type())};
         }
         case OpKind::Conv2d: {
             const auto& c = op.conv;
-            return {elems(w(c.batch) * w(c.h) * w(c.w) * w(c.c_in), d),
-                    elems(w(c.kh) * w(c.kw) * w(c.c_in) * w(c.c_out), d)};
+            return {elems(w(c.batch) * w(c.h) * w(c.w) * w(c.c_in), op.lhs_type()),
+                    elems(w(c.kh) * w(c.kw) * w(c.c_in) * w(c.c_out), op.rhs_type())};
         }
         case OpKind::Vector: {
             const auto& v = op.vector;

@@ -2,6 +2,7 @@
 // that dot, convolution, fusions, while loops and collectives become. Expected sizes are
 // derived from the shapes in each module.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "../test_util.h"
@@ -464,6 +465,25 @@ TEST_CASE("HLO fusion pass: a copy that keeps its operand's layout is removed", 
         "ENTRY e {\n  x = f32[1024]{0} parameter(0)\n  c = f32[1024]{0} copy(x)\n"
         "  y = f32[8]{0} parameter(1)\n  ROOT z = f32[8]{0} fusion(y), kind=kLoop, calls=f\n}\n");
     CHECK(kept.ops.size() == 2);
+}
+
+TEST_CASE("HLO dot: each operand is read at its own element type", "[hlo]") {
+    // f32 activations times bf16 weights: the lhs moves 4 bytes per element, the rhs 2.
+    const Trace t = import(
+        "HloModule m\nENTRY e {\n  a = f32[256,512]{1,0} parameter(0)\n"
+        "  b = bf16[512,128]{1,0} parameter(1)\n"
+        "  ROOT d = f32[256,128]{1,0} dot(a, b), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}\n}\n");
+    REQUIRE(t.ops.size() == 1);
+    CHECK(t.ops[0].lhs_type() == DType::F32);
+    CHECK(t.ops[0].rhs_type() == DType::BF16);
+    const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
+    CHECK(lower_trace(t, cfg).ops[0].hbm_bytes ==
+          Bytes{256} * 512 * 4 + Bytes{512} * 128 * 2 + Bytes{256} * 128 * 4);
+    // The imported trace says so, and reads back the same.
+    const Trace back = parse_trace(trace_to_json_object(t), "t.json", 8);
+    CHECK(back.ops.at(0).lhs_type() == DType::F32);
+    CHECK(back.ops.at(0).rhs_type() == DType::BF16);
 }
 
 TEST_CASE("HLO S(1): a dot's VMEM operand is not read and its VMEM result is not written",

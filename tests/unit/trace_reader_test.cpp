@@ -225,6 +225,30 @@ TEST_CASE("every file in traces/bad/ is rejected with a located error", "[trace]
     CHECK(files >= 30);
 }
 
+TEST_CASE("a matmul's operands may each have their own dtype", "[trace]") {
+    // An f32 activation into a bf16 matmul (XLA's convert fused into the dot).
+    const Trace t = parse_text(trace_text(
+        R"({"id": "mm", "kind": "matmul", "m": 256, "k": 512, "n": 128, "lhs_dtype": "f32"})"));
+    const TraceOp& mm = t.ops.at(0);
+    CHECK(mm.lhs_type() == DType::F32);
+    CHECK(mm.rhs_type() == DType::BF16);
+    CHECK(op_hbm_bytes_in(mm) == std::int64_t{256} * 512 * 4 + std::int64_t{512} * 128 * 2);
+    CHECK(op_bytes_out(mm) == std::int64_t{256} * 128 * 2);
+    // A conv2d's filter in f32, the input as the dtype says.
+    const Trace c = parse_text(trace_text(
+        R"({"id": "c", "kind": "conv2d", "batch": 1, "h": 8, "w": 8, "c_in": 4, "c_out": 8,
+            "kh": 3, "kw": 3, "rhs_dtype": "f32"})"));
+    CHECK(op_hbm_bytes_in(c.ops.at(0)) == 8 * 8 * 4 * 2 + 3 * 3 * 4 * 8 * 4);
+    // Only matmul and conv2d have operands of their own types.
+    CHECK(error_of(trace_text(
+                       R"({"id": "v", "kind": "vector", "op": "relu", "elements": 8, "lhs_dtype": "f32"})"))
+              .what_only() == R"(unknown key "lhs_dtype" for a vector op)");
+    CHECK(error_of(trace_text(
+                       R"({"id": "mm", "kind": "matmul", "m": 1, "k": 1, "n": 1, "rhs_dtype": "f64"})"))
+              .what_only()
+              .rfind(R"(unknown rhs_dtype "f64")", 0) == 0);
+}
+
 TEST_CASE("operands name the dep each HBM operand reads, or null for a parameter", "[trace]") {
     const Trace t = parse_text(trace_text(
         R"({"id": "s", "kind": "vector", "op": "exp", "rows": 1, "cols": 1},

@@ -30,6 +30,7 @@ struct OpSpec {
     // matmul / conv2d as implicit GEMM
     std::int64_t batch = 1, m = 0, k = 0, n = 0;
     std::int64_t in_bytes = 2, out_bytes = 2;  // element sizes
+    std::int64_t lhs_bytes = 2, rhs_bytes = 2;  // matmul: each operand's element size
     // conv2d: the NHWC input the implicit GEMM's LHS views (kh = 0: a plain matmul). The LHS
     // tiles then move the input rows their windows cover, not im2col rows (lower_matmul).
     struct ConvWindow {

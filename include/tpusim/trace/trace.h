@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -79,6 +80,12 @@ struct TraceOp {
     OpKind kind = OpKind::Matmul;
     DType dtype = DType::BF16;
     DType out_dtype = DType::BF16;  // result dtype: the dtype unless the file says otherwise
+    // matmul, conv2d: an operand's element type in HBM where it is not the dtype. An f32
+    // operand of a bf16 matmul is XLA's convert fused into the dot: read at 4 bytes, rounded
+    // to bf16 on its way into the array.
+    std::optional<DType> lhs_dtype, rhs_dtype;
+    DType lhs_type() const { return lhs_dtype.value_or(dtype); }
+    DType rhs_type() const { return rhs_dtype.value_or(dtype); }
     MatmulShape matmul;
     Conv2dShape conv;
     VectorShape vector;

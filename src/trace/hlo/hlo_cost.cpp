@@ -294,6 +294,7 @@ std::optional<TraceOp> dot_op(const HloInstr& in, const HloComputation& comp,
         !lc.empty() && lc.back() != static_cast<std::int64_t>(lhs.dims.size()) - 1;
     t.matmul.transpose_rhs = !rc.empty() && rc.front() != static_cast<std::int64_t>(rb.size());
     t.dtype = trace_dtype(lhs.type).first;
+    t.rhs_dtype = trace_dtype(rhs.type).first;
     t.out_dtype = trace_dtype(first_array(in.shape).type).first;
     return t;
 }
@@ -378,6 +379,7 @@ std::optional<TraceOp> conv_op(const HloInstr& in, const HloComputation& comp,
     t.matmul.n = n * pack;
     if (t.matmul.m == 0 || t.matmul.k == 0 || t.matmul.n == 0) return std::nullopt;
     t.dtype = trace_dtype(lhs.type).first;
+    t.rhs_dtype = trace_dtype(ker.type).first;
     t.out_dtype = trace_dtype(out.type).first;
     return t;
 }

@@ -60,6 +60,10 @@ nlohmann::json trace_to_json_object(const Trace& t) {
         if (typed) o["dtype"] = dtype_name(op.dtype);
         if (typed && !is_collective(op.kind) && op.out_dtype != op.dtype)
             o["out_dtype"] = dtype_name(op.out_dtype);
+        if (op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d) {
+            if (op.lhs_type() != op.dtype) o["lhs_dtype"] = dtype_name(op.lhs_type());
+            if (op.rhs_type() != op.dtype) o["rhs_dtype"] = dtype_name(op.rhs_type());
+        }
         if (!op.deps.empty()) {
             json deps = json::array();
             for (std::size_t d : op.deps) deps.push_back(t.ops[d].id);
