@@ -486,6 +486,23 @@ TEST_CASE("HLO dot: each operand is read at its own element type", "[hlo]") {
     CHECK(back.ops.at(0).rhs_type() == DType::BF16);
 }
 
+TEST_CASE("HLO fusion pass: only vector ops are written as fused; the lowering honours them",
+          "[hlo]") {
+    // x -> convert -> dot -> add (bias): one fusion in the pass, but the dot reads its
+    // operand from HBM (a matmul does not run on a producer's tiles), so it is not `fused`,
+    // and the lowering has nothing to warn about.
+    const Trace t = import(
+        "HloModule m\nENTRY e {\n  x = f32[256,512]{1,0} parameter(0)\n"
+        "  w = bf16[512,128]{1,0} parameter(1)\n  b = bf16[256,128]{1,0} parameter(2)\n"
+        "  c = bf16[256,512]{1,0} convert(x)\n"
+        "  d = bf16[256,128]{1,0} dot(c, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  ROOT y = bf16[256,128]{1,0} add(d, b)\n}\n");
+    CHECK_FALSE(op_named(t, "d").fused);
+    CHECK(op_named(t, "y").fused);
+    const Program p = lower_trace(t, load_config(test::config_path("tpu_v3_8.json")));
+    CHECK(p.warnings.empty());
+}
+
 TEST_CASE("HLO S(1): a dot's VMEM operand is not read and its VMEM result is not written",
           "[hlo]") {
     // A TPU-compiled dot: lhs bf16[256,512] in HBM, rhs bf16[512,128] in VMEM (S(1)), result

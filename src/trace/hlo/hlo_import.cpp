@@ -652,7 +652,9 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         }
         op->id = unique_id(in.name, suffix);
         op->line = line_of(in.offset);
-        op->fused = chained && !internal.empty();
+        // Only vector ops run on their producer's tiles (docs/trace-format.md): a dot or
+        // convolution whose operand the fusion computes reads it from HBM.
+        op->fused = chained && !internal.empty() && op->kind == OpKind::Vector;
         // S(1) (VMEM) operands of a matmul or convolution are not read from HBM, and an S(1)
         // result is not written back (elementwise ops already leave S(1) operands out).
         if (op->kind == OpKind::Matmul || op->kind == OpKind::Conv2d)
@@ -676,7 +678,8 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
             // (the program fuses an op whose other deps come before its producer); operands
             // whose producer already feeds one are not deps (they are on chip, costed so by
             // cost_instruction), so they are not written to HBM for this op. When every
-            // operand already feeds a fused consumer, the deps stay as they are.
+            // operand already feeds a fused consumer, the op is not fused: it reads them from
+            // HBM, as the lowering would (docs/trace-format.md).
             auto free_one = internal.end();
             for (auto it = internal.begin(); it != internal.end(); ++it)
                 if (!claimed_.count(*it) && (free_one == internal.end() || *it > *free_one))
@@ -686,8 +689,10 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
                 for (std::uint32_t d : internal)
                     if (d != *free_one && !claimed_.count(d)) keep.push_back(d);
                 internal = std::move(keep);
+                claimed_.insert(internal.front());
+            } else {
+                op->fused = false;  // every producer feeds another fused op: read from HBM
             }
-            claimed_.insert(internal.front());
         }
         for (std::uint32_t d : internal) op->deps.push_back(d);
         reads[idx] = operand_sources(in, *op, ps, trace_.ops);
