@@ -503,6 +503,25 @@ TEST_CASE("HLO fusion pass: only vector ops are written as fused; the lowering h
     CHECK(p.warnings.empty());
 }
 
+TEST_CASE("HLO fusions: a fused op reads its other operand from the op that holds it", "[hlo]") {
+    // y = exp(x2) is stored (two fusions read it, and an exponential is not duplicated).
+    // In the fusion {q = negate(x), r = add(q, y)}, r runs on q's tiles and reads y from HBM:
+    // it waits for y's op and its operand names it, not a parameter of its own.
+    const Trace t = import(
+        "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n"
+        "  x = f32[1024,512]{1,0} parameter(0)\n  x2 = f32[1024,512]{1,0} parameter(1)\n"
+        "  z = f32[] constant(0)\n  y = f32[1024,512]{1,0} exponential(x2)\n"
+        "  q = f32[1024,512]{1,0} negate(x)\n  r = f32[1024,512]{1,0} add(q, y)\n"
+        "  t = f32[1024]{0} reduce(y, z), dimensions={1}, to_apply=add\n"
+        "  ROOT o = (f32[1024,512]{1,0}, f32[1024]{0}) tuple(r, t)\n}\n");
+    const TraceOp& r = op_named(t, "r");
+    REQUIRE(r.fused);
+    std::size_t y = 0;
+    while (t.ops[y].id != "y") ++y;
+    CHECK(op_operand_dep(r, 1) == static_cast<std::ptrdiff_t>(y));
+}
+
 TEST_CASE("HLO S(1): a dot's VMEM operand is not read and its VMEM result is not written",
           "[hlo]") {
     // A TPU-compiled dot: lhs bf16[256,512] in HBM, rhs bf16[512,128] in VMEM (S(1)), result

@@ -695,6 +695,15 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
             }
         }
         for (std::uint32_t d : internal) op->deps.push_back(d);
+        // A fused op reads its other operands from HBM inside its producer's loop: it waits
+        // for the ops that hold them, after its producer, so that `operands` names the
+        // buffer it reads (not a parameter of its own).
+        if (op->fused)
+            for (const auto& p : ps)
+                if (!p.on_chip && p.internal.empty())
+                    for (std::uint32_t e : p.external)
+                        if (std::find(op->deps.begin(), op->deps.end(), e) == op->deps.end())
+                            op->deps.push_back(e);
         reads[idx] = operand_sources(in, *op, ps, trace_.ops);
         if (!op->fused) unfused.push_back(idx);
         trace_.ops.push_back(std::move(*op));
