@@ -22,6 +22,8 @@
 //   - a dot or convolution joins an elementwise consumer's fusion (output fusion: bias,
 //     activation), at most one per fusion; reductions, collectives and control flow end a
 //     fusion (a reduction can be its root, as in XLA's input fusion).
+// The bookkeeping of sibling multi-output fusion (SiblingFusions, hlo_import.h) is here too;
+// the importer decides which fusion joins which kernel as it emits them.
 #include <algorithm>
 #include <string_view>
 
@@ -142,6 +144,54 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
         root_class[i] = cls;
     }
     return cluster;
+}
+
+void SiblingFusions::init(const HloComputation& c) {
+    users_.assign(c.instrs.size(), {});
+    for (std::size_t i = 0; i < c.instrs.size(); ++i)
+        for (const auto& o : c.instrs[i].operands)
+            users_[static_cast<std::size_t>(o.instr)].push_back(static_cast<std::int32_t>(i));
+    seen_.assign(c.instrs.size(), 0);
+    target_.assign(c.instrs.size(), 0);
+}
+
+bool SiblingFusions::reaches(const std::vector<std::int32_t>& from,
+                             const std::vector<std::int32_t>& to) {
+    ++stamp_;
+    std::int32_t last = 0;
+    for (std::int32_t t : to) {
+        target_[static_cast<std::size_t>(t)] = stamp_;
+        last = std::max(last, t);
+    }
+    std::vector<std::int32_t> stack;
+    for (std::int32_t f : from) {
+        const auto fi = static_cast<std::size_t>(f);
+        if (target_[fi] == stamp_ || seen_[fi] == stamp_) continue;
+        seen_[fi] = stamp_;
+        stack.push_back(f);
+    }
+    while (!stack.empty()) {
+        const std::int32_t x = stack.back();
+        stack.pop_back();
+        for (std::int32_t u : users_[static_cast<std::size_t>(x)]) {
+            const auto ui = static_cast<std::size_t>(u);
+            if (u > last || seen_[ui] == stamp_) continue;
+            if (target_[ui] == stamp_) return true;
+            seen_[ui] = stamp_;
+            stack.push_back(u);
+        }
+    }
+    return false;
+}
+
+void SiblingFusions::record(const std::unordered_set<std::int64_t>& read,
+                            const std::vector<std::int32_t>& mem) {
+    Group& g = groups[current];
+    for (std::int64_t key : read) {
+        auto& r = readers[key];
+        if (std::find(r.begin(), r.end(), current) == r.end()) r.push_back(current);
+    }
+    g.members.insert(g.members.end(), mem.begin(), mem.end());
 }
 
 }  // namespace tpusim::hlo_detail

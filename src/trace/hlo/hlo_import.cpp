@@ -86,11 +86,6 @@ class Importer {
         }
     }
 
-    // The value an operand reads, as one number: its instruction and tuple element.
-    static std::int64_t read_key(const HloOperand& o) {
-        return static_cast<std::int64_t>(o.instr) * (std::int64_t{1} << 20) + (o.tuple_index + 1);
-    }
-
     // A copy the fusion pass treats as its operand (is_noop_copy); modules that XLA has
     // optimised (with fusions) keep their copies.
     bool noop_copy(const HloComputation& c, const HloInstr& in) const {
@@ -103,83 +98,13 @@ class Importer {
         return v;
     }
 
-    // Sibling multi-output fusion for the fusions the pass makes: fusions that read the same
-    // operand, run over the same elements and do not depend on each other are one kernel
-    // that reads the operand once, as XLA's multi-output fusion makes them
-    // (xla/service/gpu/multi_output_fusion.cc, FuseSiblings: loop and reduction fusions
-    // with a common operand, equal iteration shapes, no path between them). Each fusion is
-    // still emitted at its own place; one that joins a group finds the operands the group's
-    // kernel read already on chip (emit_cluster's `on_chip`).
-    struct Siblings {
-        struct Group {
-            std::vector<std::int32_t> members;      // instructions of its fusions
-            std::int64_t space = 0;                 // elements of its iteration space
-            std::unordered_set<std::int64_t> read;  // operands its kernel reads (read_key)
-        };
-        std::vector<Group> groups;
-        std::unordered_map<std::int64_t, std::vector<std::size_t>> readers;  // operand -> groups
-        std::vector<std::vector<std::int32_t>> users;
-        std::vector<std::uint32_t> seen, target;  // search stamps
-        std::uint32_t stamp = 0;
-        std::size_t current = 0;  // the group of the fusion being emitted
-
-        void init(const HloComputation& c) {
-            users.assign(c.instrs.size(), {});
-            for (std::size_t i = 0; i < c.instrs.size(); ++i)
-                for (const auto& o : c.instrs[i].operands)
-                    users[static_cast<std::size_t>(o.instr)].push_back(
-                        static_cast<std::int32_t>(i));
-            seen.assign(c.instrs.size(), 0);
-            target.assign(c.instrs.size(), 0);
-        }
-        // Whether an instruction of `to` depends on one of `from` (members of both excepted:
-        // a producer duplicated into both fusions). Instructions are in program order, so
-        // the search stops past the last of `to`.
-        bool reaches(const std::vector<std::int32_t>& from, const std::vector<std::int32_t>& to) {
-            ++stamp;
-            std::int32_t last = 0;
-            for (std::int32_t t : to) {
-                target[static_cast<std::size_t>(t)] = stamp;
-                last = std::max(last, t);
-            }
-            std::vector<std::int32_t> stack;
-            for (std::int32_t f : from) {
-                const auto fi = static_cast<std::size_t>(f);
-                if (target[fi] == stamp || seen[fi] == stamp) continue;
-                seen[fi] = stamp;
-                stack.push_back(f);
-            }
-            while (!stack.empty()) {
-                const std::int32_t x = stack.back();
-                stack.pop_back();
-                for (std::int32_t u : users[static_cast<std::size_t>(x)]) {
-                    const auto ui = static_cast<std::size_t>(u);
-                    if (u > last || seen[ui] == stamp) continue;
-                    if (target[ui] == stamp) return true;
-                    seen[ui] = stamp;
-                    stack.push_back(u);
-                }
-            }
-            return false;
-        }
-        void record(const std::unordered_set<std::int64_t>& read,
-                    const std::vector<std::int32_t>& mem) {
-            Group& g = groups[current];
-            for (std::int64_t key : read) {
-                auto& r = readers[key];
-                if (std::find(r.begin(), r.end(), current) == r.end()) r.push_back(current);
-            }
-            g.members.insert(g.members.end(), mem.begin(), mem.end());
-        }
-    };
-
     // The read set of the multi-output fusion the pass-made fusion `mem` (rooted at `root`)
     // joins: an earlier group that read one of its HBM operands, over the same elements, on
     // which it does not depend; else a new group of its own. Null for fusions XLA does not
     // fuse so: the output fusion of a dot or convolution, and roots other than elementwise
     // ops and reductions.
     std::unordered_set<std::int64_t>* multi_output_group(
-        const HloComputation& c, Siblings& s, const std::vector<std::int32_t>& mem,
+        const HloComputation& c, SiblingFusions& s, const std::vector<std::int32_t>& mem,
         std::int32_t root, const std::function<Place(const HloOperand&)>& ext) {
         const HloInstr& r = c.instrs[static_cast<std::size_t>(root)];
         const bool reduce = r.opcode == "reduce" && !r.operands.empty();
@@ -225,7 +150,7 @@ class Importer {
         std::vector<Value> vals(c.instrs.size());
         std::vector<std::vector<std::int32_t>> cluster;
         std::unordered_map<std::int32_t, std::vector<std::int32_t>> members;
-        Siblings siblings;
+        SiblingFusions siblings;
         if (pass_) {
             cluster = fusion_clusters(c);
             for (std::size_t j = 0; j < cluster.size(); ++j)

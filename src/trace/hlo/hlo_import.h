@@ -2,8 +2,11 @@
 // Internals of the HLO import shared by its files: how each opcode is classified and costed
 // (hlo_cost.cpp), the fusion pass (hlo_fusion.cpp), while trip counts (hlo_while.cpp) and
 // which buffer each operand of an imported op reads (hlo_operands.cpp).
+#include <cstdint>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "hlo_cursor.h"
@@ -74,6 +77,42 @@ std::optional<TraceOp> collective_op(const HloInstr& in, const CostContext& ctx,
 // into several), empty for instructions that are not fused (free ops used outside one
 // cluster, control flow, collectives). Roots list only themselves.
 std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& comp);
+
+// The value an operand reads, as one number: its instruction and tuple element.
+inline std::int64_t read_key(const HloOperand& o) {
+    return static_cast<std::int64_t>(o.instr) * (std::int64_t{1} << 20) + (o.tuple_index + 1);
+}
+
+// Sibling multi-output fusion for the fusions the pass makes (hlo_fusion.cpp): fusions that
+// read the same operand, run over the same elements and do not depend on each other are one
+// kernel that reads the operand once, as XLA's multi-output fusion makes them
+// (xla/service/gpu/multi_output_fusion.cc, FuseSiblings: loop and reduction fusions with a
+// common operand, equal iteration shapes, no path between them). The importer still emits
+// each fusion at its own place; one that joins a group finds the operands the group's kernel
+// read already on chip.
+struct SiblingFusions {
+    struct Group {
+        std::vector<std::int32_t> members;      // instructions of its fusions
+        std::int64_t space = 0;                 // elements of its iteration space
+        std::unordered_set<std::int64_t> read;  // operands its kernel reads (read_key)
+    };
+    std::vector<Group> groups;
+    std::unordered_map<std::int64_t, std::vector<std::size_t>> readers;  // operand -> groups
+    std::size_t current = 0;  // the group of the fusion being emitted
+
+    void init(const HloComputation& c);
+    // Whether an instruction of `to` depends on one of `from` (members of both excepted: a
+    // producer duplicated into both fusions). Instructions are in program order, so the
+    // search stops past the last of `to`.
+    bool reaches(const std::vector<std::int32_t>& from, const std::vector<std::int32_t>& to);
+    // The fusion `mem` joined groups[current] and its kernel reads `read`.
+    void record(const std::unordered_set<std::int64_t>& read, const std::vector<std::int32_t>& mem);
+
+ private:
+    std::vector<std::vector<std::int32_t>> users_;
+    std::vector<std::uint32_t> seen_, target_;  // search stamps
+    std::uint32_t stamp_ = 0;
+};
 
 // The trip count of a while instruction, or nullopt when neither its backend_config nor its
 // condition tells.
