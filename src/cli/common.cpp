@@ -2,9 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
+#include "tpusim/common/progress.h"
+#include "tpusim/program/from_trace.h"
 #include "tpusim/sim/simulator.h"
+#include "tpusim/trace/trace.h"
 
 namespace tpusim::cli {
 
@@ -24,6 +31,36 @@ void print_symmetry_info(const RunResult& r, const TpuConfig& cfg) {
         return;
     std::cerr << fmt::format("info: SPMD symmetry not used: {}; all {} cores simulated\n",
                              r.symmetry.reason, r.cores);
+}
+
+Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress) {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread ticker([&] {
+        ProgressLine line(progress);
+        std::unique_lock<std::mutex> lock(m);
+        while (!cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return done; })) {
+            line.update(fmt::format("lowering {} ops to per-core instructions", trace.ops.size()),
+                        -1.0);
+        }
+    });
+    auto stop = [&] {
+        {
+            std::lock_guard<std::mutex> lock(m);
+            done = true;
+        }
+        cv.notify_one();
+        ticker.join();
+    };
+    try {
+        Program p = lower_trace(trace, cfg);
+        stop();
+        return p;
+    } catch (...) {
+        stop();
+        throw;
+    }
 }
 
 }  // namespace tpusim::cli

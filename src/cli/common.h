@@ -8,6 +8,8 @@
 
 namespace tpusim {
 struct RunResult;
+struct Program;
+struct Trace;
 }
 
 namespace tpusim::cli {
@@ -33,6 +35,9 @@ void add_common_options(CLI::App* cmd, CommonOptions& opts, bool with_json = tru
 // once: "info: SPMD symmetry not used: <reason>; all N cores simulated". Nothing when it was
 // used, turned off (--no-symmetry), or the program fits one chip.
 void print_symmetry_info(const RunResult& r, const TpuConfig& cfg);
+
+// lower_trace with a progress line on stderr while it works (a large trace takes seconds).
+Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress);
 
 // Each command registers itself; main.cpp calls these in order.
 void add_info_command(CLI::App& app);

@@ -50,36 +50,6 @@ void check_writable(const std::string& path, const char* what) {
     }
 }
 
-// Lowering a large trace takes seconds: a progress line from a helper thread meanwhile.
-Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress) {
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
-    std::thread ticker([&] {
-        ProgressLine line(progress);
-        std::unique_lock<std::mutex> lock(m);
-        while (!cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return done; })) {
-            line.update(fmt::format("lowering {} ops to per-core instructions", trace.ops.size()),
-                        -1.0);
-        }
-    });
-    auto stop = [&] {
-        {
-            std::lock_guard<std::mutex> lock(m);
-            done = true;
-        }
-        cv.notify_one();
-        ticker.join();
-    };
-    try {
-        Program p = lower_trace(trace, cfg);
-        stop();
-        return p;
-    } catch (...) {
-        stop();
-        throw;
-    }
-}
 
 void print_warnings(const std::vector<std::string>& warnings) {
     constexpr std::size_t kShown = 8;

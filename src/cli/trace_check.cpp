@@ -11,6 +11,7 @@
 #include "tpusim/common/error.h"
 #include "tpusim/common/types.h"
 #include "tpusim/program/hbm_footprint.h"
+#include "tpusim/program/program.h"
 #include "tpusim/trace/hlo.h"
 #include "tpusim/trace/trace.h"
 
@@ -24,6 +25,7 @@ struct CheckOptions {
     std::string config;
     std::vector<std::string> sets;
     bool json = false;
+    bool lower = false;
 };
 
 // Sums over every op and every core that runs it: up to 100,000 ops of up to 2^63 each.
@@ -47,6 +49,14 @@ void run_check(const CheckOptions& o) {
     const Trace t = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
                                   : load_hlo(o.hlo, o.hlo_opts, cfg, stats, o.json);
     check_hbm_capacity(t, cfg);  // as `run` does: a program that cannot fit is not ok
+    // --lower: the lowering `run` does, without simulating, so that its errors (an op that
+    // cannot fit VMEM, a DMA outside its buffer) show here too.
+    std::size_t instructions = 0;
+    if (o.lower) {
+        const Program p = lower_with_progress(t, cfg, !o.json);
+        for (const auto& core : p.cores) instructions += core.instrs.size();
+        for (const auto& w : p.warnings) std::cerr << w << "\n";
+    }
     const HbmFootprint fp = hbm_footprint(t);
     std::map<std::string, std::size_t> by_kind;
     std::map<std::string, Total> flops_by_kind;
@@ -75,6 +85,7 @@ void run_check(const CheckOptions& o) {
                             {"collective_bytes", to_string(ici)},
                             {"hbm_footprint_bytes_per_core", fp.peak_bytes}};
         for (const auto& [k, f] : flops_by_kind) j["flops_by_kind"][k] = to_string(f);
+        if (o.lower) j["lowered_instructions"] = instructions;
         if (!o.hlo.empty()) j["warnings"] = stats.warnings;
         std::cout << j.dump(2) << "\n";
         return;
@@ -93,6 +104,9 @@ void run_check(const CheckOptions& o) {
         t.cores, t.cores == 1 ? "" : "s", to_string(flops), to_string(bytes_in),
         to_string(bytes_out), to_string(ici),
         static_cast<double>(fp.peak_bytes) / static_cast<double>(kGiB), t.ops[fp.peak_op].id);
+    if (o.lower)
+        std::cout << fmt::format("  lowered for {}: {} instructions over {} core{}\n", cfg.name,
+                                 instructions, t.cores, t.cores == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -110,6 +124,10 @@ void add_trace_command(CLI::App& app) {
                     "built-in TPU v3-8 values)");
     cmd->add_option("--set", opts.sets, "override a config value (repeatable)")->take_all();
     cmd->add_flag("--json", opts.json, "print JSON instead of text");
+    cmd->add_flag("--lower", opts.lower,
+                  "also lower the program to per-core instructions as run does (no simulation), "
+                  "so that lowering errors show: an op that cannot fit VMEM, a DMA outside its "
+                  "buffer");
     cmd->callback([] { run_check(opts); });
 }
 

@@ -133,6 +133,27 @@ expect_error "run unwritable timeline" "no directory" -- \
 expect_error "run timeline is a directory" "is a directory" -- \
     run --config $v3 --trace traces/gemm.json --timeline "$tmp"
 
+# A row too wide for VMEM is a lowering error: `trace check --lower` finds it without
+# simulating, as `run` does; plain `trace check` does not lower.
+printf '{"format": "tpusim.trace", "version": 1, "name": "wide", "ops": [{"id": "sm", "kind": "vector", "op": "softmax", "rows": 8, "cols": 8388608, "dtype": "f32"}]}' > "$tmp/wide_row.json"
+expect_error "trace check --lower: a row beyond VMEM" 'op "sm": one row of 8388608 columns needs 128.00 MiB of VMEM (double buffered); the core has 16 MiB' -- \
+    trace check --config $v3 --trace "$tmp/wide_row.json" --lower
+expect_error "run: a row beyond VMEM" 'op "sm": one row of 8388608 columns needs 128.00 MiB' -- \
+    run -q --config $v3 --trace "$tmp/wide_row.json"
+if "$bin" trace check --config $v3 --trace "$tmp/wide_row.json" >/dev/null 2>&1; then
+    passes=$((passes + 1))
+else
+    echo "FAIL trace check without --lower should not lower"
+    fails=$((fails + 1))
+fi
+if out=$("$bin" trace check --config $v3 --trace traces/gemm.json --lower 2>&1) &&
+    [[ $out == *"lowered for tpu_v3_8:"*"instructions over 1 core"* ]]; then
+    passes=$((passes + 1))
+else
+    echo "FAIL trace check --lower on a good trace: $out"
+    fails=$((fails + 1))
+fi
+
 # A board with fewer cores: the data-parallel example needs 8.
 expect_error "cores beyond a 1-chip board" "/cores: the trace needs 8 cores but the board has 2" -- \
     trace check --config $v3 --set board.chips_x=1 --set board.chips_y=1 --trace traces/data_parallel_step.json

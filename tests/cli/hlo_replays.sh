@@ -22,9 +22,9 @@ $d/xla_repo_models_preopt/gemma3_1b_flax_call.hlo"
 # MobileNetV2 fits (8.0 GiB at its peak) and has its own test, hlo_mobilenet.sh.
 # These fit too (peak live HBM per core: ResNet-50 9.9 GiB after SPMD partitioning, 12.4
 # before; the UNet 9.4 / 11.3) but take 25-30 s each to replay, too long to add four to the
-# suite: `trace check` runs their import and HBM footprint check (exit 0, no unknown opcode;
-# it does not lower the program, so their lowering is checked only by hlo_replay.sh);
-# scripts/hlo_replay.sh replays them end to end (docs/hlo.md).
+# suite: `trace check --lower` runs their import, HBM footprint check and lowering (exit 0,
+# no unknown opcode), without simulating; scripts/hlo_replay.sh replays them end to end
+# (docs/hlo.md).
 checked="$d/jax_seed_workloads/resnet50_dp8.after_spmd_partitioning.hlo
 $d/jax_seed_workloads/resnet50_dp8.before_optimizations.hlo
 $d/jax_seed_workloads/resnet_unet_dp8.after_spmd_partitioning.hlo
@@ -36,8 +36,8 @@ $d/jax_seed_workloads/resnet_unet_dp8.before_optimizations.hlo"
 # rematerialisation: docs/hlo.md, "Limits").
 over="$d/xla_repo_models_preopt/hlo_llama3_8b_cp_bf16_1x4.hlo
 $d/xla_repo_models_preopt/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo"
-# Each module must exit 0 with no opcode listed as unknown: `trace check` (import and the HBM
-# check) for $checked, a whole `run` for $fits, whose report must show no DMA chunk refused by
+# Each module must exit 0 with no opcode listed as unknown: `trace check --lower` (import,
+# the HBM check and the lowering) for $checked, a whole `run` for $fits, whose report must show no DMA chunk refused by
 # the HBM (dma.hbm_errors: the lowering keeps every descriptor inside its buffer; RoBERTa's
 # replay had 70 per odd core, reads past the end of the chip's HBM, before the import said
 # which buffer each operand is in).
@@ -70,7 +70,7 @@ print(sum(c["dma"]["hbm_errors"] for k, chip in s.items() if k.startswith("chip"
     done
 }
 # shellcheck disable=SC2086
-expect_clean "trace check" $checked
+expect_clean "trace check --lower" $checked
 # shellcheck disable=SC2086
 expect_clean "run -q" $fits
 for f in $over; do
