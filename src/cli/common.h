@@ -10,7 +10,7 @@ namespace tpusim {
 struct RunResult;
 struct Program;
 struct Trace;
-}
+}  // namespace tpusim
 
 namespace tpusim::cli {
 

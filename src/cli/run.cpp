@@ -50,7 +50,6 @@ void check_writable(const std::string& path, const char* what) {
     }
 }
 
-
 void print_warnings(const std::vector<std::string>& warnings) {
     constexpr std::size_t kShown = 8;
     for (std::size_t i = 0; i < warnings.size() && i < kShown; ++i) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
@@ -406,14 +406,16 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
         if (!mxu && op.kind != OpKind::Vector)
             r.fail("\"vmem_operands\" applies to matmul, conv2d and vector ops only");
         if (op.kind == OpKind::Vector && op.fused)
-            r.fail("\"vmem_operands\" applies to a vector op that is not fused (a fused op's "
-                   "first operand is on chip already)");
+            r.fail(
+                "\"vmem_operands\" applies to a vector op that is not fused (a fused op's "
+                "first operand is on chip already)");
         const int n = mxu ? 2 : static_cast<int>(vector_op_info(op.vector.op).inputs);
         for (int v : op.vmem_operands)
             if (v >= n)
-                r.fail(fmt::format("\"vmem_operands\": operand {} does not exist (this op has "
-                                   "{}: {})",
-                                   v, n, mxu ? "0 = lhs/input, 1 = rhs/weights" : "its inputs"));
+                r.fail(
+                    fmt::format("\"vmem_operands\": operand {} does not exist (this op has "
+                                "{}: {})",
+                                v, n, mxu ? "0 = lhs/input, 1 = rhs/weights" : "its inputs"));
     }
     r.reject_unknown_keys();
     check_figures(r, op);

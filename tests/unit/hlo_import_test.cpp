@@ -450,11 +450,12 @@ TEST_CASE("HLO fusion pass: a copy that keeps its operand's layout is removed", 
     // XLA's algebraic simplifier drops a copy whose result has its operand's shape and
     // layout; one that changes the layout is a transpose and stays.
     auto ops_with = [](const std::string& layout) {
-        return import("HloModule m\nENTRY e {\n  x = f32[1024,512]{1,0} parameter(0)\n"
-                      "  c = f32[1024,512]{" +
-                      layout +
-                      "} copy(x)\n"
-                      "  ROOT y = f32[1024,512]{1,0} exponential(c)\n}\n")
+        return import(
+                   "HloModule m\nENTRY e {\n  x = f32[1024,512]{1,0} parameter(0)\n"
+                   "  c = f32[1024,512]{" +
+                   layout +
+                   "} copy(x)\n"
+                   "  ROOT y = f32[1024,512]{1,0} exponential(c)\n}\n")
             .ops.size();
     };
     CHECK(ops_with("1,0") == 1);

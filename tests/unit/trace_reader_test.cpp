@@ -152,7 +152,8 @@ TEST_CASE("op errors name the op and the problem", "[trace]") {
           R"(op "v": "vmem_operands": operand 1 does not exist (this op has 1: its inputs))");
     CHECK(op_error(R"({"id": "v", "kind": "vector", "op": "relu", "elements": 8, "fused": true,
                        "vmem_operands": [0]})")
-              .rfind(R"(op "v": "vmem_operands" applies to a vector op that is not fused)", 0) == 0);
+              .rfind(R"(op "v": "vmem_operands" applies to a vector op that is not fused)", 0) ==
+          0);
     CHECK(op_error(R"({"id": "d", "kind": "copy", "bytes": 8, "deps": [1]})") ==
           R"(op "d": "deps" must list op ids (strings), got an integer)");
 }
@@ -240,11 +241,14 @@ TEST_CASE("a matmul's operands may each have their own dtype", "[trace]") {
             "kh": 3, "kw": 3, "rhs_dtype": "f32"})"));
     CHECK(op_hbm_bytes_in(c.ops.at(0)) == 8 * 8 * 4 * 2 + 3 * 3 * 4 * 8 * 4);
     // Only matmul and conv2d have operands of their own types.
-    CHECK(error_of(trace_text(
-                       R"({"id": "v", "kind": "vector", "op": "relu", "elements": 8, "lhs_dtype": "f32"})"))
-              .what_only() == R"(unknown key "lhs_dtype" for a vector op)");
-    CHECK(error_of(trace_text(
-                       R"({"id": "mm", "kind": "matmul", "m": 1, "k": 1, "n": 1, "rhs_dtype": "f64"})"))
+    CHECK(
+        error_of(
+            trace_text(
+                R"({"id": "v", "kind": "vector", "op": "relu", "elements": 8, "lhs_dtype": "f32"})"))
+            .what_only() == R"(unknown key "lhs_dtype" for a vector op)");
+    CHECK(error_of(
+              trace_text(
+                  R"({"id": "mm", "kind": "matmul", "m": 1, "k": 1, "n": 1, "rhs_dtype": "f64"})"))
               .what_only()
               .rfind(R"(unknown rhs_dtype "f64")", 0) == 0);
 }

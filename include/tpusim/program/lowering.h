@@ -29,7 +29,7 @@ struct OpSpec {
     OpKind kind = OpKind::Matmul;  // any but Conv2d (op_specs lowers a conv as its GEMM)
     // matmul / conv2d as implicit GEMM
     std::int64_t batch = 1, m = 0, k = 0, n = 0;
-    std::int64_t in_bytes = 2, out_bytes = 2;  // element sizes
+    std::int64_t in_bytes = 2, out_bytes = 2;   // element sizes
     std::int64_t lhs_bytes = 2, rhs_bytes = 2;  // matmul: each operand's element size
     // conv2d: the NHWC input the implicit GEMM's LHS views (kh = 0: a plain matmul). The LHS
     // tiles then move the input rows their windows cover, not im2col rows (lower_matmul).
@@ -55,7 +55,7 @@ struct OpSpec {
     std::vector<int> operands;
     bool fused = false;
     bool lhs_in_vmem = false, rhs_in_vmem = false, result_in_vmem = false;  // S(1): no DMA
-    std::uint32_t vmem_inputs = 0;  // vector: bit j set when input j is on chip (no DMA)
+    std::uint32_t vmem_inputs = 0;    // vector: bit j set when input j is on chip (no DMA)
     std::vector<std::int64_t> cores;  // empty: every core of the program
 };
 

@@ -89,4 +89,23 @@ std::optional<TraceOp> collective_op(const HloInstr& in, const CostContext& ctx,
     return t;
 }
 
+std::int64_t program_cores(const HloModule& m) {
+    std::int64_t cores = 1;
+    for (const char* key : {"num_partitions", "replica_count"}) {
+        if (const HloAttr* a = m.attr(key)) {
+            const auto v = int_list(a->value, m, a->offset);
+            if (v.size() == 1) cores = std::max(cores, v[0]);
+        }
+    }
+    if (cores == 1) {
+        for (const auto& c : m.computations)
+            for (const auto& in : c.instrs)
+                for (const char* key : {"replica_groups", "source_target_pairs"})
+                    if (const HloAttr* a = in.attr(key))
+                        for (const auto& g : replica_groups(a->value, m, a->offset))
+                            for (std::int64_t id : g) cores = std::max(cores, id + 1);
+    }
+    return cores;
+}
+
 }  // namespace tpusim::hlo_detail

@@ -411,6 +411,11 @@ bool is_noop_copy(const HloComputation& comp, const HloInstr& in) {
     return layout(a) == layout(b);
 }
 
+bool is_view(const HloComputation& comp, const HloInstr& in, bool copies) {
+    if (in.operands.empty()) return false;
+    return in.opcode == "bitcast" || in.opcode == "reshape" || (copies && is_noop_copy(comp, in));
+}
+
 bool free_custom_call(std::string_view t) {
     for (const char* f : {"AllocateBuffer", "Sharding", "SPMDFullToShardShape",
                           "SPMDShardToFullShape", "MoveToHost", "MoveToDevice", "LayoutConstraint",

@@ -65,8 +65,7 @@ bool expensive(std::string_view op) {
 std::int64_t read_bytes(const HloComputation& comp, std::int32_t operand) {
     const HloInstr* x = &comp.instrs[static_cast<std::size_t>(operand)];
     const std::int64_t bytes = x->shape.bytes();
-    while ((x->opcode == "bitcast" || x->opcode == "reshape" || is_noop_copy(comp, *x)) &&
-           !x->operands.empty())
+    while (is_view(comp, *x, true))
         x = &comp.instrs[static_cast<std::size_t>(x->operands[0].instr)];
     if (x->opcode == "constant" || op_class(x->opcode) == OpClass::Generated) return 0;
     return bytes;
@@ -103,8 +102,7 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
     for (std::size_t i = n; i-- > 0;) {
         const HloInstr& in = comp.instrs[i];
         const OpClass cls = op_class(in.opcode);
-        const bool look_through =
-            in.opcode == "bitcast" || in.opcode == "reshape" || is_noop_copy(comp, in);
+        const bool look_through = is_view(comp, in, true);
         const bool can_root = cls == OpClass::Elementwise || cls == OpClass::Movement ||
                               cls == OpClass::Heavy || cls == OpClass::Reduction;
         if (!can_root && !look_through) continue;
@@ -127,8 +125,7 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
             // Not into the output fusion of a dot or convolution: XLA's ShouldFuse fuses a
             // producer only into loop and input fusions.
             bool duplicate = all_fused && into.size() > 1 && cls == OpClass::Elementwise &&
-                             !expensive(in.opcode) &&
-                             duplicated_is_cheaper(comp, in, into.size());
+                             !expensive(in.opcode) && duplicated_is_cheaper(comp, in, into.size());
             for (std::int32_t c : into)
                 duplicate = duplicate && !has_heavy[static_cast<std::size_t>(c)];
             if (join || duplicate) {
@@ -182,6 +179,39 @@ bool SiblingFusions::reaches(const std::vector<std::int32_t>& from,
         }
     }
     return false;
+}
+
+std::unordered_set<std::int64_t>* SiblingFusions::join(
+    const HloComputation& c, const std::vector<std::int32_t>& mem, std::int32_t root,
+    const std::function<bool(const HloOperand&)>& in_hbm, bool& joined) {
+    joined = false;
+    const HloInstr& r = c.instrs[static_cast<std::size_t>(root)];
+    const bool reduce = r.opcode == "reduce" && !r.operands.empty();
+    if (op_class(r.opcode) != OpClass::Elementwise && !reduce) return nullptr;
+    for (std::int32_t j : mem)
+        if (op_class(c.instrs[static_cast<std::size_t>(j)].opcode) == OpClass::Heavy)
+            return nullptr;
+    const std::int64_t space =
+        (reduce ? c.instrs[static_cast<std::size_t>(r.operands[0].instr)].shape : r.shape)
+            .elements_count();
+    if (space <= 0) return nullptr;
+    const std::unordered_set<std::int32_t> in(mem.begin(), mem.end());
+    for (std::int32_t j : mem) {
+        for (const auto& o : c.instrs[static_cast<std::size_t>(j)].operands) {
+            if (in.count(o.instr) || !in_hbm(o)) continue;
+            const auto it = readers.find(read_key(o));
+            if (it == readers.end()) continue;
+            for (std::size_t g : it->second) {
+                if (groups[g].space != space || reaches(groups[g].members, mem)) continue;
+                current = g;
+                joined = true;
+                return &groups[g].read;
+            }
+        }
+    }
+    groups.push_back({{}, space, {}});
+    current = groups.size() - 1;
+    return &groups.back().read;
 }
 
 void SiblingFusions::record(const std::unordered_set<std::int64_t>& read,

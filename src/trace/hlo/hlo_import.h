@@ -1,8 +1,10 @@
 #pragma once
 // Internals of the HLO import shared by its files: how each opcode is classified and costed
 // (hlo_cost.cpp), the fusion pass (hlo_fusion.cpp), while trip counts (hlo_while.cpp) and
-// which buffer each operand of an imported op reads (hlo_operands.cpp).
+// which buffer each operand of an imported op reads (hlo_operands.cpp). The walker itself is
+// hlo_importer.h.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -36,6 +38,15 @@ bool is_known_opcode(std::string_view opcode);
 // partitioning hold one per parameter of a shard_map (RoBERTa's step: 906).
 bool is_noop_copy(const HloComputation& comp, const HloInstr& in);
 
+// Whether `in` is its operand's value under another name: a bitcast, a reshape, or (where
+// `copies`, the fusion pass's modules) a copy that keeps shape and layout (is_noop_copy).
+bool is_view(const HloComputation& comp, const HloInstr& in, bool copies);
+
+// The program's cores (devices): the SPMD partitions, else the replicas, else the devices its
+// replica groups name (modules written after partitioning without the header attributes)
+// (hlo_collective.cpp).
+std::int64_t program_cores(const HloModule& m);
+
 // Custom-call targets that do no work on the device (annotations, buffer allocation).
 bool free_custom_call(std::string_view target);
 
@@ -44,7 +55,7 @@ struct OperandPlace {
     bool on_chip = false;  // produced inside the same fusion, generated there, or S(1) (VMEM)
 };
 
-// Where an operand of a fusion member comes from (the importer's view, hlo_import.cpp).
+// Where an operand of a fusion member comes from (the importer's view, hlo_importer.h).
 struct Place {
     std::vector<std::uint32_t> internal;  // ops of the same fusion that produce it
     bool on_chip = false;                 // no HBM read: internal, generated, or in VMEM
@@ -105,6 +116,15 @@ struct SiblingFusions {
     // producer duplicated into both fusions). Instructions are in program order, so the
     // search stops past the last of `to`.
     bool reaches(const std::vector<std::int32_t>& from, const std::vector<std::int32_t>& to);
+    // The read set of the multi-output kernel that the pass-made fusion `mem` (rooted at
+    // `root`) joins: an earlier group that read one of its HBM operands (`in_hbm`), over the
+    // same elements, on which it does not depend; else a new group of its own (`joined`
+    // false). Null for fusions XLA does not fuse so: the output fusion of a dot or
+    // convolution, and roots other than elementwise ops and reductions.
+    std::unordered_set<std::int64_t>* join(const HloComputation& c,
+                                           const std::vector<std::int32_t>& mem, std::int32_t root,
+                                           const std::function<bool(const HloOperand&)>& in_hbm,
+                                           bool& joined);
     // The fusion `mem` joined groups[current] and its kernel reads `read`.
     void record(const std::unordered_set<std::int64_t>& read, const std::vector<std::int32_t>& mem);
 

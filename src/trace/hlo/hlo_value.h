@@ -1,5 +1,5 @@
 #pragma once
-// The producers of an HLO value during import (hlo_import.cpp): the trace ops that produce
+// The producers of an HLO value during import (hlo_importer.h): the trace ops that produce
 // it, one Value per element for tuples so that get-tuple-element follows the element's
 // producers only.
 #include <cstdint>

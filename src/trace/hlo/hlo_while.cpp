@@ -3,7 +3,7 @@
 // starts at a constant in the loop's initial tuple and the body adds a constant to it.
 #include <cstdlib>
 
-#include "hlo_import.h"
+#include "hlo_importer.h"
 
 namespace tpusim::hlo_detail {
 
@@ -123,6 +123,69 @@ std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComput
     else
         return std::nullopt;
     return trips < 0 ? 0 : trips;
+}
+
+// A while loop as a trace loop: the body's ops once, run `trips` times. The body is walked
+// twice, from the loop's initial state (trip 0, the ops kept) and from the state trip 0
+// leaves (a scratch copy, dropped): a dep of the scratch copy on an op of trip 0 is a
+// loop-carried dep. Nullopt (the caller unrolls) when the two walks differ in their ops.
+std::optional<Value> Importer::repeat(const HloInstr& w, std::int32_t body, const Value& state,
+                                      std::int64_t trips, const std::string& suffix) {
+    const auto n0 = static_cast<std::uint32_t>(trace_.ops.size());
+    in_loop_ = true;
+    struct Leave {
+        bool& flag;
+        ~Leave() { flag = false; }
+    } leave{in_loop_};
+    const Value first = walk(body, {state}, suffix);
+    const auto n1 = static_cast<std::uint32_t>(trace_.ops.size());
+    Value next = walk(body, {first}, fmt::format("{}@repeat", suffix));
+    const auto n2 = static_cast<std::uint32_t>(trace_.ops.size());
+    const std::uint32_t count = n1 - n0;
+    bool same = n2 - n1 == count;
+    for (std::uint32_t k = 0; same && k < count; ++k) {
+        const TraceOp& a = trace_.ops[n0 + k];
+        const TraceOp& b = trace_.ops[n1 + k];
+        same = a.kind == b.kind && a.fused == b.fused;
+    }
+    // The scratch ops go (their ids and fusion claims with them).
+    auto drop_from = [&](std::uint32_t from) {
+        for (std::uint32_t k = from; k < static_cast<std::uint32_t>(trace_.ops.size()); ++k) {
+            ids_.erase(trace_.ops[k].id);
+            claimed_.erase(k);
+        }
+    };
+    drop_from(n1);
+    if (!same) {  // not the same ops trip after trip: the caller unrolls
+        drop_from(n0);
+        trace_.ops.resize(n0);
+        return std::nullopt;
+    }
+    for (std::uint32_t k = 0; k < count; ++k) {
+        TraceOp& a = trace_.ops[n0 + k];
+        for (std::size_t d : trace_.ops[n1 + k].deps) {
+            if (d >= n0 && d < n1) {  // the previous trip's op
+                if (std::find(a.carried.begin(), a.carried.end(), d) == a.carried.end())
+                    a.carried.push_back(d);
+            } else if (d < n0 && std::find(a.deps.begin(), a.deps.end(), d) == a.deps.end()) {
+                a.deps.push_back(d);  // before the loop (read again in every trip)
+            }
+        }
+    }
+    // A body op that reads a carried value reads it by position (docs/trace-format.md).
+    for (std::uint32_t k = 0; k < count; ++k)
+        if (!trace_.ops[n0 + k].carried.empty()) trace_.ops[n0 + k].operands.clear();
+    trace_.ops.resize(n1);
+    remap(next, n1, n2, n1 - n0);  // after the loop: the last trip's ops
+    if (count > 0) {
+        TraceLoop l;
+        l.id = unique_id(w.name, suffix);
+        l.first = n0;
+        l.count = count;
+        l.trips = trips;
+        trace_.loops.push_back(std::move(l));
+    }
+    return next;
 }
 
 }  // namespace tpusim::hlo_detail
