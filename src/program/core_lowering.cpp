@@ -20,7 +20,8 @@ Bytes output_bytes(const OpSpec& op, std::int64_t lanes) {
         const Bytes cols = reduces ? 1
                                    : round_up(static_cast<Bytes>(op.cols),
                                               static_cast<Bytes>(std::max<std::int64_t>(lanes, 1)));
-        return static_cast<Bytes>(op.rows) * cols * static_cast<Bytes>(op.out_bytes);
+        return static_cast<Bytes>(op.rows) * cols * static_cast<Bytes>(op.out_bytes) *
+               static_cast<Bytes>(op.vector_outputs);
     }
     return op.bytes;
 }
@@ -147,6 +148,10 @@ HbmSrc CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
     // of this core's own, as a parameter is.
     if (dep >= 0 && out_size_[static_cast<std::size_t>(dep)] > 0) {
         const auto d = static_cast<std::size_t>(dep);
+        // A dropout_grad's saved mask is its dropout's second result array.
+        if (which == 1 && op.vop == "dropout_grad_saved_mask" &&
+            ops_[d].vop == "dropout_saved_mask")
+            return result_array(d, 1);
         return {out_addr_[d], out_size_[d]};
     }
     // After the first trip, the operands past `deps` are the carried values, read in place
@@ -346,12 +351,13 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
         done_[i].insert(done_[i].end(), tile.ready.begin(), tile.ready.end());
         return;
     }
+    const HbmSrc region = result_array(i, tile.output);
     Instr out;
     out.unit = Unit::Dma;
     out.op = static_cast<std::uint32_t>(i);
     out.waits = tile.ready;
     out.dma() = dma_block(DmaDescriptor::Dir::VmemToHbm,
-                          {out_addr_[i], tile.total_cols, tile.row0, tile.col0, tile.rows,
+                          {region.addr, tile.total_cols, tile.row0, tile.col0, tile.rows,
                            tile.cols, static_cast<Bytes>(tile.elem)},
                           tile.vmem);
     const OpSpec& op = ops_[i];
@@ -361,16 +367,25 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
         const std::int64_t rows = tile_grid_rows(i);
         const std::int64_t pad =
             rows * std::min(cfg_.vpu.lanes - 1, tile.total_cols - 1) * tile.elem;
-        if (rows * tile.total_cols * tile.elem > static_cast<std::int64_t>(out_size_[i]) + pad)
-            fit_block(out.dma(), {out_addr_[i], out_size_[i]}, rows * tile.total_cols * tile.elem);
+        if (rows * tile.total_cols * tile.elem > static_cast<std::int64_t>(region.size) + pad)
+            fit_block(out.dma(), region, rows * tile.total_cols * tile.elem);
     }
-    wrap_block(out.dma(), {out_addr_[i], out_size_[i]});
-    check_block(i, "result tile", out.dma(), {out_addr_[i], out_size_[i]});
+    wrap_block(out.dma(), region);
+    check_block(i, "result tile", out.dma(), region);
     const Bytes moved = out.dma().bytes();
     const std::uint32_t id = emit(std::move(out));
     vmem_.use(tile.vmem, id);
     done_[i].push_back(id);
     count_hbm(i, moved);
+}
+
+HbmSrc CoreLowering::result_array(std::size_t i, std::int64_t k) const {
+    const OpSpec& op = ops_[i];
+    if (op.kind != OpKind::Vector || op.vector_outputs <= 1) return {out_addr_[i], out_size_[i]};
+    // The op's result arrays lie one after another in its buffer, each of the same size.
+    const Bytes array =
+        output_bytes(op, cfg_.vpu.lanes) / static_cast<Bytes>(op.vector_outputs);
+    return {out_addr_[i] + static_cast<Bytes>(k) * array, array};
 }
 
 std::int64_t CoreLowering::tile_grid_rows(std::size_t i) const {
@@ -423,7 +438,8 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         waits.push_back(id);
         count_hbm(i, moved);
     }
-    Buffer ob = alloc(static_cast<Bytes>(in.rows * out_cols * op.out_bytes), false, waits, i);
+    const auto tile_bytes = static_cast<Bytes>(in.rows * out_cols * op.out_bytes);
+    Buffer ob = alloc(tile_bytes * static_cast<Bytes>(op.vector_outputs), false, waits, i);
     Instr v;
     v.unit = Unit::Vpu;
     v.op = static_cast<std::uint32_t>(i);
@@ -434,6 +450,13 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     vmem_.use(ob.addr, id);
     TileRef out{ob.addr,      in.row0, out_cols == 1 ? 0 : in.col0, in.rows, out_cols, out_total,
                 op.out_bytes, {id}};
+    // The first result goes on (to a fused consumer or HBM); the others to HBM.
+    for (std::int64_t k = 1; k < op.vector_outputs; ++k) {
+        TileRef more = out;
+        more.vmem = ob.addr + static_cast<Bytes>(k) * tile_bytes;
+        more.output = k;
+        write_back(i, more);
+    }
     sink(i, std::move(out));
 }
 

@@ -29,6 +29,7 @@ struct TileRef {
     std::int64_t row0 = 0, col0 = 0, rows = 0, cols = 0, total_cols = 0;
     std::int64_t elem = 4;
     std::vector<std::uint32_t> ready;  // instructions that produce it
+    std::int64_t output = 0;  // which result array of a multi-output vector op (adam: p, m, v)
 };
 
 class CoreLowering {
@@ -110,6 +111,8 @@ class CoreLowering {
     void consume_tile(std::size_t i, TileRef in);         // op i is the fused consumer
     // Rows of the array whose tiles reach fused op i (its chain's first producer).
     std::int64_t tile_grid_rows(std::size_t i) const;
+    // Result array k of op i's buffer (a multi-output vector op's arrays lie side by side).
+    HbmSrc result_array(std::size_t i, std::int64_t k) const;
 
     const TpuConfig& cfg_;
     LoweringOptions opts_;

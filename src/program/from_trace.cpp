@@ -125,9 +125,12 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
             case OpKind::Vector: {
                 const VectorOpInfo& info = vector_op_info(op.vector.op);
                 s.vop = info.name;
+                // The program layer's own names for the saved-mask forms: their bodies differ.
+                if (op.vector.saved_mask) s.vop += "_saved_mask";
                 s.rows = op.vector.rows;
                 s.cols = op.vector.cols;
-                s.vector_inputs = info.inputs;
+                s.vector_inputs = vector_inputs(op.vector);
+                s.vector_outputs = info.reduces ? 1 : vector_outputs(op.vector);
                 // Whole rows per chunk only where the VPU reduces along the row (softmax,
                 // layernorm, reductions); bias_add and batchnorm chunk freely.
                 s.rowwise = is_row_vector_op(s.vop);

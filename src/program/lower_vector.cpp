@@ -56,7 +56,10 @@ void CoreLowering::lower_vector(std::size_t i) {
     // run first (lower_statistics_pass); the VPU work of the statistics is charged in the
     // op's own instruction body, the kernels' bodies are the row reductions.
     const int stat_passes = xla_statistics_passes(op.vop);
-    const Bytes row_all = row_in * static_cast<Bytes>(op.vector_inputs) + row_out;
+    // Every output stream is written (adam: p, m, v); the first is the one fused consumers
+    // take on chip, the others go to HBM, each its own array in the result buffer.
+    const auto outputs = static_cast<Bytes>(op.vector_outputs);
+    const Bytes row_all = row_in * static_cast<Bytes>(op.vector_inputs) + row_out * outputs;
     if (row_all * 2 > vmem_.capacity()) {
         throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
                          fmt::format("one row of {} columns needs {:.2f} MiB of VMEM (double "
@@ -91,7 +94,7 @@ void CoreLowering::lower_vector(std::size_t i) {
         };
         st.compute = [=](Step& s) {
             Waits w = s.loaded.empty() ? deps : s.loaded;
-            Buffer out = alloc(static_cast<Bytes>(rows) * row_out, false, w, i);
+            Buffer out = alloc(static_cast<Bytes>(rows) * row_out * outputs, false, w, i);
             Instr v;
             v.unit = Unit::Vpu;
             v.op = u32;
@@ -105,6 +108,11 @@ void CoreLowering::lower_vector(std::size_t i) {
         };
         st.finish = [=](Step& s) {
             sink(i, TileRef{s.acc, r0, 0, rows, out_cols, out_cols, op.out_bytes, s.computed});
+            for (Bytes k = 1; k < outputs; ++k) {
+                const Addr at = s.acc + k * static_cast<Bytes>(rows) * row_out;
+                write_back(i, TileRef{at, r0, 0, rows, out_cols, out_cols, op.out_bytes,
+                                      s.computed, static_cast<std::int64_t>(k)});
+            }
         };
         return st;
     };

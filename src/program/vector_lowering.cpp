@@ -41,7 +41,9 @@ const std::vector<std::string>& vector_op_names() {
         "bias_add",  "softmax",     "softmax_grad", "layernorm",    "layernorm_grad",
         "rmsnorm",   "reduce_sum",  "reduce_max",   "batchnorm",    "batchnorm_grad",
         "gather",    "scatter_add", "sgd",          "sgd_momentum", "adam",
-        "lamb"};
+        "lamb",
+        // a trace's dropout and dropout_grad with "mask": "saved" (OpSpec::vop)
+        "dropout_saved_mask", "dropout_grad_saved_mask"};
     return names;
 }
 

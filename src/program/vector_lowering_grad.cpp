@@ -8,15 +8,19 @@ namespace {
 
 // Random bits from a counter-based hash on the VALU (iota + key, then two xorshift rounds of
 // shift and xor), compared with the keep threshold; kept values scaled. dropout_grad
-// regenerates the same mask from the seed and applies it to dy.
-void lower_dropout(Ctx& c) {
+// regenerates the same mask from the seed and applies it to dy. With a saved mask (TF's
+// dropout: x * scale * cast(keep_mask), whose gradient reads the cast mask), dropout also
+// writes the mask as 1 or 0 in its dtype, and dropout_grad reads it: dy * mask * scale.
+void lower_dropout(Ctx& c, bool save_mask) {
     VVal iota = c.b.konst(), key = c.b.konst(), thresh = c.b.konst(), scale = c.b.konst(),
-         zero = c.b.konst();
-    lower_elementwise(c, 1, 1, [=](Ctx& x, Args a) {
+         zero = c.b.konst(), one = c.b.konst();
+    lower_elementwise(c, 1, save_mask ? 2 : 1, [=](Ctx& x, Args a) {
         VVal r = x.b.op(VOp::Add, iota, key);
         for (int i = 0; i < 2; ++i) r = x.b.op(VOp::Logic, r, x.b.op(VOp::Logic, r));
         VVal keep = x.b.op(VOp::Cmp, r, thresh);
-        return Args{x.b.op(VOp::Select, keep, x.b.op(VOp::Mul, a[0], scale), zero)};
+        Args out{x.b.op(VOp::Select, keep, x.b.op(VOp::Mul, a[0], scale), zero)};
+        if (save_mask) out.push_back(x.b.op(VOp::Select, keep, one, zero));
+        return out;
     });
 }
 
@@ -85,7 +89,14 @@ bool lower_elementwise_more(Ctx& c, const std::string& op) {
             return x.b.op(VOp::Mul, dy, x.b.op(VOp::Mul, y, x.b.op(VOp::Sub, one, y)));
         });
     } else if (op == "dropout" || op == "dropout_grad") {
-        lower_dropout(c);
+        lower_dropout(c, false);
+    } else if (op == "dropout_saved_mask") {
+        lower_dropout(c, true);
+    } else if (op == "dropout_grad_saved_mask") {
+        VVal scale = c.b.konst();
+        binary([=](Ctx& x, VVal dy, VVal mask) {
+            return x.b.op(VOp::Mul, x.b.op(VOp::Mul, dy, mask), scale);
+        });
     } else {
         return false;
     }

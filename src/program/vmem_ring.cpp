@@ -50,8 +50,12 @@ std::optional<VmemRing::Buffer> VmemRing::allocate(Bytes bytes, bool pinned,
 }
 
 void VmemRing::use(Addr addr, std::uint32_t instr) {
-    auto it = regions_.find(addr);
-    if (it == regions_.end()) return;
+    // The region holding addr: an instruction may use part of a buffer (a multi-output
+    // vector op writes each output stream from its own part of one buffer).
+    auto it = regions_.upper_bound(addr);
+    if (it == regions_.begin()) return;
+    --it;
+    if (it->second.end <= addr) return;
     auto& u = it->second.users;
     // Later users of one buffer supersede earlier ones only if they depend on them; keep all,
     // but bounded: a buffer has a handful of users.

@@ -197,6 +197,14 @@ void read_vector(OpReader& r, TraceOp& op) {
     if (v.op == VectorOp::Gather || v.op == VectorOp::ScatterAdd) {
         v.table_rows = r.size("table_rows", -1, " (the embedding table's rows)");
     }
+    if (const std::string* m = r.str("mask")) {
+        if (v.op != VectorOp::Dropout && v.op != VectorOp::DropoutGrad)
+            r.fail("\"mask\" applies to dropout and dropout_grad only");
+        if (*m != "saved" && *m != "regenerated")
+            r.fail(fmt::format("unknown mask \"{}\" (expected \"saved\" or \"regenerated\")",
+                               *m));
+        v.saved_mask = *m == "saved";
+    }
 }
 
 // Defaults to one group of all the op's cores; otherwise a partition into equal groups.
@@ -409,7 +417,7 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
             r.fail(
                 "\"vmem_operands\" applies to a vector op that is not fused (a fused op's "
                 "first operand is on chip already)");
-        const int n = mxu ? 2 : static_cast<int>(vector_op_info(op.vector.op).inputs);
+        const int n = mxu ? 2 : vector_inputs(op.vector);
         for (int v : op.vmem_operands)
             if (v >= n)
                 r.fail(

@@ -131,6 +131,14 @@ const VectorOpInfo& vector_op_info(VectorOp op) {
     return kVectorOps.at(static_cast<std::size_t>(op));
 }
 
+int vector_inputs(const VectorShape& v) {
+    return vector_op_info(v.op).inputs + (v.saved_mask && v.op == VectorOp::DropoutGrad ? 1 : 0);
+}
+
+int vector_outputs(const VectorShape& v) {
+    return vector_op_info(v.op).outputs + (v.saved_mask && v.op == VectorOp::Dropout ? 1 : 0);
+}
+
 const char* op_kind_name(OpKind k) { return kKindNames.at(static_cast<std::size_t>(k)); }
 const char* dtype_name(DType d) { return kDtypeNames.at(static_cast<std::size_t>(d)); }
 std::int64_t dtype_bytes(DType d) { return kDtypeBytes.at(static_cast<std::size_t>(d)); }
@@ -186,7 +194,11 @@ Wide wide_flops(const TraceOp& op) {
         }
         case OpKind::Vector: {
             const auto& v = op.vector;
-            return (w(v.rows) * w(v.cols) * w(vector_op_info(v.op).flops_per_element)).v;
+            // A saved mask makes the gradient dy * mask * scale: 2, not the 3 of regenerating.
+            const int per = v.saved_mask && v.op == VectorOp::DropoutGrad
+                                ? 2
+                                : vector_op_info(v.op).flops_per_element;
+            return (w(v.rows) * w(v.cols) * w(per)).v;
         }
         default:
             return 0;
@@ -230,7 +242,7 @@ std::vector<Sat> operand_bytes(const TraceOp& op) {
                 case VectorOp::ScatterAdd:
                     return {full, indices, full};
                 default:
-                    return std::vector<Sat>(vector_op_info(v.op).inputs, full);
+                    return std::vector<Sat>(static_cast<std::size_t>(vector_inputs(v)), full);
             }
         }
         case OpKind::Infeed:
@@ -256,7 +268,7 @@ Sat bytes_out(const TraceOp& op) {
             const auto& v = op.vector;
             const auto& info = vector_op_info(v.op);
             if (info.reduces) return elems(w(v.rows), d);
-            Sat out = elems(w(v.rows) * w(v.cols), d) * w(info.outputs);
+            Sat out = elems(w(v.rows) * w(v.cols), d) * w(vector_outputs(v));
             if (v.op == VectorOp::LayernormGrad || v.op == VectorOp::BatchnormGrad) {
                 out = out + w(2) * elems(w(v.cols), d);  // dgamma, dbeta
             }

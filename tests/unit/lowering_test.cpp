@@ -332,6 +332,90 @@ TEST_CASE("a vector op's on-chip inputs (vmem_operands) move no bytes", "[loweri
     CHECK(r.vec_elems == 512ull * 256);
 }
 
+TEST_CASE("an optimizer op writes every one of its results", "[lowering]") {
+    // adam writes p, m and v; sgd_momentum p and the momentum; lamb m, v and the update: each
+    // a full array of the op's elements, each written once, side by side in the op's buffer.
+    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "t", "cores": 1, "ops": [
+        {"id": "a", "kind": "vector", "op": "adam", "rows": 512, "cols": 256, "dtype": "f32"},
+        {"id": "s", "kind": "vector", "op": "sgd_momentum", "rows": 512, "cols": 256,
+         "dtype": "f32"},
+        {"id": "l", "kind": "vector", "op": "lamb", "rows": 512, "cols": 256, "dtype": "f32"},
+        {"id": "next", "kind": "vector", "op": "relu", "rows": 512, "cols": 256,
+         "dtype": "f32", "deps": ["a"]}]})");
+    const Trace t = parse_trace(j, "t.json", 8);
+    const Program p = lower_trace(t, v3());
+    const std::uint64_t full = 512ull * 256 * 4;
+    const std::array<std::uint64_t, 3> outputs = {3, 2, 3};
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        std::uint64_t in = 0, out = 0;
+        std::set<Addr> starts;
+        Addr lo = ~Addr{0}, hi = 0;
+        for (const Instr& x : p.cores[0].instrs) {
+            if (x.unit != Unit::Dma || x.op != i) continue;
+            if (x.dma().to_vmem()) {
+                in += x.dma().bytes();
+                continue;
+            }
+            out += x.dma().bytes();
+            CHECK(starts.insert(x.dma().hbm_addr).second);  // no tile written twice
+            lo = std::min(lo, x.dma().hbm_addr);
+            hi = std::max(hi, x.dma().hbm_extent());
+        }
+        INFO(t.ops[i].id);
+        CHECK(in == static_cast<std::uint64_t>(op_bytes_in(t.ops[i])));
+        CHECK(out == outputs[i] * full);
+        CHECK(out == static_cast<std::uint64_t>(op_bytes_out(t.ops[i])));
+        CHECK(hi - lo == out);  // one contiguous buffer, the results one after another
+    }
+}
+
+TEST_CASE("a saved dropout mask is written beside y and read by the gradient", "[lowering]") {
+    // d: 512 x 256 bf16, unfused; f: the same dropout fused into the matmul that makes its
+    // input. Each writes y and the mask; g reads dy and d's mask (not d's y).
+    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "t", "cores": 1, "ops": [
+        {"id": "x", "kind": "vector", "op": "relu", "rows": 512, "cols": 256},
+        {"id": "d", "kind": "vector", "op": "dropout", "rows": 512, "cols": 256,
+         "mask": "saved", "deps": ["x"]},
+        {"id": "mm", "kind": "matmul", "m": 512, "k": 256, "n": 256},
+        {"id": "f", "kind": "vector", "op": "dropout", "rows": 512, "cols": 256,
+         "mask": "saved", "deps": ["mm"], "fused": true},
+        {"id": "dy", "kind": "vector", "op": "relu", "rows": 512, "cols": 256, "deps": ["f"]},
+        {"id": "g", "kind": "vector", "op": "dropout_grad", "rows": 512, "cols": 256,
+         "mask": "saved", "deps": ["dy", "d"]}]})");
+    const Program p = lower_trace(parse_trace(j, "t.json", 8), v3());
+    const Addr full = 512 * 256 * 2;
+    struct Range {
+        Addr lo = ~Addr{0}, hi = 0;
+        std::uint64_t bytes = 0;
+    };
+    auto range = [&](std::size_t op, bool reads, Addr from, Addr to) {
+        Range r;
+        for (const Instr& x : p.cores[0].instrs) {
+            if (x.unit != Unit::Dma || x.op != op || x.dma().to_vmem() != reads) continue;
+            if (x.dma().hbm_addr < from || x.dma().hbm_addr >= to) continue;
+            r.lo = std::min(r.lo, x.dma().hbm_addr);
+            r.hi = std::max(r.hi, x.dma().hbm_extent());
+            r.bytes += x.dma().bytes();
+        }
+        return r;
+    };
+    const Addr all = ~Addr{0};
+    for (std::size_t op : {std::size_t{1}, std::size_t{3}}) {
+        const Range w = range(op, false, 0, all);
+        INFO(op);
+        CHECK(w.bytes == 2 * full);  // y and the mask, each once
+        CHECK(w.hi - w.lo == 2 * full);
+    }
+    const Range d = range(1, false, 0, all);
+    const Range mask = range(5, true, d.lo + full, d.hi);  // g's reads of d's mask array
+    CHECK(mask.bytes == full);
+    CHECK(mask.lo == d.lo + full);
+    CHECK(range(5, true, d.lo, d.lo + full).bytes == 0);  // nothing of d's y
+    CHECK(range(5, true, 0, all).bytes == 2 * full);      // dy and the mask
+}
+
 TEST_CASE("vector-op chunks are whole VPU row groups", "[lowering]") {
     const TpuConfig cfg = v3();
     auto chunk_rows = [&](const OpSpec& s) {

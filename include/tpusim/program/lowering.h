@@ -40,6 +40,8 @@ struct OpSpec {
     std::string vop;
     std::int64_t rows = 0, cols = 0;
     std::int64_t vector_inputs = 1;
+    // Full-size result streams, each its own array in the result buffer (adam: p, m, v).
+    std::int64_t vector_outputs = 1;
     bool rowwise = false;     // reduces along cols (softmax, layernorm, reduce_*): whole rows
     double vector_flops = 0;  // useful FLOPs of a vector op on one core (op_flops)
     // data movement and collectives

@@ -25,7 +25,7 @@ class VmemRing {
     // must complete before the region may be written. Returns nullopt when it cannot fit
     // (larger than VMEM, or blocked by pinned buffers).
     std::optional<Buffer> allocate(Bytes bytes, bool pinned, std::vector<std::uint32_t>& waits);
-    // Records that instruction `instr` reads or writes the buffer at `addr`.
+    // Records that instruction `instr` reads or writes the buffer holding `addr`.
     void use(Addr addr, std::uint32_t instr);
     void unpin(Addr addr);
 

@@ -72,8 +72,15 @@ struct VectorShape {
     VectorOp op = VectorOp::Add;
     std::int64_t rows = 1, cols = 0;  // `elements` in the file is rows = 1, cols = elements
     std::int64_t table_rows = 0;      // gather/scatter_add: rows of the embedding table
+    // dropout: also writes its keep mask (a second result); dropout_grad: reads that mask (a
+    // second operand) instead of regenerating it from the seed. `"mask": "saved"`.
+    bool saved_mask = false;
     std::int64_t elements() const { return rows * cols; }
 };
+// Full-size input and output streams of this vector op: its table row's, plus the mask of a
+// dropout or dropout_grad that saves it.
+int vector_inputs(const VectorShape& v);
+int vector_outputs(const VectorShape& v);
 
 struct TraceOp {
     std::string id;

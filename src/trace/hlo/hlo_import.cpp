@@ -132,7 +132,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         op->result_in_vmem = !in.shape.tuple && in.shape.memory_space == 1;
         // A vector op that is not fused and whose operands are all on chip (S(1), made in
         // registers, or read by an earlier op of its kernel) streams nothing from HBM.
-        if (op->kind == OpKind::Vector && !op->fused && vector_op_info(op->vector.op).inputs == 1 &&
+        if (op->kind == OpKind::Vector && !op->fused && vector_inputs(op->vector) == 1 &&
             !ps.empty() && std::all_of(ps.begin(), ps.end(), [](const Place& p) {
                 return p.on_chip || !p.internal.empty();
             }))

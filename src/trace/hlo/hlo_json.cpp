@@ -43,6 +43,7 @@ nlohmann::json trace_to_json_object(const Trace& t) {
                     o["cols"] = op.vector.cols;
                 }
                 if (op.vector.table_rows > 0) o["table_rows"] = op.vector.table_rows;
+                if (op.vector.saved_mask) o["mask"] = "saved";
                 break;
             default:
                 o["bytes"] = op.bytes;
