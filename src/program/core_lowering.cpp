@@ -20,10 +20,25 @@ Bytes output_bytes(const OpSpec& op, std::int64_t lanes) {
         const Bytes cols = reduces ? 1
                                    : round_up(static_cast<Bytes>(op.cols),
                                               static_cast<Bytes>(std::max<std::int64_t>(lanes, 1)));
-        return static_cast<Bytes>(op.rows) * cols * static_cast<Bytes>(op.out_bytes) *
-               static_cast<Bytes>(op.vector_outputs);
+        Bytes elem = 0;  // of all result arrays together
+        for (std::int64_t k = 0; k < op.vector_outputs; ++k)
+            elem += static_cast<Bytes>(vector_output_bytes(op, k));
+        return static_cast<Bytes>(op.rows) * cols * elem;
     }
     return op.bytes;
+}
+
+// The op a saved-mask dropout_grad reads its mask from (its operand 1), or -1. That read is
+// of the dropout's second result array, so it does not make the dropout's y a consumed result.
+std::ptrdiff_t saved_mask_dep(const std::vector<OpSpec>& ops, const OpSpec& op) {
+    if (op.vop != "dropout_grad_saved_mask") return -1;
+    std::ptrdiff_t d = -1;
+    if (op.operands.empty()) {
+        if (op.deps.size() > 1) d = static_cast<std::ptrdiff_t>(op.deps[1]);
+    } else if (op.operands.size() > 1 && op.operands[1] >= 0) {
+        d = static_cast<std::ptrdiff_t>(op.deps[static_cast<std::size_t>(op.operands[1])]);
+    }
+    return d >= 0 && ops[static_cast<std::size_t>(d)].vop == "dropout_saved_mask" ? d : -1;
 }
 
 void append(std::vector<std::uint32_t>& to, const std::vector<std::uint32_t>& from) {
@@ -53,7 +68,9 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
     lowered_.assign(ops.size(), false);
     prev_done_.assign(ops.size(), {});
     for (const auto& op : ops) {
-        for (auto d : op.deps) ++consumers_count_[d];
+        const std::ptrdiff_t mask = saved_mask_dep(ops, op);
+        for (auto d : op.deps)
+            if (static_cast<std::ptrdiff_t>(d) != mask) ++consumers_count_[d];
         for (auto d : op.carried) ++consumers_count_[d];  // read from HBM in the next trip
     }
     in_loop_.assign(ops.size(), false);
@@ -149,9 +166,7 @@ HbmSrc CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
     if (dep >= 0 && out_size_[static_cast<std::size_t>(dep)] > 0) {
         const auto d = static_cast<std::size_t>(dep);
         // A dropout_grad's saved mask is its dropout's second result array.
-        if (which == 1 && op.vop == "dropout_grad_saved_mask" &&
-            ops_[d].vop == "dropout_saved_mask")
-            return result_array(d, 1);
+        if (which == 1 && saved_mask_dep(ops_, op) == dep) return result_array(d, 1);
         return {out_addr_[d], out_size_[d]};
     }
     // After the first trip, the operands past `deps` are the carried values, read in place
@@ -382,10 +397,16 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
 HbmSrc CoreLowering::result_array(std::size_t i, std::int64_t k) const {
     const OpSpec& op = ops_[i];
     if (op.kind != OpKind::Vector || op.vector_outputs <= 1) return {out_addr_[i], out_size_[i]};
-    // The op's result arrays lie one after another in its buffer, each of the same size.
-    const Bytes array =
-        output_bytes(op, cfg_.vpu.lanes) / static_cast<Bytes>(op.vector_outputs);
-    return {out_addr_[i] + static_cast<Bytes>(k) * array, array};
+    // The op's result arrays lie one after another in its buffer.
+    Bytes elem = 0, before = 0;
+    for (std::int64_t j = 0; j < op.vector_outputs; ++j) {
+        const auto b = static_cast<Bytes>(vector_output_bytes(op, j));
+        if (j < k) before += b;
+        elem += b;
+    }
+    const Bytes per_elem_byte = output_bytes(op, cfg_.vpu.lanes) / elem;
+    return {out_addr_[i] + before * per_elem_byte,
+            static_cast<Bytes>(vector_output_bytes(op, k)) * per_elem_byte};
 }
 
 std::int64_t CoreLowering::tile_grid_rows(std::size_t i) const {
@@ -410,7 +431,8 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     for (std::size_t d = 1; d < op.deps.size(); ++d) append(waits, done_[op.deps[d]]);
     // Further operands (e.g. the residual of a fused add) come from HBM.
     for (std::int64_t x = 1; x < op.vector_inputs; ++x) {
-        const Bytes bytes = static_cast<Bytes>(in.rows * in.cols * op.in_bytes);
+        const std::int64_t elem = vector_input_bytes(op, x);
+        const Bytes bytes = static_cast<Bytes>(in.rows * in.cols * elem);
         Waits w = dep_waits(op);
         Buffer b = alloc(bytes, false, w, i);
         Instr ld;
@@ -421,16 +443,16 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         // producer's tiles cover (one buffer, whichever tile reads it).
         const HbmSrc src =
             operand(i, static_cast<std::size_t>(x),
-                    static_cast<Bytes>(tile_grid_rows(i) * in.total_cols * op.in_bytes));
+                    static_cast<Bytes>(tile_grid_rows(i) * in.total_cols * elem));
         ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
                              {src.addr, in.total_cols, in.row0, in.col0, in.rows, in.cols,
-                              static_cast<Bytes>(op.in_bytes)},
+                              static_cast<Bytes>(elem)},
                              b.addr);
         // A smaller array than the tiles' (not a wider dtype, nor the lanes' padding of the
         // grid's rows): the tile's share.
         const std::int64_t grid_rows = tile_grid_rows(i), grid = grid_rows * in.total_cols;
         if (grid > op.rows * op.cols + grid_rows * std::min(cfg_.vpu.lanes - 1, in.total_cols - 1))
-            fit_block(ld.dma(), src, grid * op.in_bytes);
+            fit_block(ld.dma(), src, grid * elem);
         wrap_block(ld.dma(), src);
         const Bytes moved = ld.dma().bytes();
         const std::uint32_t id = emit(std::move(ld));
@@ -438,8 +460,10 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         waits.push_back(id);
         count_hbm(i, moved);
     }
-    const auto tile_bytes = static_cast<Bytes>(in.rows * out_cols * op.out_bytes);
-    Buffer ob = alloc(tile_bytes * static_cast<Bytes>(op.vector_outputs), false, waits, i);
+    Bytes all_bytes = 0;  // every result array's tile
+    for (std::int64_t k = 0; k < op.vector_outputs; ++k)
+        all_bytes += static_cast<Bytes>(in.rows * out_cols * vector_output_bytes(op, k));
+    Buffer ob = alloc(all_bytes, false, waits, i);
     Instr v;
     v.unit = Unit::Vpu;
     v.op = static_cast<std::uint32_t>(i);
@@ -451,11 +475,14 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     TileRef out{ob.addr,      in.row0, out_cols == 1 ? 0 : in.col0, in.rows, out_cols, out_total,
                 op.out_bytes, {id}};
     // The first result goes on (to a fused consumer or HBM); the others to HBM.
+    Addr at = ob.addr + static_cast<Bytes>(in.rows * out_cols * op.out_bytes);
     for (std::int64_t k = 1; k < op.vector_outputs; ++k) {
         TileRef more = out;
-        more.vmem = ob.addr + static_cast<Bytes>(k) * tile_bytes;
+        more.vmem = at;
+        more.elem = vector_output_bytes(op, k);
         more.output = k;
         write_back(i, more);
+        at += static_cast<Bytes>(in.rows * out_cols * more.elem);
     }
     sink(i, std::move(out));
 }

@@ -8,6 +8,14 @@
 
 namespace tpusim {
 
+std::int64_t vector_input_bytes(const OpSpec& op, std::int64_t j) {
+    return j == 1 && op.vop == "dropout_grad_saved_mask" ? 1 : op.in_bytes;
+}
+
+std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k) {
+    return k == 1 && op.vop == "dropout_saved_mask" ? 1 : op.out_bytes;
+}
+
 int xla_statistics_passes(const std::string& vop) {
     if (vop == "layernorm" || vop == "softmax") return 2;
     if (vop == "rmsnorm") return 1;
@@ -46,8 +54,16 @@ void CoreLowering::lower_vector(std::size_t i) {
                 : static_cast<std::int64_t>(round_up(static_cast<std::uint64_t>(op.cols),
                                                      static_cast<std::uint64_t>(cfg_.vpu.lanes)));
     const std::int64_t out_cols = reduces ? 1 : cols;
-    const Bytes row_in = static_cast<Bytes>(cols * op.in_bytes);
     const Bytes row_out = static_cast<Bytes>(out_cols * op.out_bytes);
+    // Row bytes of each input stream and result array (a saved dropout mask is narrower).
+    std::vector<Bytes> rows_in, rows_out;
+    for (std::int64_t x = 0; x < op.vector_inputs; ++x)
+        rows_in.push_back(static_cast<Bytes>(cols * vector_input_bytes(op, x)));
+    for (std::int64_t k = 0; k < op.vector_outputs; ++k)
+        rows_out.push_back(static_cast<Bytes>(out_cols * vector_output_bytes(op, k)));
+    Bytes row_all = 0;
+    for (Bytes b : rows_in) row_all += b;
+    for (Bytes b : rows_out) row_all += b;
     // XLA emits a row normalisation written with jnp (LayerNorm: mean, variance of x - mean,
     // then (x - mean) * rsqrt(var + eps); softmax: max, sum of exp(x - max), then the
     // quotient) as separate fusions: each row statistic is its own kernel, a full pass that
@@ -56,10 +72,6 @@ void CoreLowering::lower_vector(std::size_t i) {
     // run first (lower_statistics_pass); the VPU work of the statistics is charged in the
     // op's own instruction body, the kernels' bodies are the row reductions.
     const int stat_passes = xla_statistics_passes(op.vop);
-    // Every output stream is written (adam: p, m, v); the first is the one fused consumers
-    // take on chip, the others go to HBM, each its own array in the result buffer.
-    const auto outputs = static_cast<Bytes>(op.vector_outputs);
-    const Bytes row_all = row_in * static_cast<Bytes>(op.vector_inputs) + row_out * outputs;
     if (row_all * 2 > vmem_.capacity()) {
         throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
                          fmt::format("one row of {} columns needs {:.2f} MiB of VMEM (double "
@@ -73,16 +85,17 @@ void CoreLowering::lower_vector(std::size_t i) {
     const auto u32 = static_cast<std::uint32_t>(i);
     // Inputs on chip (vmem_operands: XLA's S(1), or the tiles a multi-output fusion's other
     // op already brought in, docs/trace-format.md) move no bytes; the rest stream from HBM.
-    std::vector<HbmSrc> inputs;
+    std::vector<std::pair<HbmSrc, Bytes>> inputs;  // the operand, its row bytes
     for (std::int64_t x = 0; x < op.vector_inputs; ++x) {
         if (op.vmem_inputs & (1u << x)) continue;
-        inputs.push_back(
-            operand(i, static_cast<std::size_t>(x), static_cast<Bytes>(op.rows) * row_in));
+        const Bytes row = rows_in[static_cast<std::size_t>(x)];
+        inputs.emplace_back(
+            operand(i, static_cast<std::size_t>(x), static_cast<Bytes>(op.rows) * row), row);
     }
     for (int p = 0; p < stat_passes && !(op.vmem_inputs & 1u); ++p) {
         // softmax: the max, then the sum; layernorm: the mean, then the variance.
         const char* body = op.vop == "softmax" && p == 0 ? "reduce_max" : "reduce_sum";
-        deps = {lower_statistics_pass(i, body, inputs.front(), cols, deps)};
+        deps = {lower_statistics_pass(i, body, inputs.front().first, cols, deps)};
     }
 
     const auto make = [&](std::size_t chunk) {
@@ -90,11 +103,13 @@ void CoreLowering::lower_vector(std::size_t i) {
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         Step st;
         st.load = [=](Step& s) {
-            for (const HbmSrc& src : inputs) load_rows(i, src, row_in, r0, rows, deps, s);
+            for (const auto& [src, row] : inputs) load_rows(i, src, row, r0, rows, deps, s);
         };
         st.compute = [=](Step& s) {
             Waits w = s.loaded.empty() ? deps : s.loaded;
-            Buffer out = alloc(static_cast<Bytes>(rows) * row_out * outputs, false, w, i);
+            Bytes out_bytes = 0;
+            for (Bytes b : rows_out) out_bytes += static_cast<Bytes>(rows) * b;
+            Buffer out = alloc(out_bytes, false, w, i);
             Instr v;
             v.unit = Unit::Vpu;
             v.op = u32;
@@ -107,11 +122,14 @@ void CoreLowering::lower_vector(std::size_t i) {
             s.acc = out.addr;
         };
         st.finish = [=](Step& s) {
+            // Every result array is written (adam: p, m, v); the first is the one a fused
+            // consumer takes on chip, the others go to HBM, each its own array in the buffer.
             sink(i, TileRef{s.acc, r0, 0, rows, out_cols, out_cols, op.out_bytes, s.computed});
-            for (Bytes k = 1; k < outputs; ++k) {
-                const Addr at = s.acc + k * static_cast<Bytes>(rows) * row_out;
-                write_back(i, TileRef{at, r0, 0, rows, out_cols, out_cols, op.out_bytes,
-                                      s.computed, static_cast<std::int64_t>(k)});
+            Addr at = s.acc + static_cast<Bytes>(rows) * row_out;
+            for (std::int64_t k = 1; k < op.vector_outputs; ++k) {
+                write_back(i, TileRef{at, r0, 0, rows, out_cols, out_cols,
+                                      vector_output_bytes(op, k), s.computed, k});
+                at += static_cast<Bytes>(rows) * rows_out[static_cast<std::size_t>(k)];
             }
         };
         return st;

@@ -241,6 +241,10 @@ std::vector<Sat> operand_bytes(const TraceOp& op) {
                 // Updates, indices, and the table rows read for the read-modify-write.
                 case VectorOp::ScatterAdd:
                     return {full, indices, full};
+                // dy and a saved mask: pred, one byte per element.
+                case VectorOp::DropoutGrad:
+                    if (v.saved_mask) return {full, elems(w(v.rows) * w(v.cols), DType::Pred)};
+                    return {full};
                 default:
                     return std::vector<Sat>(static_cast<std::size_t>(vector_inputs(v)), full);
             }
@@ -268,7 +272,9 @@ Sat bytes_out(const TraceOp& op) {
             const auto& v = op.vector;
             const auto& info = vector_op_info(v.op);
             if (info.reduces) return elems(w(v.rows), d);
-            Sat out = elems(w(v.rows) * w(v.cols), d) * w(vector_outputs(v));
+            Sat out = elems(w(v.rows) * w(v.cols), d) * w(info.outputs);
+            if (v.op == VectorOp::Dropout && v.saved_mask)
+                out = out + elems(w(v.rows) * w(v.cols), DType::Pred);  // the keep mask
             if (v.op == VectorOp::LayernormGrad || v.op == VectorOp::BatchnormGrad) {
                 out = out + w(2) * elems(w(v.cols), d);  // dgamma, dbeta
             }
@@ -352,7 +358,12 @@ std::vector<bool> results_kept_on_chip(const Trace& t) {
     }
     std::vector<bool> kept(t.ops.size());
     for (std::size_t i = 0; i < t.ops.size(); ++i) {
-        kept[i] = t.ops[i].result_in_vmem || (consumers[i] > 0 && fused[i] == consumers[i]);
+        // A dropout that saves its mask writes it for the backward pass whatever reads y.
+        const auto& v = t.ops[i].vector;
+        const bool mask = t.ops[i].kind == OpKind::Vector && v.op == VectorOp::Dropout &&
+                          v.saved_mask;
+        kept[i] = t.ops[i].result_in_vmem ||
+                  (!mask && consumers[i] > 0 && fused[i] == consumers[i]);
     }
     return kept;
 }

@@ -383,9 +383,16 @@ TEST_CASE("a saved dropout mask is written beside y and read by the gradient", "
          "mask": "saved", "deps": ["mm"], "fused": true},
         {"id": "dy", "kind": "vector", "op": "relu", "rows": 512, "cols": 256, "deps": ["f"]},
         {"id": "g", "kind": "vector", "op": "dropout_grad", "rows": 512, "cols": 256,
-         "mask": "saved", "deps": ["dy", "d"]}]})");
+         "mask": "saved", "deps": ["dy", "d"]},
+        {"id": "mm2", "kind": "matmul", "m": 512, "k": 256, "n": 256},
+        {"id": "f2", "kind": "vector", "op": "dropout", "rows": 512, "cols": 256,
+         "mask": "saved", "deps": ["mm2"], "fused": true},
+        {"id": "a2", "kind": "vector", "op": "relu", "rows": 512, "cols": 256, "deps": ["f2"],
+         "fused": true},
+        {"id": "g2", "kind": "vector", "op": "dropout_grad", "rows": 512, "cols": 256,
+         "mask": "saved", "deps": ["a2", "f2"]}]})");
     const Program p = lower_trace(parse_trace(j, "t.json", 8), v3());
-    const Addr full = 512 * 256 * 2;
+    const Addr full = 512 * 256 * 2, mask_bytes = 512 * 256;  // bf16 y; pred mask
     struct Range {
         Addr lo = ~Addr{0}, hi = 0;
         std::uint64_t bytes = 0;
@@ -405,15 +412,20 @@ TEST_CASE("a saved dropout mask is written beside y and read by the gradient", "
     for (std::size_t op : {std::size_t{1}, std::size_t{3}}) {
         const Range w = range(op, false, 0, all);
         INFO(op);
-        CHECK(w.bytes == 2 * full);  // y and the mask, each once
-        CHECK(w.hi - w.lo == 2 * full);
+        CHECK(w.bytes == full + mask_bytes);  // y and the mask, each once
+        CHECK(w.hi - w.lo == full + mask_bytes);
     }
     const Range d = range(1, false, 0, all);
     const Range mask = range(5, true, d.lo + full, d.hi);  // g's reads of d's mask array
-    CHECK(mask.bytes == full);
+    CHECK(mask.bytes == mask_bytes);
     CHECK(mask.lo == d.lo + full);
-    CHECK(range(5, true, d.lo, d.lo + full).bytes == 0);  // nothing of d's y
-    CHECK(range(5, true, 0, all).bytes == 2 * full);      // dy and the mask
+    CHECK(range(5, true, d.lo, d.lo + full).bytes == 0);     // nothing of d's y
+    CHECK(range(5, true, 0, all).bytes == full + mask_bytes);  // dy and the mask
+    // f2's y goes on chip to its fused consumer alone: only the mask is written, and g2's
+    // read of it does not make y a result to store.
+    const Range f2 = range(7, false, 0, all);
+    CHECK(f2.bytes == mask_bytes);
+    CHECK(range(9, true, f2.lo, f2.hi).bytes == mask_bytes);
 }
 
 TEST_CASE("vector-op chunks are whole VPU row groups", "[lowering]") {

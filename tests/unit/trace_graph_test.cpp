@@ -232,9 +232,9 @@ TEST_CASE("dropout with a saved mask writes it, and its gradient reads it", "[tr
             "mask": "saved", "deps": ["d", "d"]},
            {"id": "r", "kind": "vector", "op": "dropout_grad", "elements": 1000,
             "mask": "regenerated"})"));
-    // y and the mask (1 or 0 in the op's dtype) out; dy and the mask in.
-    CHECK(op_bytes_out(t.ops[0]) == 2 * 2 * 1000);
-    CHECK(op_operand_bytes(t.ops[1]) == std::vector<std::int64_t>{2 * 1000, 2 * 1000});
+    // y and the mask (pred: one byte per element) out; dy and the mask in.
+    CHECK(op_bytes_out(t.ops[0]) == 2 * 1000 + 1000);
+    CHECK(op_operand_bytes(t.ops[1]) == std::vector<std::int64_t>{2 * 1000, 1000});
     CHECK(op_flops(t.ops[1]) == 2 * 1000);  // dy * mask * scale
     // Regenerated (the default): dy alone, the mask made again from the seed.
     CHECK(op_operand_bytes(t.ops[2]) == std::vector<std::int64_t>{2 * 1000});

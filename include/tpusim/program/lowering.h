@@ -76,6 +76,12 @@ struct LoweringOptions {
 // Instructions one core's stream may hold: waits name instructions by 32-bit index.
 inline constexpr std::size_t kMaxCoreInstructions = (std::size_t{1} << 32) - 1;
 
+// Element bytes of a vector op's input stream j and result array k in HBM and VMEM: its
+// in_bytes and out_bytes, except a saved dropout mask, a pred array of one byte per element
+// (XLA's TPU layout packs four to a 32-bit word).
+std::int64_t vector_input_bytes(const OpSpec& op, std::int64_t j);
+std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k);
+
 // Extra reads of its input that XLA's separate statistics fusions add to an unfused row
 // normalisation (layernorm, softmax: 2; rmsnorm: 1; other ops: 0). docs/program.md.
 int xla_statistics_passes(const std::string& vop);
