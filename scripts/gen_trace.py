@@ -31,6 +31,13 @@ class Trace:
         self.ops = []
         self.ids = set()
         self.param_count = 0
+        # Dropout: applied in training only; its mask saved for the backward pass (what TF,
+        # PyTorch and JAX do: stateful random bits) or regenerated from the seed.
+        self.training = True
+        self.dropout_mask = "saved"
+        # Bytes per core of the weights and optimizer state resident in HBM (the trace's
+        # parameter_bytes); None: the trace does not say.
+        self.parameter_bytes = None
 
     def op(self, id_, kind, deps=(), fused=False, operands=None, **fields):
         """`operands`: the dep each HBM operand reads (None: a parameter), where the deps'
@@ -61,6 +68,8 @@ class Trace:
 
     def write(self, path):
         doc = {"format": "tpusim.trace", "version": 1, "name": self.name, "cores": self.cores}
+        if self.parameter_bytes is not None:
+            doc["parameter_bytes"] = self.parameter_bytes
         if self.description:
             doc["description"] = self.description
         if self.metadata:
@@ -144,6 +153,20 @@ def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
 # Transformer encoder (BERT, post-LayerNorm)
 
 
+def dropout_fwd(t, id_, x, elements):
+    """Dropout fused into x's producer; none in an evaluation step (x passes through)."""
+    if not t.training:
+        return x
+    return t.vector(id_, "dropout", [x], elements=elements, fused=True, mask=t.dropout_mask)
+
+
+def dropout_bwd(t, id_, dy, fwd, elements, **kw):
+    """Its gradient, fused into dy's producer; a saved mask is read from `fwd`."""
+    deps = [dy, fwd] if t.dropout_mask == "saved" else [dy]
+    return t.vector(id_, "dropout_grad", deps, elements=elements, fused=True,
+                    mask=t.dropout_mask, **kw)
+
+
 def attention_fwd(t, p, x, b, s, h, heads, deps=(), res=BF16):
     """res: the type of the residual stream (x, the residual sum, the LayerNorm's output)."""
     T, dh = b * s, h // heads
@@ -152,17 +175,17 @@ def attention_fwd(t, p, x, b, s, h, heads, deps=(), res=BF16):
     k, st["k"] = dense_fwd(t, f"{p}.k", x, T, h, h, deps, x_dtype=res)
     v, st["v"] = dense_fwd(t, f"{p}.v", x, T, h, h, deps, x_dtype=res)
     scores = t.matmul(f"{p}.scores", s, dh, s, deps=[q, k], batch=b * heads, transpose_rhs=True)
-    probs = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s,
-                     fused=True)
-    probs = t.vector(f"{p}.probs_dropout", "dropout", [probs], elements=b * heads * s * s,
-                     fused=True)
+    # The backward pass reads the softmax's output y (softmax_grad), the probabilities after
+    # dropout (dv) and the mask, so y is written to HBM as well.
+    sm = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s, fused=True)
+    probs = dropout_fwd(t, f"{p}.probs_dropout", sm, b * heads * s * s)
     ctx = t.matmul(f"{p}.context", s, s, dh, deps=[probs, v], batch=b * heads)
     o, st["o"] = dense_fwd(t, f"{p}.out", ctx, T, h, h)
-    o = t.vector(f"{p}.out_dropout", "dropout", [o], elements=T * h, fused=True)
+    st["o_drop"] = o = dropout_fwd(t, f"{p}.out_dropout", o, T * h)
     r = t.vector(f"{p}.residual", "add", [o, x], elements=T * h, fused=True,
                  **typed(dtype=res, out_dtype=res))
     y, st["ln"] = layernorm_fwd(t, f"{p}.ln", r, T, h, res=res)
-    st.update(q_out=q, k_out=k, v_out=v, probs=probs, b=b, s=s, h=h, heads=heads)
+    st.update(q_out=q, k_out=k, v_out=v, probs=probs, softmax=sm, b=b, s=s, h=h, heads=heads)
     return y, st
 
 
@@ -171,16 +194,15 @@ def attention_bwd(t, p, st, dy):
     T, dh = b * s, h // heads
     res = st["res"]
     dr = layernorm_bwd(t, st["ln"], dy)
-    do = t.vector(f"{p}.out_dropout_grad", "dropout_grad", [dr], elements=T * h, fused=True,
-                  **({"dtype": res, "out_dtype": BF16} if res != BF16 else {}))
+    do = dropout_bwd(t, f"{p}.out_dropout_grad", dr, st["o_drop"], T * h,
+                     **({"dtype": res, "out_dtype": BF16} if res != BF16 else {}))
     dctx, g_o = dense_bwd(t, st["o"], do)
     dprobs = t.matmul(f"{p}.dprobs", s, dh, s, deps=[dctx, st["v_out"]], batch=b * heads,
                       transpose_rhs=True)
     dv = t.matmul(f"{p}.dv", s, s, dh, deps=[st["probs"], dctx], batch=b * heads,
                   transpose_lhs=True)
-    dprobs = t.vector(f"{p}.probs_dropout_grad", "dropout_grad", [dprobs],
-                      elements=b * heads * s * s, fused=True)
-    dscores = t.vector(f"{p}.softmax_grad", "softmax_grad", [dprobs, st["probs"]],
+    dprobs = dropout_bwd(t, f"{p}.probs_dropout_grad", dprobs, st["probs"], b * heads * s * s)
+    dscores = t.vector(f"{p}.softmax_grad", "softmax_grad", [dprobs, st["softmax"]],
                        rows=b * heads * s, cols=s, fused=True)
     dq = t.matmul(f"{p}.dq", s, s, dh, deps=[dscores, st["k_out"]], batch=b * heads)
     dk = t.matmul(f"{p}.dk", s, s, dh, deps=[dscores, st["q_out"]], batch=b * heads,
@@ -201,7 +223,7 @@ def ffn_fwd(t, p, x, T, h, f, res=BF16):
     st = {"res": res}
     a, st["in"] = dense_fwd(t, f"{p}.ffn_in", x, T, h, f, act="gelu", x_dtype=res)
     o, st["out"] = dense_fwd(t, f"{p}.ffn_out", a, T, f, h)
-    o = t.vector(f"{p}.ffn_dropout", "dropout", [o], elements=T * h, fused=True)
+    st["drop"] = o = dropout_fwd(t, f"{p}.ffn_dropout", o, T * h)
     r = t.vector(f"{p}.ffn_residual", "add", [o, x], elements=T * h, fused=True,
                  **typed(dtype=res, out_dtype=res))
     y, st["ln"] = layernorm_fwd(t, f"{p}.ffn_ln", r, T, h, res=res)
@@ -213,8 +235,8 @@ def ffn_bwd(t, p, st, dy):
     T, h = st["T"], st["h"]
     res = st["res"]
     dr = layernorm_bwd(t, st["ln"], dy)
-    do = t.vector(f"{p}.ffn_dropout_grad", "dropout_grad", [dr], elements=T * h, fused=True,
-                  **({"dtype": res, "out_dtype": BF16} if res != BF16 else {}))
+    do = dropout_bwd(t, f"{p}.ffn_dropout_grad", dr, st["drop"], T * h,
+                     **({"dtype": res, "out_dtype": BF16} if res != BF16 else {}))
     da, g_out = dense_bwd(t, st["out"], do)
     dx, g_in = dense_bwd(t, st["in"], da)
     dx = t.vector(f"{p}.ffn_dx", "add", [dx, dr], elements=T * h, fused=True,
@@ -275,6 +297,10 @@ def gen_bert(a):
               {"generator": "scripts/gen_trace.py bert", "layers": L, "seq": s,
                "batch_per_core": b, "hidden": h, "heads": heads, "ffn": f, "vocab": vocab,
                **({"seq2": a.seq2} if a.seq2 else {})})
+    t.training = not fwd_only
+    t.dropout_mask = getattr(a, "dropout_mask", "saved")
+    if t.training:
+        t.metadata["dropout_mask"] = t.dropout_mask
     x = None
     emb_params = (vocab + s + 2) * h + 2 * h
     # Over PCIe, a real step feeds only its input batch (int32 token ids); activations and
@@ -340,6 +366,10 @@ def gen_bert(a):
             demb = t.vector("s2.emb.tokens_grad", "scatter_add", [dln2, demb],
                             rows=second["T"], cols=h, table_rows=vocab)
         grad_sync_and_update(t, "emb", [demb, demb_dec], emb_params, a.optimizer)
+    # Resident per core: the f32 weights and Adam's or LAMB's two f32 moments.
+    params = L * encoder_layer_params(h, f) + h * h + 3 * h + vocab
+    params += emb_params if a.embeddings else 0
+    t.parameter_bytes = params * 3 * SIZE[F32]
     return t
 
 
@@ -820,6 +850,10 @@ def main(argv=None):
     p.add_argument("--optimizer", choices=["adam", "lamb"], default="adam",
                    help="adam (fine-tuning) or lamb (MLPerf BERT pre-training: two kernels, "
                    "the second needs the tensor's norms)")
+    p.add_argument("--dropout-mask", choices=["saved", "regenerated"], default="saved",
+                   help="saved (default: TF, PyTorch and JAX keep the keep-mask of their "
+                   "stateful random bits for the backward pass) or regenerated from the seed "
+                   "(a counter-based generator, as a fused attention kernel may)")
     p.add_argument("--f32-layernorm", action="store_true",
                    help="LayerNorm in f32 as TF 2's model-garden encoder runs it under "
                    "mixed_bfloat16 (MLPerf v0.7 BERT): the residual stream between "
