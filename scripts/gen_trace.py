@@ -149,6 +149,37 @@ def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
     return u
 
 
+class GlobalNormClip:
+    """tf.clip_by_global_norm(grads, 1.0) on each replica's gradients before they are
+    all-reduced, as the MLPerf v0.7 BERT submission's `_compiled_local_step` does
+    (tf2_common/modeling/model_training_utils.py): a sum of squares of each layer's f32
+    gradients once they exist, the global norm once all of them are done, then every
+    gradient scaled by clip / max(norm, clip) in its own kernel before its all-reduce and
+    update. No all-reduce can start before the whole backward pass has ended."""
+
+    ROW = 1024  # the gradients read as rows of 1024 f32 (reduce_sum runs along a row)
+
+    def __init__(self, t):
+        self.t, self.partials, self.rows, self.pending = t, [], 0, []
+
+    def add(self, name, grads, params, optimizer):
+        rows = -(-params // self.ROW)
+        self.rows += rows
+        # operands [None]: the layer's gradients, read as one array of `params` values.
+        self.partials.append(self.t.vector(f"{name}.grad_sq", "reduce_sum", grads, rows=rows,
+                                           cols=self.ROW, dtype=F32, operands=[None]))
+        self.pending.append((name, grads, params, optimizer))
+
+    def finish(self):
+        t = self.t
+        norm = t.vector("grad_global_norm", "reduce_sum", self.partials, rows=1,
+                        cols=self.rows, dtype=F32, operands=[None])
+        for name, grads, params, optimizer in self.pending:
+            clipped = t.vector(f"{name}.clip", "scale", grads + [norm], elements=params,
+                               dtype=F32, operands=[None])
+            grad_sync_and_update(t, name, [clipped], params, optimizer)
+
+
 # ---------------------------------------------------------------------------------------------
 # Transformer encoder (BERT, post-LayerNorm)
 
@@ -343,6 +374,8 @@ def gen_bert(a):
     dx = t.vector("mlm.scatter", "scatter_add", [dg], rows=P, cols=h, table_rows=T,
                   **typed(dtype=res))
     head_grads = g_mlm + [demb_dec, s_ln["name"] + ".grad"]
+    clip = GlobalNormClip(t) if getattr(a, "clip_global_norm", False) else None
+    update = clip.add if clip else (lambda *args: grad_sync_and_update(t, *args))
     if second:
         dx2 = t.vector("s2.pool_grad", "scale", [dg], elements=second["T"] * h)
     for i, (p, sa, sf) in reversed(list(enumerate(states))):
@@ -355,8 +388,8 @@ def gen_bert(a):
             dx2, g_a2 = attention_bwd(t, f"{p2}.attn", sa2, dx2)
             grads = [t.vector(f"{p}.grad_sum", "add", grads + g_f2 + g_a2,
                               elements=encoder_layer_params(h, f), dtype=F32)]
-        grad_sync_and_update(t, p, grads, encoder_layer_params(h, f), a.optimizer)
-    grad_sync_and_update(t, "mlm", head_grads, h * h + 3 * h + vocab, a.optimizer)
+        update(p, grads, encoder_layer_params(h, f), a.optimizer)
+    update("mlm", head_grads, h * h + 3 * h + vocab, a.optimizer)
     if a.embeddings:
         dln = layernorm_bwd(t, emb_ln, dx)
         demb = t.vector("emb.tokens_grad", "scatter_add", [dln], rows=T, cols=h,
@@ -365,7 +398,9 @@ def gen_bert(a):
             dln2 = layernorm_bwd(t, second["emb_ln"], dx2)
             demb = t.vector("s2.emb.tokens_grad", "scatter_add", [dln2, demb],
                             rows=second["T"], cols=h, table_rows=vocab)
-        grad_sync_and_update(t, "emb", [demb, demb_dec], emb_params, a.optimizer)
+        update("emb", [demb, demb_dec], emb_params, a.optimizer)
+    if clip:
+        clip.finish()
     # Resident per core: the f32 weights and Adam's or LAMB's two f32 moments.
     params = L * encoder_layer_params(h, f) + h * h + 3 * h + vocab
     params += emb_params if a.embeddings else 0
@@ -854,6 +889,10 @@ def main(argv=None):
                    help="saved (default: TF, PyTorch and JAX keep the keep-mask of their "
                    "stateful random bits for the backward pass) or regenerated from the seed "
                    "(a counter-based generator, as a fused attention kernel may)")
+    p.add_argument("--clip-global-norm", action="store_true",
+                   help="clip the gradients by their global norm before the all-reduce, as "
+                   "the MLPerf v0.7 BERT submission does: every all-reduce waits for the "
+                   "whole backward pass")
     p.add_argument("--f32-layernorm", action="store_true",
                    help="LayerNorm in f32 as TF 2's model-garden encoder runs it under "
                    "mixed_bfloat16 (MLPerf v0.7 BERT): the residual stream between "

@@ -60,7 +60,7 @@ SETS = {
     "all-reduce (calibration)": (10.0, 10.0),
     "ResNet-50 v2-8 img/s": (10.0, 10.0),
     "ResNet-50 v3-32 img/s": (10.0, 10.0),
-    "BERT-Large v3-32 seq/s": (10.0, 12.0),
+    "BERT-Large v3-32 seq/s": (10.0, 10.0),
 }
 ALLREDUCE_FLOOR_S = 0.88e-3  # validation/README.md
 RESNET50_V2_8_IMG_S = 4470.0  # MLPerf Training v0.5, validation/README.md
@@ -68,10 +68,12 @@ RESNET50_V3_32_IMG_S = 31246.0  # MLPerf Training v0.6, validation/README.md
 # MLPerf Training v0.7 BERT-Large on a v3-32 (run_and_time.sh of the submission): global batch
 # 448 over 32 cores, sequences of 512 tokens with 76 masked predictions, LAMB.
 # The submission's encoder (TF 2 model garden) runs LayerNorm in f32 under mixed_bfloat16,
-# so its residual stream is f32 (--f32-layernorm; validation/README.md).
+# so its residual stream is f32 (--f32-layernorm; validation/README.md). Its training step
+# (model_training_utils.py, _compiled_local_step) clips each replica's gradients by their
+# global norm before the all-reduce (--clip-global-norm).
 BERT_LARGE = dict(batch=14, cores=32, layers=24, hidden=1024, heads=16, ffn=4096, seq=512,
                   vocab=30522, predictions=76, optimizer="lamb")
-BERT_LARGE_FLAGS = ["--f32-layernorm"]
+BERT_LARGE_FLAGS = ["--f32-layernorm", "--clip-global-norm"]
 
 
 def run_trace(tpusim, config, trace, tmp, name):

@@ -24,5 +24,27 @@ python3 scripts/gen_trace.py bert --batch 2 --cores 32 --layers 2 --optimizer la
     -o "$tmp/lamb.json" || { echo "FAIL gen_trace.py bert --optimizer lamb"; status=1; }
 grep -q '"op": "lamb"' "$tmp/lamb.json" && grep -q '"id": "l0.lamb_step"' "$tmp/lamb.json" ||
     { echo "FAIL no lamb + lamb_step ops in the LAMB trace"; status=1; }
+# --clip-global-norm: every all-reduce waits for the global norm, which waits for every
+# layer's sum of squares.
+python3 scripts/gen_trace.py bert --batch 2 --cores 8 --layers 2 --seq 128 --optimizer lamb \
+    --clip-global-norm -o "$tmp/clip.json" || { echo "FAIL gen_trace.py bert --clip-global-norm"; status=1; }
+python3 - "$tmp/clip.json" <<'PY' || status=1
+import json, sys
+ops = {o["id"]: o for o in json.load(open(sys.argv[1]))["ops"]}
+def reaches(a, b, seen=None):
+    seen = set() if seen is None else seen
+    if a == b:
+        return True
+    seen.add(a)
+    return any(reaches(d, b, seen) for d in ops[a].get("deps", []) if d not in seen)
+norm = ops["grad_global_norm"]
+squares = [i for i in ops if i.endswith(".grad_sq")]
+reduces = [i for i, o in ops.items() if o["kind"] == "all_reduce"]
+bad = [r for r in reduces if not reaches(r, "grad_global_norm")]
+if len(squares) != len(reduces) or set(norm["deps"]) != set(squares) or bad or not reduces:
+    print(f"FAIL clipped trace: {len(squares)} sums of squares, {len(reduces)} all-reduces, "
+          f"not after the norm: {bad}")
+    sys.exit(1)
+PY
 [[ $status -eq 0 ]] && echo "ok: $n example traces reproduced; LAMB step written"
 exit $status
