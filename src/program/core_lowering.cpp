@@ -372,8 +372,8 @@ void CoreLowering::write_back(std::size_t i, const TileRef& tile) {
     out.op = static_cast<std::uint32_t>(i);
     out.waits = tile.ready;
     out.dma() = dma_block(DmaDescriptor::Dir::VmemToHbm,
-                          {region.addr, tile.total_cols, tile.row0, tile.col0, tile.rows,
-                           tile.cols, static_cast<Bytes>(tile.elem)},
+                          {region.addr, tile.total_cols, tile.row0, tile.col0, tile.rows, tile.cols,
+                           static_cast<Bytes>(tile.elem)},
                           tile.vmem);
     const OpSpec& op = ops_[i];
     if (op.fused && !op.deps.empty() && consumer_[op.deps[0]] == static_cast<std::int64_t>(i)) {
@@ -441,13 +441,12 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
         ld.waits = w;
         // The tile of the operand at the tile's place: the operand is the whole array the
         // producer's tiles cover (one buffer, whichever tile reads it).
-        const HbmSrc src =
-            operand(i, static_cast<std::size_t>(x),
-                    static_cast<Bytes>(tile_grid_rows(i) * in.total_cols * elem));
-        ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem,
-                             {src.addr, in.total_cols, in.row0, in.col0, in.rows, in.cols,
-                              static_cast<Bytes>(elem)},
-                             b.addr);
+        const HbmSrc src = operand(i, static_cast<std::size_t>(x),
+                                   static_cast<Bytes>(tile_grid_rows(i) * in.total_cols * elem));
+        ld.dma() = dma_block(
+            DmaDescriptor::Dir::HbmToVmem,
+            {src.addr, in.total_cols, in.row0, in.col0, in.rows, in.cols, static_cast<Bytes>(elem)},
+            b.addr);
         // A smaller array than the tiles' (not a wider dtype, nor the lanes' padding of the
         // grid's rows): the tile's share.
         const std::int64_t grid_rows = tile_grid_rows(i), grid = grid_rows * in.total_cols;

@@ -32,18 +32,21 @@ VVal gelu(Ctx& c, VVal x, VVal c0, VVal c1, VVal half) {
 
 const std::vector<std::string>& vector_op_names() {
     // In the order of the trace format's table (docs/trace-format.md).
-    static const std::vector<std::string> names = {
-        "add",       "sub",         "mul",          "div",          "max",
-        "min",       "neg",         "abs",          "relu",         "gelu",
-        "tanh",      "sigmoid",     "exp",          "log",          "sqrt",
-        "rsqrt",     "scale",       "convert",      "dropout",      "transpose",
-        "relu_grad", "gelu_grad",   "tanh_grad",    "sigmoid_grad", "dropout_grad",
-        "bias_add",  "softmax",     "softmax_grad", "layernorm",    "layernorm_grad",
-        "rmsnorm",   "reduce_sum",  "reduce_max",   "batchnorm",    "batchnorm_grad",
-        "gather",    "scatter_add", "sgd",          "sgd_momentum", "adam",
-        "lamb",
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> v = {
+            "add",       "sub",         "mul",          "div",          "max",
+            "min",       "neg",         "abs",          "relu",         "gelu",
+            "tanh",      "sigmoid",     "exp",          "log",          "sqrt",
+            "rsqrt",     "scale",       "convert",      "dropout",      "transpose",
+            "relu_grad", "gelu_grad",   "tanh_grad",    "sigmoid_grad", "dropout_grad",
+            "bias_add",  "softmax",     "softmax_grad", "layernorm",    "layernorm_grad",
+            "rmsnorm",   "reduce_sum",  "reduce_max",   "batchnorm",    "batchnorm_grad",
+            "gather",    "scatter_add", "sgd",          "sgd_momentum", "adam",
+            "lamb"};
         // a trace's dropout and dropout_grad with "mask": "saved" (OpSpec::vop)
-        "dropout_saved_mask", "dropout_grad_saved_mask"};
+        v.insert(v.end(), {"dropout_saved_mask", "dropout_grad_saved_mask"});
+        return v;
+    }();
     return names;
 }
 

@@ -201,8 +201,7 @@ void read_vector(OpReader& r, TraceOp& op) {
         if (v.op != VectorOp::Dropout && v.op != VectorOp::DropoutGrad)
             r.fail("\"mask\" applies to dropout and dropout_grad only");
         if (*m != "saved" && *m != "regenerated")
-            r.fail(fmt::format("unknown mask \"{}\" (expected \"saved\" or \"regenerated\")",
-                               *m));
+            r.fail(fmt::format("unknown mask \"{}\" (expected \"saved\" or \"regenerated\")", *m));
         v.saved_mask = *m == "saved";
     }
 }

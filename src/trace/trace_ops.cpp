@@ -360,10 +360,10 @@ std::vector<bool> results_kept_on_chip(const Trace& t) {
     for (std::size_t i = 0; i < t.ops.size(); ++i) {
         // A dropout that saves its mask writes it for the backward pass whatever reads y.
         const auto& v = t.ops[i].vector;
-        const bool mask = t.ops[i].kind == OpKind::Vector && v.op == VectorOp::Dropout &&
-                          v.saved_mask;
-        kept[i] = t.ops[i].result_in_vmem ||
-                  (!mask && consumers[i] > 0 && fused[i] == consumers[i]);
+        const bool mask =
+            t.ops[i].kind == OpKind::Vector && v.op == VectorOp::Dropout && v.saved_mask;
+        kept[i] =
+            t.ops[i].result_in_vmem || (!mask && consumers[i] > 0 && fused[i] == consumers[i]);
     }
     return kept;
 }

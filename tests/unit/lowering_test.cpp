@@ -419,7 +419,7 @@ TEST_CASE("a saved dropout mask is written beside y and read by the gradient", "
     const Range mask = range(5, true, d.lo + full, d.hi);  // g's reads of d's mask array
     CHECK(mask.bytes == mask_bytes);
     CHECK(mask.lo == d.lo + full);
-    CHECK(range(5, true, d.lo, d.lo + full).bytes == 0);     // nothing of d's y
+    CHECK(range(5, true, d.lo, d.lo + full).bytes == 0);       // nothing of d's y
     CHECK(range(5, true, 0, all).bytes == full + mask_bytes);  // dy and the mask
     // f2's y goes on chip to its fused consumer alone: only the mask is written, and g2's
     // read of it does not make y a result to store.
