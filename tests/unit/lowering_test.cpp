@@ -23,48 +23,9 @@ namespace {
 TpuConfig v3() { return load_config(test::config_path("tpu_v3_8.json")); }
 
 using test::matmul_spec;
-
-OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t cols,
-              std::int64_t inputs = 1, bool rowwise = false) {
-    OpSpec s;
-    s.id = id;
-    s.kind = OpKind::Vector;
-    s.vop = op;
-    s.rows = rows;
-    s.cols = cols;
-    s.in_bytes = s.out_bytes = 4;
-    s.vector_inputs = inputs;
-    s.rowwise = rowwise;
-    return s;
-}
-
-struct Totals {
-    std::uint64_t macs = 0, dma_in = 0, dma_out = 0, vec_elems = 0;
-    std::size_t mxu_instrs = 0, dma_instrs = 0, vpu_instrs = 0;
-};
-
-Totals totals(const CoreProgram& p) {
-    Totals t;
-    for (const auto& in : p.instrs) {
-        switch (in.unit) {
-            case Unit::Mxu:
-                t.macs += static_cast<std::uint64_t>(in.mm().m * in.mm().k * in.mm().n);
-                ++t.mxu_instrs;
-                break;
-            case Unit::Dma:
-                (in.dma().to_vmem() ? t.dma_in : t.dma_out) += in.dma().bytes();
-                ++t.dma_instrs;
-                break;
-            case Unit::Vpu:
-                t.vec_elems += static_cast<std::uint64_t>(in.vec().rows * in.vec().cols);
-                ++t.vpu_instrs;
-                break;
-            default:
-                break;
-        }
-    }
-    return t;
-}
+using test::totals;
+using test::Totals;
+using test::vector_spec;
 
 }  // namespace
 
@@ -176,7 +137,7 @@ TEST_CASE("a thin LHS is the stationary operand and B streams through both MXUs"
 TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[lowering]") {
     const TpuConfig cfg = v3();
     const Program p = lower_ops(
-        {matmul_spec("a", 4096, 4096, 4096), vector("g", "gelu", 4096, 4096)}, cfg, {}, "t");
+        {matmul_spec("a", 4096, 4096, 4096), vector_spec("g", "gelu", 4096, 4096)}, cfg, {}, "t");
     const auto& in = p.cores[0].instrs;
     bool dma_before_first_mxu_done = false;
     std::size_t first_mxu = in.size();
@@ -194,7 +155,7 @@ TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[
 TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]") {
     const TpuConfig cfg = v3();
     OpSpec mm = matmul_spec("mm", 2048, 768, 3072);
-    OpSpec g = vector("gelu", "gelu", 2048, 3072);
+    OpSpec g = vector_spec("gelu", "gelu", 2048, 3072);
     g.deps = {0};
     // Bytes each op moves in each direction.
     auto per_op = [](const Program& p, std::uint32_t op, bool in) {
@@ -219,247 +180,13 @@ TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]")
 
     // Multi-output fusion: with a second, unfused consumer the matmul hands its tiles to the
     // fused GELU and also writes its result once for the other consumer, which reads it.
-    OpSpec other = vector("relu", "relu", 2048, 3072);
+    OpSpec other = vector_spec("relu", "relu", 2048, 3072);
     other.deps = {0};
     const Program multi = lower_ops({mm, g, other}, cfg, {}, "t");
     CHECK(per_op(multi, 0, false) == 2048ull * 3072 * 2);
     CHECK(per_op(multi, 1, true) == 0);
     CHECK(per_op(multi, 2, true) == 2048ull * 3072 * 4);
     CHECK(multi.ops[1].fused_into == "mm");
-}
-
-TEST_CASE("vector ops are chunked in whole rows and every element is processed once",
-          "[lowering]") {
-    const TpuConfig cfg = v3();
-    const Program p = lower_ops({vector("sm", "softmax", 1000, 4096, 1, true)}, cfg, {}, "t");
-    const Totals t = totals(p.cores[0]);
-    // XLA's softmax reads its input three times: max, sum of exp, then the quotient.
-    CHECK(xla_statistics_passes("softmax") == 2);
-    CHECK(t.dma_in == 3 * 1000ull * 4096 * 4);
-    CHECK(t.dma_out == 1000ull * 4096 * 4);
-    // Each statistics kernel (reduce_max, then reduce_sum) and the op's own body cover every
-    // element once, in that order.
-    std::map<std::string, std::uint64_t> elems;
-    std::vector<std::string> order;
-    for (const auto& in : p.cores[0].instrs) {
-        if (in.unit != Unit::Vpu) continue;
-        CHECK(in.vec().cols == 4096);
-        elems[in.vec().op] += static_cast<std::uint64_t>(in.vec().rows * in.vec().cols);
-        if (order.empty() || order.back() != in.vec().op) order.push_back(in.vec().op);
-    }
-    CHECK(elems["softmax"] == 1000ull * 4096);
-    CHECK(elems["reduce_max"] == 1000ull * 4096);
-    CHECK(elems["reduce_sum"] == 1000ull * 4096);
-    CHECK(order == std::vector<std::string>{"reduce_max", "reduce_sum", "softmax"});
-}
-
-TEST_CASE("a row normalisation's kernels run one after the other", "[lowering]") {
-    // XLA's separate fusions: no load of a kernel is issued before the previous kernel's
-    // last VPU instruction (the statistic it needs) has been waited for.
-    const TpuConfig cfg = v3();
-    const Program p = lower_ops({vector("ln", "layernorm", 4096, 1024, 1, true)}, cfg, {}, "t");
-    const auto& ins = p.cores[0].instrs;
-    std::vector<std::size_t> last_of_pass;  // index of each statistics kernel's last VPU instr
-    std::string cur;
-    for (std::size_t k = 0; k < ins.size(); ++k) {
-        if (ins[k].unit != Unit::Vpu) continue;
-        if (ins[k].vec().op != cur && !cur.empty()) last_of_pass.push_back(k);
-        cur = ins[k].vec().op;
-    }
-    REQUIRE(last_of_pass.size() == 1);  // reduce_sum (mean, variance) -> layernorm
-    // Every DMA that follows a kernel's last VPU instruction waits on it, directly or
-    // through an earlier DMA; the first load of the next kernel names it.
-    std::size_t boundary = 0;
-    for (std::size_t k = 0; k < ins.size(); ++k) {
-        if (ins[k].unit == Unit::Vpu && ins[k].vec().op == "layernorm") break;
-        if (ins[k].unit == Unit::Vpu) boundary = k;
-    }
-    bool named = false;
-    for (std::size_t k = boundary + 1; k < ins.size() && !named; ++k) {
-        if (ins[k].unit != Unit::Dma) continue;
-        for (auto w : ins[k].waits) named = named || w == boundary;
-        break;
-    }
-    CHECK(named);
-}
-
-TEST_CASE("a vector op's rows occupy whole lane tiles in HBM; reductions keep their columns",
-          "[lowering]") {
-    const TpuConfig cfg = v3();
-    const auto lanes = static_cast<std::uint64_t>(cfg.vpu.lanes);  // 128
-    // 4096 x 32 f32 layernorm: XLA's {1,0:T(8,128)} layout pads each 32-wide row to one
-    // 128-lane tile, so each of the three reads of x and the write of y moves 4096 x 128 x 4 B.
-    const Program p = lower_ops({vector("ln", "layernorm", 4096, 32, 1, true)}, cfg, {}, "t");
-    const Totals t = totals(p.cores[0]);
-    const std::uint64_t padded = 4096ull * lanes * 4;
-    CHECK(t.dma_in ==
-          (1 + static_cast<std::uint64_t>(xla_statistics_passes("layernorm"))) * padded);
-    CHECK(t.dma_out == padded);
-    // The VPU is handed the logical shape (its loop already covers whole tiles): the two
-    // statistics kernels and the normalisation, 4096 x 32 each.
-    CHECK(t.vec_elems == 3 * 4096ull * 32);
-    // An elementwise op: 200 columns pad to 2 tiles (256 lanes) in and out.
-    const Totals e = totals(lower_ops({vector("r", "relu", 512, 200)}, cfg, {}, "t").cores[0]);
-    CHECK(e.dma_in == 512ull * 2 * lanes * 4);
-    CHECK(e.dma_out == 512ull * 2 * lanes * 4);
-    // reduce_sum: `cols` may be the major dimension (rows and cols swapped) or a pooling
-    // window, so its columns are moved as given; the result is one value per row.
-    const Totals r =
-        totals(lower_ops({vector("s", "reduce_sum", 512, 49, 1, true)}, cfg, {}, "t").cores[0]);
-    CHECK(r.dma_in == 512ull * 49 * 4);
-    CHECK(r.dma_out == 512ull * 4);
-}
-
-TEST_CASE("a vector op's on-chip inputs (vmem_operands) move no bytes", "[lowering]") {
-    const TpuConfig cfg = v3();
-    const std::uint64_t full = 512ull * 256 * 4;
-    // add of two 512 x 256 f32 arrays: both read, the result written.
-    const Totals both = totals(lower_ops({vector("a", "add", 512, 256, 2)}, cfg, {}, "t").cores[0]);
-    CHECK(both.dma_in == 2 * full);
-    // The second input already on chip: one stream in, the same VPU work, the same write.
-    OpSpec one = vector("a", "add", 512, 256, 2);
-    one.vmem_inputs = 0b10;
-    const Totals half = totals(lower_ops({one}, cfg, {}, "t").cores[0]);
-    CHECK(half.dma_in == full);
-    CHECK(half.dma_out == both.dma_out);
-    CHECK(half.vec_elems == both.vec_elems);
-    // A reduction whose only input is on chip reads nothing and still writes its result.
-    OpSpec red = vector("s", "reduce_sum", 512, 256, 1, true);
-    red.vmem_inputs = 0b1;
-    const Totals r = totals(lower_ops({red}, cfg, {}, "t").cores[0]);
-    CHECK(r.dma_in == 0);
-    CHECK(r.dma_out == 512ull * 4);
-    CHECK(r.vec_elems == 512ull * 256);
-}
-
-TEST_CASE("an optimizer op writes every one of its results", "[lowering]") {
-    // adam writes p, m and v; sgd_momentum p and the momentum; lamb m, v and the update: each
-    // a full array of the op's elements, each written once, side by side in the op's buffer.
-    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
-        "name": "t", "cores": 1, "ops": [
-        {"id": "a", "kind": "vector", "op": "adam", "rows": 512, "cols": 256, "dtype": "f32"},
-        {"id": "s", "kind": "vector", "op": "sgd_momentum", "rows": 512, "cols": 256,
-         "dtype": "f32"},
-        {"id": "l", "kind": "vector", "op": "lamb", "rows": 512, "cols": 256, "dtype": "f32"},
-        {"id": "next", "kind": "vector", "op": "relu", "rows": 512, "cols": 256,
-         "dtype": "f32", "deps": ["a"]}]})");
-    const Trace t = parse_trace(j, "t.json", 8);
-    const Program p = lower_trace(t, v3());
-    const std::uint64_t full = 512ull * 256 * 4;
-    const std::array<std::uint64_t, 3> outputs = {3, 2, 3};
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-        std::uint64_t in = 0, out = 0;
-        std::set<Addr> starts;
-        Addr lo = ~Addr{0}, hi = 0;
-        for (const Instr& x : p.cores[0].instrs) {
-            if (x.unit != Unit::Dma || x.op != i) continue;
-            if (x.dma().to_vmem()) {
-                in += x.dma().bytes();
-                continue;
-            }
-            out += x.dma().bytes();
-            CHECK(starts.insert(x.dma().hbm_addr).second);  // no tile written twice
-            lo = std::min(lo, x.dma().hbm_addr);
-            hi = std::max(hi, x.dma().hbm_extent());
-        }
-        INFO(t.ops[i].id);
-        CHECK(in == static_cast<std::uint64_t>(op_bytes_in(t.ops[i])));
-        CHECK(out == outputs[i] * full);
-        CHECK(out == static_cast<std::uint64_t>(op_bytes_out(t.ops[i])));
-        CHECK(hi - lo == out);  // one contiguous buffer, the results one after another
-    }
-}
-
-TEST_CASE("a saved dropout mask is written beside y and read by the gradient", "[lowering]") {
-    // d: 512 x 256 bf16, unfused; f: the same dropout fused into the matmul that makes its
-    // input. Each writes y and the mask; g reads dy and d's mask (not d's y).
-    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
-        "name": "t", "cores": 1, "ops": [
-        {"id": "x", "kind": "vector", "op": "relu", "rows": 512, "cols": 256},
-        {"id": "d", "kind": "vector", "op": "dropout", "rows": 512, "cols": 256,
-         "mask": "saved", "deps": ["x"]},
-        {"id": "mm", "kind": "matmul", "m": 512, "k": 256, "n": 256},
-        {"id": "f", "kind": "vector", "op": "dropout", "rows": 512, "cols": 256,
-         "mask": "saved", "deps": ["mm"], "fused": true},
-        {"id": "dy", "kind": "vector", "op": "relu", "rows": 512, "cols": 256, "deps": ["f"]},
-        {"id": "g", "kind": "vector", "op": "dropout_grad", "rows": 512, "cols": 256,
-         "mask": "saved", "deps": ["dy", "d"]},
-        {"id": "mm2", "kind": "matmul", "m": 512, "k": 256, "n": 256},
-        {"id": "f2", "kind": "vector", "op": "dropout", "rows": 512, "cols": 256,
-         "mask": "saved", "deps": ["mm2"], "fused": true},
-        {"id": "a2", "kind": "vector", "op": "relu", "rows": 512, "cols": 256, "deps": ["f2"],
-         "fused": true},
-        {"id": "g2", "kind": "vector", "op": "dropout_grad", "rows": 512, "cols": 256,
-         "mask": "saved", "deps": ["a2", "f2"]}]})");
-    const Program p = lower_trace(parse_trace(j, "t.json", 8), v3());
-    const Addr full = 512 * 256 * 2, mask_bytes = 512 * 256;  // bf16 y; pred mask
-    struct Range {
-        Addr lo = ~Addr{0}, hi = 0;
-        std::uint64_t bytes = 0;
-    };
-    auto range = [&](std::size_t op, bool reads, Addr from, Addr to) {
-        Range r;
-        for (const Instr& x : p.cores[0].instrs) {
-            if (x.unit != Unit::Dma || x.op != op || x.dma().to_vmem() != reads) continue;
-            if (x.dma().hbm_addr < from || x.dma().hbm_addr >= to) continue;
-            r.lo = std::min(r.lo, x.dma().hbm_addr);
-            r.hi = std::max(r.hi, x.dma().hbm_extent());
-            r.bytes += x.dma().bytes();
-        }
-        return r;
-    };
-    const Addr all = ~Addr{0};
-    for (std::size_t op : {std::size_t{1}, std::size_t{3}}) {
-        const Range w = range(op, false, 0, all);
-        INFO(op);
-        CHECK(w.bytes == full + mask_bytes);  // y and the mask, each once
-        CHECK(w.hi - w.lo == full + mask_bytes);
-    }
-    const Range d = range(1, false, 0, all);
-    const Range mask = range(5, true, d.lo + full, d.hi);  // g's reads of d's mask array
-    CHECK(mask.bytes == mask_bytes);
-    CHECK(mask.lo == d.lo + full);
-    CHECK(range(5, true, d.lo, d.lo + full).bytes == 0);       // nothing of d's y
-    CHECK(range(5, true, 0, all).bytes == full + mask_bytes);  // dy and the mask
-    // f2's y goes on chip to its fused consumer alone: only the mask is written, and g2's
-    // read of it does not make y a result to store.
-    const Range f2 = range(7, false, 0, all);
-    CHECK(f2.bytes == mask_bytes);
-    CHECK(range(9, true, f2.lo, f2.hi).bytes == mask_bytes);
-}
-
-TEST_CASE("vector-op chunks are whole VPU row groups", "[lowering]") {
-    const TpuConfig cfg = v3();
-    auto chunk_rows = [&](const OpSpec& s) {
-        std::set<std::int64_t> rows;
-        const Program p = lower_ops({s}, cfg, {}, "t");
-        for (const auto& in : p.cores[0].instrs) {
-            if (in.unit == Unit::Vpu) rows.insert(in.vec().rows);
-        }
-        return rows;
-    };
-    const auto sub = cfg.vpu.sublanes;  // 8
-    // f32 rows of 65536 columns: 256 KiB in + 256 KiB out, so lowering.vector_chunk_bytes
-    // (1 MiB) holds 2 rows; a VPU row group is 8 rows (one vreg per 128 columns), and a
-    // double-buffered 8-row chunk (8 MiB) fits the 16 MiB VMEM, so chunks are 8 rows.
-    CHECK(chunk_rows(vector("w", "relu", 64, 65536)) == std::set<std::int64_t>{sub});
-    // bf16: a packed tile holds 16 rows (two f32 vregs per 128 columns), so 1 MiB /
-    // (20 KiB in + 20 KiB out) = 25 rows becomes 16, not 24 (a group and a half).
-    OpSpec b = vector("b", "relu", 64, 10240);
-    b.in_bytes = b.out_bytes = 2;
-    CHECK(chunk_rows(b) == std::set<std::int64_t>{2 * sub});
-}
-
-TEST_CASE("an op that cannot fit VMEM is a located error", "[lowering]") {
-    TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"), {"vmem.capacity_mib=1"});
-    try {
-        lower_ops({vector("wide", "layernorm", 8, 1 << 20, 1, true)}, cfg, {}, "trace.json");
-        FAIL("expected an InputError");
-    } catch (const InputError& e) {
-        CHECK(e.file() == "trace.json");
-        CHECK(e.where() == "op \"wide\"");
-        CHECK_THAT(e.what_only(), Catch::Contains("VMEM"));
-    }
 }
 
 TEST_CASE("SPMD lowering shares one stream; each core issues it in its own HBM half",
@@ -576,8 +303,8 @@ TEST_CASE("every DMA stays inside the HBM buffer it reads or writes", "[lowering
     // hand-written dep of another size) reads inside the scalar's buffer: the whole buffer
     // once per chunk, as each chunk is larger than it. Before, it read 32 MiB on from the
     // scalar's 4 KiB.
-    OpSpec scalar = vector("s", "exp", 1, 1);
-    OpSpec wide = vector("w", "exp", 2048, 4096);
+    OpSpec scalar = vector_spec("s", "exp", 1, 1);
+    OpSpec wide = vector_spec("w", "exp", 2048, 4096);
     wide.deps = {0};
     const Program p = lower_ops({scalar, wide}, cfg, {}, "t");
     const auto wrote = ranges(p, false);
@@ -589,8 +316,8 @@ TEST_CASE("every DMA stays inside the HBM buffer it reads or writes", "[lowering
     CHECK(read.at("w").hi <= wrote.at("s").lo + 4096);
     // A fused reduction whose rows are not its producer's (a column reduction of the
     // producer's tiles): each tile writes its share of the op's own result, inside it.
-    OpSpec x = vector("x", "exp", 4096, 1024);
-    OpSpec col = vector("col", "reduce_sum", 1024, 4096, 1, true);
+    OpSpec x = vector_spec("x", "exp", 4096, 1024);
+    OpSpec col = vector_spec("col", "reduce_sum", 1024, 4096, 1, true);
     col.deps = {0};
     col.fused = true;
     const Program q = lower_ops({x, col}, cfg, {}, "t");
