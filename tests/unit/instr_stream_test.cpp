@@ -15,12 +15,7 @@ using test::matmul_spec;
 
 OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t cols, bool fused,
               std::size_t dep) {
-    OpSpec s;
-    s.id = id;
-    s.kind = OpKind::Vector;
-    s.vop = op;
-    s.rows = rows;
-    s.cols = cols;
+    OpSpec s = test::vector_spec(id, op, rows, cols);
     s.in_bytes = s.out_bytes = 2;
     s.fused = fused;
     s.deps = {dep};
