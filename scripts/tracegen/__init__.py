@@ -1,0 +1,1 @@
+"""Model trace generators for scripts/gen_trace.py (docs/trace-format.md)."""

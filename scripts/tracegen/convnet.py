@@ -1,0 +1,290 @@
+"""Convolutional networks: ResNet-50 and the ResNet-UNet."""
+from .core import (
+    BF16,
+    F32,
+    FWD_ONLY,
+    SIZE,
+    Trace,
+    dense_bwd,
+    dense_fwd,
+    grad_sync_and_update,
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolutional networks (ResNet-50, UNet): conv2d + batchnorm + relu; backward as a conv for
+# dx (stride 1) or its implicit GEMM (strided), and the implicit GEMM x^T dy for dw.
+
+
+def out_dim(x, stride):
+    return (x + stride - 1) // stride
+
+
+class ConvNet:
+    def __init__(self, t, b):
+        self.t, self.b = t, b
+        self.tape = []  # (name, state) in forward order
+        self.params = {}
+        self.size = {}  # activation id -> elements (for gradient sums)
+        self.no_grad = set()  # activations that need no gradient (the input)
+
+    def conv(self, name, x, hw, c_in, c_out, k, stride=1, bn=True, relu=True, deps=(),
+             group="g"):
+        t, b = self.t, self.b
+        h, w = hw
+        oh, ow = out_dim(h, stride), out_dim(w, stride)
+        y = t.op(f"{name}.conv", "conv2d", [x, *deps], batch=b, h=h, w=w, c_in=c_in,
+                 c_out=c_out, kh=k, kw=k, stride_h=stride, stride_w=stride, padding="same",
+                 dtype=BF16)
+        pre = y
+        if bn:
+            y = t.vector(f"{name}.bn", "batchnorm", [y], rows=b * oh * ow, cols=c_out,
+                         fused=True)
+        if relu:
+            y = t.vector(f"{name}.relu", "relu", [y], elements=b * oh * ow * c_out, fused=True)
+        self.params[group] = self.params.get(group, 0) + k * k * c_in * c_out + (
+            2 * c_out if bn else c_out)
+        self.tape.append(("conv", name, dict(x=x, pre=pre, out=y, h=h, w=w, oh=oh, ow=ow,
+                                             c_in=c_in, c_out=c_out, k=k, stride=stride,
+                                             bn=bn, relu=relu, group=group)))
+        return y, (oh, ow)
+
+    def conv_bwd(self, name, s, dy, need_dx=True):
+        t, b = self.t, self.b
+        pix = b * s["oh"] * s["ow"]
+        # XLA fuses the ReLU mask and the batch-norm gradient's elementwise work into the
+        # output fusion of the convolution that produced dy, as it fuses the forward BN and
+        # ReLU into the forward convolution. dy is the primary (first) dep; the forward
+        # tensors they also read come from HBM.
+        fuse = fusable(t, dy) and not tiles_taken(t, dy)
+        if s["relu"]:
+            dy = t.vector(f"{name}.relu_grad", "relu_grad", [dy, s["out"]],
+                          elements=pix * s["c_out"], fused=fuse)
+        if s["bn"]:
+            dy = t.vector(f"{name}.bn_grad", "batchnorm_grad", [dy, s["pre"]], rows=pix,
+                          cols=s["c_out"], fused=fuse or bool(s["relu"]))
+        k, c_in, c_out = s["k"], s["c_in"], s["c_out"]
+        dx = None
+        if not need_dx:
+            pass
+        elif s["stride"] == 1:
+            dx = t.op(f"{name}.dx", "conv2d", [dy], batch=b, h=s["oh"], w=s["ow"], c_in=c_out,
+                      c_out=c_in, kh=k, kw=k, padding="same", dtype=BF16)
+        else:
+            # dy dilated by the stride, convolved with the flipped filter: the same FLOPs as
+            # the forward conv, written as its implicit GEMM over the output pixels.
+            dx = t.matmul(f"{name}.dx", pix, k * k * c_out, c_in, deps=[dy],
+                          transpose_rhs=True)
+        dw = t.matmul(f"{name}.dw", k * k * c_in, pix, c_out, deps=[s["x"], dy],
+                      transpose_lhs=True, out_dtype=F32)
+        return dx, dw
+
+
+def fusable(t, op_id):
+    """True if op_id is a matmul / convolution or an op fused into one: XLA fuses elementwise
+    consumers into the convolution's output fusion."""
+    return any(o["id"] == op_id and (o["kind"] in ("matmul", "conv2d") or o.get("fused"))
+               for o in t.ops)
+
+
+def tiles_taken(t, op_id):
+    """True if a fused op already takes op_id's tiles: a producer hands them to one fused
+    consumer (docs/trace-format.md); a second consumer reads the tensor from HBM."""
+    return any(o.get("fused") and o.get("deps", [None])[0] == op_id for o in t.ops)
+
+
+def backward_convnet(net, dy, extra_grad_of=None):
+    """Walks the tape backwards; skip connections add their gradient where they fork."""
+    t = net.t
+    grads = {}
+    pending = {}  # activation id -> gradient ids still to be summed into it
+    dys = {net.tape[-1][2]["out"]: dy}
+    for kind, name, s in reversed(net.tape):
+        out = s["out"]
+        if out not in dys:
+            continue
+        g = dys.pop(out)
+        if kind == "conv":
+            dx, dw = net.conv_bwd(name, s, g, need_dx=s["x"] not in net.no_grad)
+            grads.setdefault(s["group"], []).append(dw)
+            targets = [(s["x"], dx)] if dx else []
+        else:  # "add" (residual), "pool", "concat", "up": custom backward
+            targets = s["bwd"](g)
+        for x, dx in targets:
+            if x in dys:
+                # Summed in the output fusion of the convolution that produced dx (XLA fuses
+                # the add; the other gradient is read from HBM).
+                dys[x] = t.vector(f"{name}.gsum_{len(t.ops)}", "add", [dx, dys[x]],
+                                  elements=net.size[x], fused=fusable(t, dx))
+            else:
+                dys[x] = dx
+    return grads
+
+
+def gen_resnet50(a):
+    b = a.batch
+    fwd = a.forward_only
+    t = Trace(a.name or ("resnet50_eval_step" if fwd else "resnet50_train_step"), a.cores,
+              f"ResNet-50 v1.5 {'eval' if fwd else 'training'} step, {a.image}x{a.image} images,"
+              f" batch {b} per core x {a.cores} cores: " + (FWD_ONLY if fwd else
+              "forward, backward, gradient all-reduce per stage, SGD momentum"),
+              {"generator": "scripts/gen_trace.py resnet50", "batch_per_core": b,
+               "image": a.image, **({"forward_only": True} if fwd else {})})
+    net = ConvNet(t, b)
+    x = t.op("input", "infeed", bytes=b * a.image * a.image * 3 * SIZE[BF16])
+    net.no_grad.add(x)
+    net.size[x] = b * a.image * a.image * 3
+    if a.space_to_depth:
+        # MLPerf's TPU ResNet-50 feeds the stem a space-to-depth image: 2 x 2 pixel blocks
+        # folded into channels (224x224x3 -> 112x112x12), so the 7x7 stride-2 conv becomes a
+        # 4x4 stride-1 conv with K = 4*4*12 = 192 instead of 7*7*3 = 147 (both two MXU row
+        # tiles) and its input DMAs move 12-channel rows instead of 3-channel ones.
+        y, hw = net.conv("stem", x, (a.image // 2, a.image // 2), 12, 64, 4, stride=1,
+                         group="stem")
+    else:
+        y, hw = net.conv("stem", x, (a.image, a.image), 3, 64, 7, stride=2, group="stem")
+    net.size[y] = b * hw[0] * hw[1] * 64
+    pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
+    # XLA lowers the 3x3 stride-2 max pool as a reduce-window: lane-dense elementwise maxes
+    # over shifted windows of the input, which it reads once (channels on lanes). Written as a
+    # two-input max over the two halves of the input (reads the input once, VPU maxes).
+    in_elems = net.size[y]
+    pool = t.vector("stem.maxpool", "max", [y], elements=in_elems // 2)
+    net.size[pool] = b * pool_hw[0] * pool_hw[1] * 64
+
+    def pool_bwd(g, src=y, n_in=in_elems):
+        # XLA's select-and-scatter: per window, select the input's maximum and add the
+        # output gradient there; elementwise over the input (reads it and the upsampled
+        # gradient, writes the input gradient), like a relu_grad's select.
+        return [(src, t.vector("stem.maxpool_grad", "relu_grad", [g, src], elements=n_in))]
+
+    net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
+    x, hw, c = pool, pool_hw, 64
+    stages = [(64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)]
+    for si, (width, blocks, stride0) in enumerate(stages):
+        grp = f"stage{si + 1}"
+        for bi in range(blocks):
+            p = f"s{si + 1}b{bi}"
+            stride = stride0 if bi == 0 else 1
+            sc = x
+            if bi == 0:
+                # The projection first, so that the residual add can fuse into c3's output
+                # fusion with the shortcut as its (already computed) second operand.
+                sc, _ = net.conv(f"{p}.proj", x, hw, c, 4 * width, 1, stride=stride,
+                                 relu=False, group=grp)
+            y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 1, group=grp)
+            net.size[y1] = b * hw1[0] * hw1[1] * width
+            y2, hw2 = net.conv(f"{p}.c2", y1, hw1, width, width, 3, stride=stride, group=grp)
+            net.size[y2] = b * hw2[0] * hw2[1] * width
+            y3, _ = net.conv(f"{p}.c3", y2, hw2, width, 4 * width, 1, relu=False, group=grp)
+            net.size[y3] = b * hw2[0] * hw2[1] * 4 * width
+            if bi == 0:
+                net.size[sc] = net.size[y3]
+            n = net.size[y3]
+            add = t.vector(f"{p}.add", "add", [y3, sc], elements=n, fused=True)
+            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
+            net.size[out] = n
+
+            def add_bwd(g, p=p, out=out, y3=y3, sc=sc, n=n):
+                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
+                              fused=fusable(t, g))
+                return [(y3, dg), (sc, dg)]
+
+            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
+            x, hw, c = out, hw2, 4 * width
+    gap = t.vector("head.avgpool", "reduce_sum", [x], rows=b * c, cols=hw[0] * hw[1])
+    fc, s_fc = dense_fwd(t, "head.fc", gap, b, c, 1000)
+    net.params["head"] = 0
+    sm = t.vector("head.softmax", "softmax", [fc], rows=b, cols=1000, fused=True, out_dtype=F32)
+    if fwd:
+        return t
+    dlog = t.vector("head.dlogits", "sub", [sm], elements=b * 1000, dtype=F32, fused=True,
+                    out_dtype=BF16)
+    dgap, g_fc = dense_bwd(t, s_fc, dlog)
+    dfeat = t.vector("head.avgpool_grad", "scale", [dgap], elements=b * c * hw[0] * hw[1])
+    grads = backward_convnet(net, dfeat)
+    grads["head"] = g_fc
+    net.params["head"] = c * 1000 + 1000
+    for grp in reversed(list(net.params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp], "sgd_momentum")
+    return t
+
+
+def gen_unet(a):
+    b, img, base, depth = a.batch, a.image, a.base, a.depth
+    fwd = a.forward_only
+    t = Trace(a.name or ("unet_eval_step" if fwd else "unet_train_step"), a.cores,
+              f"UNet ({depth} levels, {base} base channels, 3x3 convs) on {img}x{img} images, "
+              f"batch {b} per core x {a.cores} cores: " + (FWD_ONLY if fwd else
+              "forward, backward, all-reduce, Adam"),
+              {"generator": "scripts/gen_trace.py unet", "batch_per_core": b, "image": img,
+               "base_channels": base, "depth": depth, **({"forward_only": True} if fwd else {})})
+    net = ConvNet(t, b)
+    x = t.op("input", "infeed", bytes=b * img * img * a.in_channels * SIZE[BF16])
+    net.no_grad.add(x)
+    net.size[x] = b * img * img * a.in_channels
+    hw, c, skips = (img, img), a.in_channels, []
+    for d in range(depth + 1):
+        width = base << d
+        grp = f"down{d}" if d < depth else "bottom"
+        x, hw = net.conv(f"d{d}.c1", x, hw, c, width, 3, group=grp)
+        net.size[x] = b * hw[0] * hw[1] * width
+        x, hw = net.conv(f"d{d}.c2", x, hw, width, width, 3, group=grp)
+        net.size[x] = b * hw[0] * hw[1] * width
+        c = width
+        if d == depth:
+            break
+        skips.append((x, hw, c))
+        phw = (hw[0] // 2, hw[1] // 2)
+        pool = t.vector(f"d{d}.maxpool", "reduce_max", [x], rows=b * phw[0] * phw[1] * c,
+                        cols=4, fused=True)
+        net.size[pool] = b * phw[0] * phw[1] * c
+
+        def pool_bwd(g, d=d, src=x, n=net.size[x], rows=net.size[pool]):
+            return [(src, t.vector(f"d{d}.maxpool_grad", "scatter_add", [g], rows=rows,
+                                   cols=1, table_rows=n))]
+
+        net.tape.append(("pool", f"d{d}.maxpool", {"out": pool, "bwd": pool_bwd}))
+        x, hw = pool, phw
+    for d in reversed(range(depth)):
+        skip, shw, sc = skips[d]
+        width = base << d
+        grp = f"up{d}"
+        # 2x2 transposed conv: each input pixel writes a 2x2 patch of `width` channels.
+        up = t.matmul(f"u{d}.upconv", b * hw[0] * hw[1], c, 4 * width, deps=[x])
+        n_up = b * shw[0] * shw[1] * width
+        net.size[up] = n_up
+        cat = t.op(f"u{d}.concat", "copy", [up, skip], bytes=2 * n_up * SIZE[BF16])
+        net.size[cat] = 2 * n_up
+        net.params[grp] = c * 4 * width + width
+
+        def up_bwd(g, d=d, x=x, skip=skip, rows=b * hw[0] * hw[1], c=c, width=width,
+                   grp=grp, n_up=n_up):
+            dup = t.op(f"u{d}.concat_grad", "copy", [g], bytes=2 * n_up * SIZE[BF16])
+            dx = t.matmul(f"u{d}.upconv_dx", rows, 4 * width, c, deps=[dup], transpose_rhs=True)
+            dw = t.matmul(f"u{d}.upconv_dw", c, rows, 4 * width, deps=[x, dup],
+                          transpose_lhs=True, out_dtype=F32)
+            extra.setdefault(grp, []).append(dw)
+            return [(x, dx), (skip, dup)]
+
+        net.tape.append(("up", f"u{d}.upconv", {"out": cat, "bwd": up_bwd}))
+        x, hw = cat, shw
+        x, hw = net.conv(f"u{d}.c1", x, hw, 2 * width, width, 3, group=grp)
+        net.size[x] = b * hw[0] * hw[1] * width
+        x, hw = net.conv(f"u{d}.c2", x, hw, width, width, 3, group=grp)
+        net.size[x] = b * hw[0] * hw[1] * width
+        c = width
+    extra = {}
+    logits, _ = net.conv("head", x, hw, c, a.classes, 1, bn=False, relu=False, group="head")
+    n = b * hw[0] * hw[1] * a.classes
+    net.size[logits] = n
+    sm = t.vector("loss.softmax", "softmax", [logits], rows=b * hw[0] * hw[1], cols=a.classes,
+                  fused=True, out_dtype=F32)
+    if fwd:
+        return t
+    dlog = t.vector("loss.dlogits", "sub", [sm], elements=n, dtype=F32, fused=True,
+                    out_dtype=BF16)
+    grads = backward_convnet(net, dlog)
+    for grp in reversed(list(net.params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []) + extra.get(grp, []), net.params[grp])
+    return t
