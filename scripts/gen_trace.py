@@ -134,6 +134,10 @@ def main(argv=None):
                    help="saved (default: TF, PyTorch and JAX keep the keep-mask of their "
                    "stateful random bits for the backward pass) or regenerated from the seed "
                    "(a counter-based generator, as a fused attention kernel may)")
+    p.add_argument("--activations", choices=["bf16", "f32"], default="bf16",
+                   help="the activations' type: bf16 (mixed precision, default) or f32 (a "
+                   "model run without a mixed-precision policy: 4 bytes per element in HBM; "
+                   "its matmuls still run at the bf16 rate, the TPU's default precision)")
     p.add_argument("--clip-global-norm", action="store_true",
                    help="clip the gradients by their global norm before the all-reduce, as "
                    "the MLPerf v0.7 BERT submission does: every all-reduce waits for the "

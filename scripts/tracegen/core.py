@@ -18,6 +18,10 @@ class Trace:
         self.param_count = 0
         # Dropout: applied in training only; its mask saved for the backward pass (what TF,
         # PyTorch and JAX do: stateful random bits) or regenerated from the seed.
+        # The activations' type: bf16 (mixed precision), or f32 for a model that runs without
+        # a mixed-precision policy. An f32 matmul runs at the bf16 rate (a TPU multiplies f32
+        # operands as bf16 with f32 accumulation by default) but moves 4 bytes per element.
+        self.act = BF16
         self.training = True
         self.dropout_mask = "saved"
         # Bytes per core of the weights and optimizer state resident in HBM (the trace's
@@ -41,15 +45,16 @@ class Trace:
         self.ops.append(o)
         return id_
 
-    def matmul(self, id_, m, k, n, deps=(), batch=1, dtype=BF16, **kw):
+    def matmul(self, id_, m, k, n, deps=(), batch=1, dtype=None, **kw):
         if batch != 1:
             kw["batch"] = batch
-        return self.op(id_, "matmul", deps, m=m, k=k, n=n, dtype=dtype, **kw)
+        return self.op(id_, "matmul", deps, m=m, k=k, n=n, dtype=dtype or self.act, **kw)
 
-    def vector(self, id_, op, deps=(), rows=None, cols=None, elements=None, dtype=BF16,
+    def vector(self, id_, op, deps=(), rows=None, cols=None, elements=None, dtype=None,
                fused=False, **kw):
         shape = {"elements": elements} if elements is not None else {"rows": rows, "cols": cols}
-        return self.op(id_, "vector", deps, fused, op=op, **shape, dtype=dtype, **kw)
+        return self.op(id_, "vector", deps, fused, op=op, **shape, dtype=dtype or self.act,
+                       **kw)
 
     def write(self, path):
         doc = {"format": "tpusim.trace", "version": 1, "name": self.name, "cores": self.cores}
@@ -106,8 +111,10 @@ def dense_bwd(t, s, dy):
     return dx, [db, dw]
 
 
-def layernorm_fwd(t, name, x, rows, cols, deps=(), fused=True, res=BF16):
-    """res: the type of the residual stream around it (its input, output and gradients)."""
+def layernorm_fwd(t, name, x, rows, cols, deps=(), fused=True, res=None):
+    """res: the type of the residual stream around it (its input, output and gradients);
+    default: the activations' type."""
+    res = res or t.act
     t.param_count += 2 * cols
     y = t.vector(f"{name}", "layernorm", [x, *deps], rows=rows, cols=cols, fused=fused,
                  **({"dtype": res} if res != BF16 else {}))

@@ -60,7 +60,7 @@ def attention_bwd(t, p, st, dy):
     res = st["res"]
     dr = layernorm_bwd(t, st["ln"], dy)
     do = dropout_bwd(t, f"{p}.out_dropout_grad", dr, st["o_drop"], T * h,
-                     **({"dtype": res, "out_dtype": BF16} if res != BF16 else {}))
+                     **({"dtype": res, "out_dtype": t.act} if res != t.act else {}))
     dctx, g_o = dense_bwd(t, st["o"], do)
     dprobs = t.matmul(f"{p}.dprobs", s, dh, s, deps=[dctx, st["v_out"]], batch=b * heads,
                       transpose_rhs=True)
@@ -101,7 +101,7 @@ def ffn_bwd(t, p, st, dy):
     res = st["res"]
     dr = layernorm_bwd(t, st["ln"], dy)
     do = dropout_bwd(t, f"{p}.ffn_dropout_grad", dr, st["drop"], T * h,
-                     **({"dtype": res, "out_dtype": BF16} if res != BF16 else {}))
+                     **({"dtype": res, "out_dtype": t.act} if res != t.act else {}))
     da, g_out = dense_bwd(t, st["out"], do)
     dx, g_in = dense_bwd(t, st["in"], da)
     dx = t.vector(f"{p}.ffn_dx", "add", [dx, dr], elements=T * h, fused=True,
@@ -145,8 +145,10 @@ def siamese_fwd(t, a, L):
 
 
 def residual_dtype(a):
-    """The residual stream's type: f32 where LayerNorm runs in f32 (--f32-layernorm)."""
-    return F32 if getattr(a, "f32_layernorm", False) else BF16
+    """The residual stream's type: f32 where LayerNorm runs in f32 (--f32-layernorm) or the
+    whole model does (--activations f32)."""
+    f32 = getattr(a, "f32_layernorm", False) or getattr(a, "activations", BF16) == F32
+    return F32 if f32 else BF16
 
 
 def gen_bert(a):
@@ -162,6 +164,9 @@ def gen_bert(a):
               {"generator": "scripts/gen_trace.py bert", "layers": L, "seq": s,
                "batch_per_core": b, "hidden": h, "heads": heads, "ffn": f, "vocab": vocab,
                **({"seq2": a.seq2} if a.seq2 else {})})
+    t.act = getattr(a, "activations", BF16)
+    if t.act != BF16:
+        t.metadata["activations"] = t.act
     t.training = not fwd_only
     t.dropout_mask = getattr(a, "dropout_mask", "saved")
     if t.training:
@@ -199,7 +204,7 @@ def gen_bert(a):
     probs = t.vector("mlm.softmax", "softmax", [logits], rows=P, cols=vocab, fused=True,
                      out_dtype=F32)
     dlogits = t.vector("mlm.dlogits", "sub", [probs], elements=P * vocab, dtype=F32,
-                       fused=True, out_dtype=BF16)
+                       fused=True, out_dtype=t.act)
     dtr = t.matmul("mlm.dtransform_out", P, vocab, h, deps=[dlogits])
     demb_dec = t.matmul("mlm.dembedding", vocab, P, h, deps=[dlogits, tr], transpose_lhs=True,
                         out_dtype=F32)

@@ -46,5 +46,12 @@ if len(squares) != len(reduces) or set(norm["deps"]) != set(squares) or bad or n
           f"not after the norm: {bad}")
     sys.exit(1)
 PY
+# --activations f32: no op of the model is left in bf16 (the mixed-precision default).
+python3 scripts/gen_trace.py bert --batch 2 --cores 8 --layers 2 --seq 128 --seq2 64 \
+    --activations f32 -o "$tmp/f32.json" || { echo "FAIL gen_trace.py bert --activations f32"; status=1; }
+if grep -q '"bf16"' "$tmp/f32.json"; then
+    echo "FAIL bf16 ops in an --activations f32 trace:"; grep -o '"id": "[^"]*"[^}]*"bf16"' "$tmp/f32.json" | head -3
+    status=1
+fi
 [[ $status -eq 0 ]] && echo "ok: $n example traces reproduced; LAMB step written"
 exit $status
