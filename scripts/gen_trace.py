@@ -154,8 +154,12 @@ def main(argv=None):
     common(p, 32)
     p.add_argument("--image", type=int, default=224)
     p.add_argument("--no-space-to-depth", dest="space_to_depth", action="store_false",
-                   help="stem as a 7x7 stride-2 conv on the 3-channel image (default: MLPerf's "
-                   "space-to-depth input, a 4x4 conv on 12 channels)")
+                   help="stem as a 7x7 stride-2 conv on the 3-channel image, as the MLPerf v0.5 "
+                   "and v0.6 TensorFlow submissions have it (default: the space-to-depth input "
+                   "of later MLPerf TPU rounds, a 4x4 conv on 12 channels)")
+    p.add_argument("--optimizer", choices=["momentum", "lars"], default="momentum",
+                   help="SGD with momentum, or LARS (the MLPerf v0.6 submissions' "
+                   "--enable_lars: per-layer norms of the weights and gradients first)")
     p.set_defaults(func=gen_resnet50)
     p = sub.add_parser("lstm", help="Keras IMDB LSTM training step")
     p.add_argument("--forward-only", action="store_true",

@@ -7,10 +7,11 @@ Sets (each point is a trace replayed with `tpusim run`; nothing here is fitted):
     and LayerNorm the smallest latency in the file);
   - all-reduce: an 8-core all-reduce on configs/tpu_v3_8.json against the measured latency
     minus the 0.88 ms small-message floor (a calibration set: validation/README.md);
-  - ResNet-50 v2-8: `gen_trace.py resnet50 --batch 128 --cores 8` on configs/tpu_v2_8.json,
-    images/s against MLPerf v0.5's ~4,470;
-  - ResNet-50 v3-32: `gen_trace.py resnet50 --batch 128 --cores 32` on configs/tpu_v3_32.json
-    (global batch 4096), images/s against MLPerf v0.6's 31,246;
+  - ResNet-50 v2-8: `gen_trace.py resnet50 --batch 128 --cores 8 --no-space-to-depth` on
+    configs/tpu_v2_8.json, images/s against MLPerf v0.5's ~4,470;
+  - ResNet-50 v3-32: `gen_trace.py resnet50 --batch 128 --cores 32 --no-space-to-depth
+    --optimizer lars` on configs/tpu_v3_32.json (global batch 4096), images/s against MLPerf
+    v0.6's 31,246;
   - BERT-Large v3-32: `gen_trace.py bert` with BERT-Large's shape, 14 sequences of 512 tokens
     per core, 76 masked predictions, LAMB, on configs/tpu_v3_32.json (global batch 448),
     sequences/s against MLPerf v0.7's steady-state blocks
@@ -115,11 +116,18 @@ def single_op_points(measured):
     return points
 
 
+# The MLPerf v0.5 and v0.6 TensorFlow ResNet-50 (resnet_model.py in both submissions) run the
+# stem as a 7x7 stride-2 conv on the 3-channel image; v0.6 trains with LARS (run_and_time.sh:
+# --enable_lars=True), v0.5 with SGD + Nesterov momentum (resnet_main.py).
+RESNET50_FLAGS = {8: ["--no-space-to-depth"], 32: ["--no-space-to-depth", "--optimizer", "lars"]}
+
+
 def resnet50_step(tpusim, cfg, cores, tmp):
     """Simulated seconds of one ResNet-50 training step, 128 images per core on `cores`."""
     trace = os.path.join(tmp, f"resnet50_{cores}.json")
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "gen_trace.py"), "resnet50",
-                    "--batch", "128", "--cores", str(cores), "-o", trace], check=True)
+                    "--batch", "128", "--cores", str(cores), *RESNET50_FLAGS[cores], "-o", trace],
+                   check=True)
     with open(trace) as f:
         t = json.load(f)
     return run_trace(tpusim, cfg, t, tmp, f"resnet50_{cores}_run")

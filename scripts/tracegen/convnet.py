@@ -127,7 +127,8 @@ def gen_resnet50(a):
     t = Trace(a.name or ("resnet50_eval_step" if fwd else "resnet50_train_step"), a.cores,
               f"ResNet-50 v1.5 {'eval' if fwd else 'training'} step, {a.image}x{a.image} images,"
               f" batch {b} per core x {a.cores} cores: " + (FWD_ONLY if fwd else
-              "forward, backward, gradient all-reduce per stage, SGD momentum"),
+              "forward, backward, gradient all-reduce per stage, "
+              + ("LARS" if getattr(a, "optimizer", "momentum") == "lars" else "SGD momentum")),
               {"generator": "scripts/gen_trace.py resnet50", "batch_per_core": b,
                "image": a.image, **({"forward_only": True} if fwd else {})})
     net = ConvNet(t, b)
@@ -206,7 +207,9 @@ def gen_resnet50(a):
     grads["head"] = g_fc
     net.params["head"] = c * 1000 + 1000
     for grp in reversed(list(net.params)):
-        grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp], "sgd_momentum")
+        grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp],
+                             "lars" if getattr(a, "optimizer", "momentum") == "lars"
+                             else "sgd_momentum")
     return t
 
 

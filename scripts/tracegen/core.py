@@ -135,10 +135,25 @@ def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
     if t.cores > 1:
         deps = [t.op(f"{name}.allreduce", "all_reduce", grads, bytes=params * SIZE[F32],
                      dtype=F32)]
+    if optimizer == "lars":
+        return lars_update(t, name, deps, params)
     u = t.vector(f"{name}.{optimizer}", optimizer, deps, elements=params, dtype=F32)
     if optimizer == "lamb":
         return t.vector(f"{name}.lamb_step", "sgd", [u], elements=params, dtype=F32)
     return u
+
+
+def lars_update(t, name, grad, params):
+    """LARS (tf.contrib.opt.LARSOptimizer, the MLPerf v0.6 TPU ResNet-50's --enable_lars):
+    the norms of the weights and of the (all-reduced) gradient, each a reduction over the
+    tensor, set the layer's learning rate; then the momentum update reads p, g and m and
+    writes p and m. `grad`: the ops the gradient comes from (the all-reduce)."""
+    rows = -(-params // 1024)  # read as rows of 1024 f32 (reduce_sum runs along a row)
+    w_norm = t.vector(f"{name}.w_norm", "reduce_sum", [], rows=rows, cols=1024, dtype=F32,
+                      operands=[None])
+    g_norm = t.vector(f"{name}.g_norm", "reduce_sum", grad, rows=rows, cols=1024, dtype=F32)
+    return t.vector(f"{name}.sgd_momentum", "sgd_momentum", grad + [w_norm, g_norm],
+                    elements=params, dtype=F32, operands=[None, grad[0]])
 
 
 class GlobalNormClip:

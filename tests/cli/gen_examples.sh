@@ -46,6 +46,19 @@ if len(squares) != len(reduces) or set(norm["deps"]) != set(squares) or bad or n
           f"not after the norm: {bad}")
     sys.exit(1)
 PY
+# --optimizer lars: every momentum update waits for its layer's weight and gradient norms.
+python3 scripts/gen_trace.py resnet50 --batch 2 --image 64 --cores 8 --optimizer lars \
+    -o "$tmp/lars.json" || { echo "FAIL gen_trace.py resnet50 --optimizer lars"; status=1; }
+python3 - "$tmp/lars.json" <<'PY' || status=1
+import json, sys
+ops = json.load(open(sys.argv[1]))["ops"]
+updates = [o for o in ops if o.get("op") == "sgd_momentum"]
+bad = [o["id"] for o in updates
+       if sorted(d.rsplit(".", 1)[1] for d in o["deps"][1:]) != ["g_norm", "w_norm"]]
+if not updates or bad:
+    print(f"FAIL LARS trace: {len(updates)} momentum updates, without both norms: {bad}")
+    sys.exit(1)
+PY
 # --activations f32: no op of the model is left in bf16 (the mixed-precision default).
 python3 scripts/gen_trace.py bert --batch 2 --cores 8 --layers 2 --seq 128 --seq2 64 \
     --activations f32 -o "$tmp/f32.json" || { echo "FAIL gen_trace.py bert --activations f32"; status=1; }
