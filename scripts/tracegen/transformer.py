@@ -18,11 +18,29 @@ from .core import (
 # Transformer encoder (BERT, post-LayerNorm)
 
 
-def dropout_fwd(t, id_, x, elements):
+def dropout_fwd(t, id_, x, elements, **kw):
     """Dropout fused into x's producer; none in an evaluation step (x passes through)."""
     if not t.training:
         return x
-    return t.vector(id_, "dropout", [x], elements=elements, fused=True, mask=t.dropout_mask)
+    return t.vector(id_, "dropout", [x], elements=elements, fused=True, mask=t.dropout_mask,
+                    **kw)
+
+
+def embedding_ln_dropout(t, prefix, x, T, h, res):
+    """The embeddings' LayerNorm and dropout (BERT's layer_norm_and_dropout; the TF 2 model
+    garden's TransformerEncoder: LayerNormalization, then Dropout)."""
+    y, st = layernorm_fwd(t, f"{prefix}emb.ln", x, T, h, res=res)
+    y = dropout_fwd(t, f"{prefix}emb.dropout", y, T * h, **typed(dtype=res, out_dtype=res))
+    st["drop"] = y if t.training else None
+    return y, st
+
+
+def embedding_ln_dropout_bwd(t, prefix, st, dy, T, h):
+    if st.get("drop"):
+        res = st["res"]
+        dy = dropout_bwd(t, f"{prefix}emb.dropout_grad", dy, st["drop"], T * h,
+                         **typed(dtype=res, out_dtype=res))
+    return layernorm_bwd(t, st, dy)
 
 
 def dropout_bwd(t, id_, dy, fwd, elements, **kw):
@@ -137,7 +155,7 @@ def siamese_fwd(t, a, L):
         tok = t.vector("s2.emb.tokens", "gather", [ids], rows=T, cols=h, table_rows=vocab,
                        operands=[None, ids])
         pos = t.vector("s2.emb.position", "add", [tok], elements=T * h, fused=True)
-        x, emb_ln = layernorm_fwd(t, "s2.emb.ln", pos, T, h, res=residual_dtype(a))
+        x, emb_ln = embedding_ln_dropout(t, "s2.", pos, T, h, residual_dtype(a))
     x, states = encoder_layers_fwd(t, "s2.", x, b, s, h, heads, f, L, res=residual_dtype(a))
     pool = t.vector("s2.pool", "reduce_sum", [x], rows=b * h, cols=s)
     t.param_count = params
@@ -182,7 +200,7 @@ def gen_bert(a):
                        operands=[None, ids])
         pos = t.vector("emb.position", "add", [tok], elements=T * h, fused=True)
         typ = t.vector("emb.token_type", "add", [pos], elements=T * h, fused=True)
-        x, emb_ln = layernorm_fwd(t, "emb.ln", typ, T, h, res=res)
+        x, emb_ln = embedding_ln_dropout(t, "", typ, T, h, res)
     else:
         x = None  # layers of a deeper model: the input is the previous layer's output, in HBM
     x, states = encoder_layers_fwd(t, "", x, b, s, h, heads, f, L, res=res)
@@ -230,11 +248,11 @@ def gen_bert(a):
         update(p, grads, encoder_layer_params(h, f), a.optimizer)
     update("mlm", head_grads, h * h + 3 * h + vocab, a.optimizer)
     if a.embeddings:
-        dln = layernorm_bwd(t, emb_ln, dx)
+        dln = embedding_ln_dropout_bwd(t, "", emb_ln, dx, T, h)
         demb = t.vector("emb.tokens_grad", "scatter_add", [dln], rows=T, cols=h,
                         table_rows=vocab)
         if second:
-            dln2 = layernorm_bwd(t, second["emb_ln"], dx2)
+            dln2 = embedding_ln_dropout_bwd(t, "s2.", second["emb_ln"], dx2, second["T"], h)
             demb = t.vector("s2.emb.tokens_grad", "scatter_add", [dln2, demb],
                             rows=second["T"], cols=h, table_rows=vocab)
         update("emb", [demb, demb_dec], emb_params, a.optimizer)
