@@ -1,14 +1,5 @@
 """Convolutional networks: ResNet-50 and the ResNet-UNet."""
-from .core import (
-    BF16,
-    F32,
-    FWD_ONLY,
-    SIZE,
-    Trace,
-    dense_bwd,
-    dense_fwd,
-    grad_sync_and_update,
-)
+from .core import BF16, F32, FWD_ONLY, SIZE, Trace, dense_bwd, dense_fwd, grad_sync_and_update
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,17 +1,7 @@
 """Transformer encoders: BERT, RoBERTa, the Siamese pair of seed 000."""
 from .core import (
-    BF16,
-    F32,
-    GlobalNormClip,
-    SIZE,
-    Trace,
-    dense_bwd,
-    dense_fwd,
-    grad_sync_and_update,
-    layernorm_bwd,
-    layernorm_fwd,
-    typed,
-)
+    BF16, F32, GlobalNormClip, SIZE, Trace, dense_bwd, dense_fwd, grad_sync_and_update,
+    layernorm_bwd, layernorm_fwd, typed)
 
 
 # ---------------------------------------------------------------------------------------------
