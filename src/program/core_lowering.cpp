@@ -13,6 +13,10 @@ namespace {
 
 // The bytes an op's result takes in HBM, as its write-back lays it out: a vector op's rows
 // in whole tiles of the VPU's lanes (lower_vector).
+bool has_column_sums(const OpSpec& op) {
+    return op.kind == OpKind::Vector && (op.vop == "layernorm_grad" || op.vop == "batchnorm_grad");
+}
+
 Bytes output_bytes(const OpSpec& op, std::int64_t lanes) {
     if (op.kind == OpKind::Matmul) return static_cast<Bytes>(op.batch * op.m * op.n * op.out_bytes);
     if (op.kind == OpKind::Vector) {
@@ -23,7 +27,9 @@ Bytes output_bytes(const OpSpec& op, std::int64_t lanes) {
         Bytes elem = 0;  // of all result arrays together
         for (std::int64_t k = 0; k < op.vector_outputs; ++k)
             elem += static_cast<Bytes>(vector_output_bytes(op, k));
-        return static_cast<Bytes>(op.rows) * cols * elem;
+        // dgamma and dbeta: one row each after dx.
+        const Bytes sums = has_column_sums(op) ? 2 * cols * static_cast<Bytes>(op.out_bytes) : 0;
+        return static_cast<Bytes>(op.rows) * cols * elem + sums;
     }
     return op.bytes;
 }
@@ -66,6 +72,7 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
     consumer_.assign(ops.size(), -1);
     consumers_count_.assign(ops.size(), 0);
     lowered_.assign(ops.size(), false);
+    last_vpu_.assign(ops.size(), 0);
     prev_done_.assign(ops.size(), {});
     for (const auto& op : ops) {
         const std::ptrdiff_t mask = saved_mask_dep(ops, op);
@@ -296,6 +303,31 @@ void CoreLowering::lower_op(std::size_t i) {
             lower_single(i);
             break;
     }
+    // The column sums of this op, or of the fused ops its tiles went through, are complete.
+    for (std::optional<std::size_t> c = i; c; c = inline_consumer(*c))
+        if (has_column_sums(ops_[*c])) write_column_sums(*c);
+}
+
+void CoreLowering::write_column_sums(std::size_t i) {
+    const OpSpec& op = ops_[i];
+    const auto cols = static_cast<std::int64_t>(
+        round_up(static_cast<std::uint64_t>(op.cols), static_cast<std::uint64_t>(cfg_.vpu.lanes)));
+    const Bytes row = static_cast<Bytes>(cols * op.out_bytes);
+    Waits w = {last_vpu_[i]};
+    Buffer sums = alloc(2 * row, false, w, i);
+    Instr out;
+    out.unit = Unit::Dma;
+    out.op = static_cast<std::uint32_t>(i);
+    out.waits = w;
+    const Addr at = out_addr_[i] + static_cast<Bytes>(op.rows) * row;  // after dx
+    out.dma() = dma_block(DmaDescriptor::Dir::VmemToHbm,
+                          {at, cols, 0, 0, 2, cols, static_cast<Bytes>(op.out_bytes)}, sums.addr);
+    check_block(i, "column sums", out.dma(), {out_addr_[i], out_size_[i]});
+    const Bytes moved = out.dma().bytes();
+    const std::uint32_t id = emit(std::move(out));
+    vmem_.use(sums.addr, id);
+    done_[i].push_back(id);
+    count_hbm(i, moved);
 }
 
 void CoreLowering::lower_loop(const LoopSpec& l) {
@@ -469,6 +501,7 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     v.waits = waits;
     v.vec() = {op.vop, in.rows, in.cols, in.elem, op.out_bytes};
     const std::uint32_t id = emit(std::move(v));
+    last_vpu_[i] = id;
     vmem_.use(in.vmem, id);
     vmem_.use(ob.addr, id);
     TileRef out{ob.addr,      in.row0, out_cols == 1 ? 0 : in.col0, in.rows, out_cols, out_total,

@@ -113,6 +113,9 @@ class CoreLowering {
     std::int64_t tile_grid_rows(std::size_t i) const;
     // Result array k of op i's buffer (a multi-output vector op's arrays lie side by side).
     HbmSrc result_array(std::size_t i, std::int64_t k) const;
+    // layernorm_grad / batchnorm_grad: dgamma and dbeta, summed over every row in VMEM, go to
+    // HBM after the dx array once the op's last VPU instruction is done.
+    void write_column_sums(std::size_t i);
 
     const TpuConfig& cfg_;
     LoweringOptions opts_;
@@ -136,6 +139,8 @@ class CoreLowering {
     std::vector<std::int64_t> consumer_;  // fused consumer lowered inline, or -1
     std::vector<std::size_t> consumers_count_;
     std::vector<bool> lowered_;
+    // Per op: its last VPU instruction (the VPU runs its queue in order), for the column sums.
+    std::vector<std::uint32_t> last_vpu_;
     std::vector<OpInfo>* infos_ = nullptr;
     // Instructions some earlier instruction of the stream waits on. The sequencer issues in
     // order, so they have completed before any later instruction issues: waiting on them

@@ -116,6 +116,7 @@ void CoreLowering::lower_vector(std::size_t i) {
             v.waits = w;
             v.vec() = {op.vop, rows, op.cols, op.in_bytes, op.out_bytes};
             const std::uint32_t id = emit(std::move(v));
+            last_vpu_[i] = id;
             for (Addr a : s.buffers) vmem_.use(a, id);
             vmem_.use(out.addr, id);
             s.computed = {id};

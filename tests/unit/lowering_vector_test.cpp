@@ -170,6 +170,31 @@ TEST_CASE("an optimizer op writes every one of its results", "[lowering]") {
     }
 }
 
+TEST_CASE("a norm gradient writes dgamma and dbeta after dx", "[lowering]") {
+    // layernorm_grad (unfused) and batchnorm_grad (fused into the matmul that makes dy) sum
+    // dgamma and dbeta over every row in VMEM; both rows of sums go to HBM after dx, once.
+    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "t", "cores": 1, "ops": [
+        {"id": "ln", "kind": "vector", "op": "layernorm_grad", "rows": 512, "cols": 256,
+         "dtype": "f32"},
+        {"id": "mm", "kind": "matmul", "m": 512, "k": 256, "n": 256},
+        {"id": "bn", "kind": "vector", "op": "batchnorm_grad", "rows": 512, "cols": 256,
+         "deps": ["mm"], "fused": true}]})");
+    const Trace t = parse_trace(j, "t.json", 8);
+    const Program p = lower_trace(t, v3());
+    for (std::size_t op : {std::size_t{0}, std::size_t{2}}) {
+        std::uint64_t out = 0;
+        for (const Instr& x : p.cores[0].instrs) {
+            if (x.unit != Unit::Dma || x.op != op || x.dma().to_vmem()) continue;
+            out += x.dma().bytes();
+        }
+        INFO(t.ops[op].id);
+        const std::uint64_t elem = op == 0 ? 4 : 2;
+        CHECK(out == (512ull + 2) * 256 * elem);  // dx, then one row each of dgamma and dbeta
+        CHECK(out == static_cast<std::uint64_t>(op_bytes_out(t.ops[op])));
+    }
+}
+
 TEST_CASE("a saved dropout mask is written beside y and read by the gradient", "[lowering]") {
     // d: 512 x 256 bf16, unfused; f: the same dropout fused into the matmul that makes its
     // input. Each writes y and the mask; g reads dy and d's mask (not d's y).
