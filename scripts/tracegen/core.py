@@ -143,15 +143,23 @@ def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
     return u
 
 
+SUM_ROW = 1024  # a tensor summed whole is read as rows of 1024 f32 (reduce_sum runs along a row)
+
+
+def tensor_sum(t, id_, deps, params, **kw):
+    """A reduction over a whole f32 tensor of `params` values (a norm, a sum of squares).
+    Returns (op id, the partial sums it leaves: one per row)."""
+    rows = -(-params // SUM_ROW)
+    return t.vector(id_, "reduce_sum", deps, rows=rows, cols=SUM_ROW, dtype=F32, **kw), rows
+
+
 def lars_update(t, name, grad, params):
     """LARS (tf.contrib.opt.LARSOptimizer, the MLPerf v0.6 TPU ResNet-50's --enable_lars):
     the norms of the weights and of the (all-reduced) gradient, each a reduction over the
     tensor, set the layer's learning rate; then the momentum update reads p, g and m and
     writes p and m. `grad`: the ops the gradient comes from (the all-reduce)."""
-    rows = -(-params // 1024)  # read as rows of 1024 f32 (reduce_sum runs along a row)
-    w_norm = t.vector(f"{name}.w_norm", "reduce_sum", [], rows=rows, cols=1024, dtype=F32,
-                      operands=[None])
-    g_norm = t.vector(f"{name}.g_norm", "reduce_sum", grad, rows=rows, cols=1024, dtype=F32)
+    w_norm, _ = tensor_sum(t, f"{name}.w_norm", [], params, operands=[None])
+    g_norm, _ = tensor_sum(t, f"{name}.g_norm", grad, params)
     return t.vector(f"{name}.sgd_momentum", "sgd_momentum", grad + [w_norm, g_norm],
                     elements=params, dtype=F32, operands=[None, grad[0]])
 
@@ -164,17 +172,14 @@ class GlobalNormClip:
     gradient scaled by clip / max(norm, clip) in its own kernel before its all-reduce and
     update. No all-reduce can start before the whole backward pass has ended."""
 
-    ROW = 1024  # the gradients read as rows of 1024 f32 (reduce_sum runs along a row)
-
     def __init__(self, t):
         self.t, self.partials, self.rows, self.pending = t, [], 0, []
 
     def add(self, name, grads, params, optimizer):
-        rows = -(-params // self.ROW)
-        self.rows += rows
         # operands [None]: the layer's gradients, read as one array of `params` values.
-        self.partials.append(self.t.vector(f"{name}.grad_sq", "reduce_sum", grads, rows=rows,
-                                           cols=self.ROW, dtype=F32, operands=[None]))
+        partial, rows = tensor_sum(self.t, f"{name}.grad_sq", grads, params, operands=[None])
+        self.partials.append(partial)
+        self.rows += rows
         self.pending.append((name, grads, params, optimizer))
 
     def finish(self):

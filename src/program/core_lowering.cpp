@@ -34,17 +34,25 @@ Bytes output_bytes(const OpSpec& op, std::int64_t lanes) {
     return op.bytes;
 }
 
-// The op a saved-mask dropout_grad reads its mask from (its operand 1), or -1. That read is
-// of the dropout's second result array, so it does not make the dropout's y a consumed result.
-std::ptrdiff_t saved_mask_dep(const std::vector<OpSpec>& ops, const OpSpec& op) {
-    if (op.vop != "dropout_grad_saved_mask") return -1;
-    std::ptrdiff_t d = -1;
-    if (op.operands.empty()) {
-        if (op.deps.size() > 1) d = static_cast<std::ptrdiff_t>(op.deps[1]);
-    } else if (op.operands.size() > 1 && op.operands[1] >= 0) {
-        d = static_cast<std::ptrdiff_t>(op.deps[static_cast<std::size_t>(op.operands[1])]);
+// The op whose result operand `which` reads (OpSpec::operands), or -1 for a parameter.
+std::ptrdiff_t operand_dep(const OpSpec& op, std::size_t which) {
+    if (op.operands.empty())
+        return which < op.deps.size() ? static_cast<std::ptrdiff_t>(op.deps[which]) : -1;
+    if (which < op.operands.size() && op.operands[which] >= 0)
+        return static_cast<std::ptrdiff_t>(op.deps[static_cast<std::size_t>(op.operands[which])]);
+    return -1;
+}
+
+// Whether op reads dep only in a later result array than the first (a saved mask), so that
+// it does not make the dep's first array a result to store.
+bool reads_later_arrays_only(const OpSpec& op, std::size_t dep) {
+    bool later = false;
+    for (std::size_t j = 0; j < op.operand_array.size(); ++j) {
+        if (operand_dep(op, j) != static_cast<std::ptrdiff_t>(dep)) continue;
+        if (op.operand_array[j] == 0) return false;
+        later = true;
     }
-    return d >= 0 && ops[static_cast<std::size_t>(d)].vop == "dropout_saved_mask" ? d : -1;
+    return later;
 }
 
 void append(std::vector<std::uint32_t>& to, const std::vector<std::uint32_t>& from) {
@@ -75,9 +83,8 @@ CoreLowering::CoreLowering(const TpuConfig& cfg, const LoweringOptions& opts, st
     last_vpu_.assign(ops.size(), 0);
     prev_done_.assign(ops.size(), {});
     for (const auto& op : ops) {
-        const std::ptrdiff_t mask = saved_mask_dep(ops, op);
         for (auto d : op.deps)
-            if (static_cast<std::ptrdiff_t>(d) != mask) ++consumers_count_[d];
+            if (!reads_later_arrays_only(op, d)) ++consumers_count_[d];
         for (auto d : op.carried) ++consumers_count_[d];  // read from HBM in the next trip
     }
     in_loop_.assign(ops.size(), false);
@@ -161,19 +168,15 @@ HbmSrc CoreLowering::param(std::size_t i, std::size_t which, Bytes bytes) {
 
 HbmSrc CoreLowering::operand(std::size_t i, std::size_t which, Bytes bytes) {
     const OpSpec& op = ops_[i];
-    std::ptrdiff_t dep = -1;
-    if (op.operands.empty()) {
-        if (which < op.deps.size()) dep = static_cast<std::ptrdiff_t>(op.deps[which]);
-    } else if (which < op.operands.size() && op.operands[which] >= 0) {
-        dep = static_cast<std::ptrdiff_t>(op.deps[static_cast<std::size_t>(op.operands[which])]);
-    }
+    const std::ptrdiff_t dep = operand_dep(op, which);
     // A producer that did not run on this core (an op on a subset of the cores, such as a
     // collective over one replica group) left no buffer here: the operand is then an input
     // of this core's own, as a parameter is.
     if (dep >= 0 && out_size_[static_cast<std::size_t>(dep)] > 0) {
         const auto d = static_cast<std::size_t>(dep);
-        // A dropout_grad's saved mask is its dropout's second result array.
-        if (which == 1 && saved_mask_dep(ops_, op) == dep) return result_array(d, 1);
+        // A later result array of the dep (a saved-mask dropout_grad's mask).
+        const std::int64_t k = which < op.operand_array.size() ? op.operand_array[which] : 0;
+        if (k > 0 && k < ops_[d].vector_outputs) return result_array(d, k);
         return {out_addr_[d], out_size_[d]};
     }
     // After the first trip, the operands past `deps` are the carried values, read in place

@@ -126,7 +126,16 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
                 const VectorOpInfo& info = vector_op_info(op.vector.op);
                 s.vop = info.name;
                 // The program layer's own names for the saved-mask forms: their bodies differ.
-                if (op.vector.saved_mask) s.vop += "_saved_mask";
+                // The mask is a pred array: dropout's second result, dropout_grad's second
+                // operand, read from its dropout's second result array.
+                if (op.vector.saved_mask) {
+                    s.vop += "_saved_mask";
+                    if (op.vector.op == VectorOp::Dropout) s.output_elem = {0, 1};
+                    if (op.vector.op == VectorOp::DropoutGrad) {
+                        s.input_elem = {0, 1};
+                        s.operand_array = {0, 1};
+                    }
+                }
                 s.rows = op.vector.rows;
                 s.cols = op.vector.cols;
                 s.vector_inputs = vector_inputs(op.vector);

@@ -8,12 +8,19 @@
 
 namespace tpusim {
 
+namespace {
+std::int64_t elem_or(const std::vector<std::int64_t>& v, std::int64_t j, std::int64_t dflt) {
+    const auto k = static_cast<std::size_t>(j);
+    return k < v.size() && v[k] > 0 ? v[k] : dflt;
+}
+}  // namespace
+
 std::int64_t vector_input_bytes(const OpSpec& op, std::int64_t j) {
-    return j == 1 && op.vop == "dropout_grad_saved_mask" ? 1 : op.in_bytes;
+    return elem_or(op.input_elem, j, op.in_bytes);
 }
 
 std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k) {
-    return k == 1 && op.vop == "dropout_saved_mask" ? 1 : op.out_bytes;
+    return elem_or(op.output_elem, k, op.out_bytes);
 }
 
 int xla_statistics_passes(const std::string& vop) {

@@ -42,6 +42,12 @@ struct OpSpec {
     std::int64_t vector_inputs = 1;
     // Full-size result streams, each its own array in the result buffer (adam: p, m, v).
     std::int64_t vector_outputs = 1;
+    // Element size of input stream j / result array k where it is not in_bytes / out_bytes
+    // (0 or past the end: the op's); a saved dropout mask is pred, 1 byte.
+    std::vector<std::int64_t> input_elem, output_elem;
+    // The result array of its dep that operand j reads (0 or past the end: the first; a
+    // saved-mask dropout_grad's mask is its dropout's second).
+    std::vector<std::int64_t> operand_array;
     bool rowwise = false;     // reduces along cols (softmax, layernorm, reduce_*): whole rows
     double vector_flops = 0;  // useful FLOPs of a vector op on one core (op_flops)
     // data movement and collectives
