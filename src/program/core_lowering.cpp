@@ -502,15 +502,17 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     v.unit = Unit::Vpu;
     v.op = static_cast<std::uint32_t>(i);
     v.waits = waits;
-    v.vec() = {op.vop, in.rows, in.cols, in.elem, op.out_bytes};
+    v.vec() = {op.vop, in.rows, in.cols, vpu_element_bytes(in.elem),
+               vpu_element_bytes(op.out_bytes)};
     const std::uint32_t id = emit(std::move(v));
     last_vpu_[i] = id;
     vmem_.use(in.vmem, id);
     vmem_.use(ob.addr, id);
-    TileRef out{ob.addr,      in.row0, out_cols == 1 ? 0 : in.col0, in.rows, out_cols, out_total,
-                op.out_bytes, {id}};
+    const std::int64_t first_elem = vector_output_bytes(op, 0);
+    TileRef out{ob.addr,    in.row0, out_cols == 1 ? 0 : in.col0, in.rows, out_cols, out_total,
+                first_elem, {id}};
     // The first result goes on (to a fused consumer or HBM); the others to HBM.
-    Addr at = ob.addr + static_cast<Bytes>(in.rows * out_cols * op.out_bytes);
+    Addr at = ob.addr + static_cast<Bytes>(in.rows * out_cols * first_elem);
     for (std::int64_t k = 1; k < op.vector_outputs; ++k) {
         TileRef more = out;
         more.vmem = at;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tpusim/program/lowering.h"
+#include "tpusim/program/vector_lowering.h"
 #include "tpusim/program/vmem_ring.h"
 
 namespace tpusim {

@@ -89,11 +89,12 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
         OpSpec s;
         s.id = op.id;
         s.kind = op.kind;
-        // 8-bit data moves packed like bf16 on the VPU (docs/program.md).
-        s.in_bytes = std::max<std::int64_t>(dtype_bytes(op.dtype), 2);
-        s.out_bytes = std::max<std::int64_t>(dtype_bytes(op.out_dtype), 2);
-        s.lhs_bytes = std::max<std::int64_t>(dtype_bytes(op.lhs_type()), 2);
-        s.rhs_bytes = std::max<std::int64_t>(dtype_bytes(op.rhs_type()), 2);
+        // Sizes as stored in HBM: 8-bit arrays move one byte per element (XLA's TPU layout
+        // packs four to a 32-bit word); the VPU works on them widened (vpu_element_bytes).
+        s.in_bytes = dtype_bytes(op.dtype);
+        s.out_bytes = dtype_bytes(op.out_dtype);
+        s.lhs_bytes = dtype_bytes(op.lhs_type());
+        s.rhs_bytes = dtype_bytes(op.rhs_type());
         for (std::size_t d : op.deps) s.deps.push_back(position[d]);
         for (std::size_t d : op.carried) s.carried.push_back(position[d]);
         s.operands = op.operands;

@@ -35,7 +35,9 @@ std::int64_t CoreLowering::vector_chunk_rows(const OpSpec& op, Bytes row_bytes,
     // vregs of vpu.sublanes rows (two f32 vregs per packed 16-row bf16 tile,
     // vector_loop_iterations), so a chunk of fewer rows would pay a whole group's VPU work
     // for part of it. A group is taken whole when its double buffer fits VMEM.
-    const std::int64_t group = cfg_.vpu.sublanes * (op.in_bytes == 2 || out_bytes == 2 ? 2 : 1);
+    const std::int64_t group =
+        cfg_.vpu.sublanes *
+        (vpu_element_bytes(op.in_bytes) == 2 || vpu_element_bytes(out_bytes) == 2 ? 2 : 1);
     auto rows = static_cast<std::int64_t>(
         std::max<Bytes>(1, static_cast<Bytes>(cfg_.lowering.vector_chunk_bytes) / row_bytes));
     if (rows >= group) {
@@ -61,7 +63,6 @@ void CoreLowering::lower_vector(std::size_t i) {
                 : static_cast<std::int64_t>(round_up(static_cast<std::uint64_t>(op.cols),
                                                      static_cast<std::uint64_t>(cfg_.vpu.lanes)));
     const std::int64_t out_cols = reduces ? 1 : cols;
-    const Bytes row_out = static_cast<Bytes>(out_cols * op.out_bytes);
     // Row bytes of each input stream and result array (a saved dropout mask is narrower).
     std::vector<Bytes> rows_in, rows_out;
     for (std::int64_t x = 0; x < op.vector_inputs; ++x)
@@ -121,7 +122,8 @@ void CoreLowering::lower_vector(std::size_t i) {
             v.unit = Unit::Vpu;
             v.op = u32;
             v.waits = w;
-            v.vec() = {op.vop, rows, op.cols, op.in_bytes, op.out_bytes};
+            v.vec() = {op.vop, rows, op.cols, vpu_element_bytes(op.in_bytes),
+                       vpu_element_bytes(op.out_bytes)};
             const std::uint32_t id = emit(std::move(v));
             last_vpu_[i] = id;
             for (Addr a : s.buffers) vmem_.use(a, id);
@@ -132,8 +134,9 @@ void CoreLowering::lower_vector(std::size_t i) {
         st.finish = [=](Step& s) {
             // Every result array is written (adam: p, m, v); the first is the one a fused
             // consumer takes on chip, the others go to HBM, each its own array in the buffer.
-            sink(i, TileRef{s.acc, r0, 0, rows, out_cols, out_cols, op.out_bytes, s.computed});
-            Addr at = s.acc + static_cast<Bytes>(rows) * row_out;
+            sink(i, TileRef{s.acc, r0, 0, rows, out_cols, out_cols, vector_output_bytes(op, 0),
+                            s.computed});
+            Addr at = s.acc + static_cast<Bytes>(rows) * rows_out.front();
             for (std::int64_t k = 1; k < op.vector_outputs; ++k) {
                 write_back(i, TileRef{at, r0, 0, rows, out_cols, out_cols,
                                       vector_output_bytes(op, k), s.computed, k});
@@ -169,7 +172,7 @@ void CoreLowering::load_rows(std::size_t i, HbmSrc src, Bytes row_bytes, std::in
 std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* body, HbmSrc src,
                                                   std::int64_t cols, const Waits& after) {
     const OpSpec& op = ops_[i];
-    const Bytes row_in = static_cast<Bytes>(cols * op.in_bytes);
+    const Bytes row_in = static_cast<Bytes>(cols * vector_input_bytes(op, 0));
     const std::int64_t chunk_rows = vector_chunk_rows(op, row_in, 4);
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
     const auto u32 = static_cast<std::uint32_t>(i);
@@ -186,7 +189,7 @@ std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* bod
             v.unit = Unit::Vpu;
             v.op = u32;
             v.waits = s.loaded;
-            v.vec() = {body, rows, op.cols, op.in_bytes, 4};
+            v.vec() = {body, rows, op.cols, vpu_element_bytes(op.in_bytes), 4};
             last = emit(std::move(v));
             for (Addr a : s.buffers) vmem_.use(a, last);
             s.computed = {last};

@@ -133,7 +133,8 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
         try {
             vector_loop_iterations(
                 VectorOpDesc{op.vop, std::max<std::int64_t>(op.rows, 1),
-                             std::max<std::int64_t>(op.cols, 1), op.in_bytes, op.out_bytes},
+                             std::max<std::int64_t>(op.cols, 1), vpu_element_bytes(op.in_bytes),
+                             vpu_element_bytes(op.out_bytes)},
                 cfg.vpu);
         } catch (const InputError& e) {
             throw InputError(trace_name, fmt::format("op \"{}\"", op.id), e.what_only());

@@ -286,3 +286,41 @@ TEST_CASE("an op that cannot fit VMEM is a located error", "[lowering]") {
         CHECK_THAT(e.what_only(), Catch::Contains("VMEM"));
     }
 }
+
+TEST_CASE("8-bit arrays move one byte per element", "[lowering]") {
+    // u8 images converted to bf16 on the chip, an s8 add with a fused s8 relu, and a matmul
+    // whose lhs is s8: every array moves at its own element size, as the trace layer counts
+    // it (op_bytes), while the VPU works on the 8-bit data widened (vpu_element_bytes).
+    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "t", "cores": 1, "ops": [
+        {"id": "c", "kind": "vector", "op": "convert", "rows": 512, "cols": 256,
+         "dtype": "u8", "out_dtype": "bf16"},
+        {"id": "a", "kind": "vector", "op": "add", "rows": 512, "cols": 256, "dtype": "s8"},
+        {"id": "r", "kind": "vector", "op": "relu", "rows": 512, "cols": 256, "dtype": "s8",
+         "deps": ["a"], "fused": true},
+        {"id": "m", "kind": "matmul", "m": 256, "k": 256, "n": 256, "lhs_dtype": "s8"}]})");
+    const Trace t = parse_trace(j, "t.json", 8);
+    const Program p = lower_trace(t, v3());
+    const std::uint64_t n = 512 * 256;
+    auto moved = [&](std::size_t op, bool reads) {
+        std::uint64_t b = 0;
+        for (const Instr& x : p.cores[0].instrs)
+            if (x.unit == Unit::Dma && x.op == op && x.dma().to_vmem() == reads)
+                b += x.dma().bytes();
+        return b;
+    };
+    CHECK(moved(0, true) == n);                    // u8 in
+    CHECK(moved(0, false) == 2 * n);               // bf16 out
+    CHECK(moved(1, true) == 2 * n);                // two s8 operands
+    CHECK(moved(1, false) == 0);                   // on chip to its fused relu
+    CHECK(moved(2, false) == n);                   // the relu's s8 result
+    CHECK(moved(3, true) == 256 * 256 * (1 + 2));  // s8 lhs, bf16 rhs, each read once
+    CHECK(moved(3, false) == 256 * 256 * 2);
+    // The same figures as the trace layer's per-op bytes.
+    for (std::size_t i = 0; i < 4; ++i) {
+        INFO(t.ops[i].id);
+        if (i == 1 || i == 2) continue;  // the fused pair's bytes are counted together
+        CHECK(moved(i, true) + moved(i, false) ==
+              static_cast<std::uint64_t>(op_bytes_in(t.ops[i]) + op_bytes_out(t.ops[i])));
+    }
+}

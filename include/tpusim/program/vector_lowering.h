@@ -26,6 +26,14 @@ struct VectorOpDesc {
     std::int64_t out_bytes = 4;
 };
 
+// The element size the VPU works in for data stored with `stored_bytes` per element in HBM
+// and VMEM. The VPU of TPU v2/v3 has no 8-bit arithmetic: 8-bit data (s8, u8, pred) is
+// widened as it is loaded and runs packed like bf16, while it moves at its own size. The
+// program layer keeps OpSpec's sizes as stored and passes this to the VPU body.
+inline std::int64_t vpu_element_bytes(std::int64_t stored_bytes) {
+    return stored_bytes < 2 ? 2 : stored_bytes;
+}
+
 // The lowered op: a prologue (constants splatted into vregs) and a loop whose body is one
 // iteration (one tile, or one row group for row ops). Body vregs below `const_regs` are the
 // shared constants; the rest belong to the iteration, numbered from const_regs, and rotate
