@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common.h"
 #include "hlo_options.h"
@@ -12,6 +13,7 @@
 #include "tpusim/common/types.h"
 #include "tpusim/program/hbm_footprint.h"
 #include "tpusim/program/program.h"
+#include "tpusim/program/remat.h"
 #include "tpusim/trace/hlo.h"
 #include "tpusim/trace/trace.h"
 
@@ -48,7 +50,13 @@ void run_check(const CheckOptions& o) {
     HloImportStats stats;
     const Trace t = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
                                   : load_hlo(o.hlo, o.hlo_opts, cfg, stats, o.json);
-    check_hbm_capacity(t, cfg);  // as `run` does: a program that cannot fit is not ok
+    // As `run` does: rematerialised where that makes it fit; a program that cannot fit is not ok.
+    RematStats remat;
+    const std::optional<Trace> fitted = cfg.lowering.rematerialize
+                                            ? rematerialize(t, hbm_bytes_per_core(cfg), &remat)
+                                            : std::nullopt;
+    const Trace& ft = fitted ? *fitted : t;
+    check_hbm_capacity(ft, cfg);
     // --lower: the lowering `run` does, without simulating, so that its errors (an op that
     // cannot fit VMEM, a DMA outside its buffer) show here too.
     std::size_t instructions = 0;
@@ -57,7 +65,7 @@ void run_check(const CheckOptions& o) {
         for (const auto& core : p.cores) instructions += core.instrs.size();
         for (const auto& w : p.warnings) std::cerr << w << "\n";
     }
-    const HbmFootprint fp = hbm_footprint(t);
+    const HbmFootprint fp = hbm_footprint(ft);
     std::map<std::string, std::size_t> by_kind;
     std::map<std::string, Total> flops_by_kind;
     Total flops = 0, bytes_in = 0, bytes_out = 0, ici = 0;
@@ -83,7 +91,8 @@ void run_check(const CheckOptions& o) {
                             {"bytes_in", to_string(bytes_in)},
                             {"bytes_out", to_string(bytes_out)},
                             {"collective_bytes", to_string(ici)},
-                            {"hbm_footprint_bytes_per_core", fp.peak_bytes}};
+                            {"hbm_footprint_bytes_per_core", fp.peak_bytes},
+                            {"rematerialized_ops", remat.ops}};
         for (const auto& [k, f] : flops_by_kind) j["flops_by_kind"][k] = to_string(f);
         if (o.lower) j["lowered_instructions"] = instructions;
         if (!o.hlo.empty()) j["warnings"] = stats.warnings;
@@ -96,14 +105,20 @@ void run_check(const CheckOptions& o) {
     std::cout << fmt::format(
         "{}: ok, {} ops ({}){}, {} core{}, {} FLOP, {} bytes in, {} bytes out, {} collective "
         "bytes (totals over all cores); live HBM footprint {:.3f} GiB per core at its peak "
-        "(op \"{}\")\n",
+        "(op \"{}\"){}\n",
         t.name, t.ops.size(), kinds,
         t.loops.empty()
             ? std::string()
             : fmt::format(" in {} loop{}", t.loops.size(), t.loops.size() == 1 ? "" : "s"),
         t.cores, t.cores == 1 ? "" : "s", to_string(flops), to_string(bytes_in),
         to_string(bytes_out), to_string(ici),
-        static_cast<double>(fp.peak_bytes) / static_cast<double>(kGiB), t.ops[fp.peak_op].id);
+        static_cast<double>(fp.peak_bytes) / static_cast<double>(kGiB), ft.ops[fp.peak_op].id,
+        remat.ops == 0
+            ? std::string()
+            : fmt::format(", after recomputing {} op{} as XLA rematerialises "
+                          "({:.3f} GiB before)",
+                          remat.ops, remat.ops == 1 ? "" : "s",
+                          static_cast<double>(remat.peak_before) / static_cast<double>(kGiB)));
     if (o.lower)
         std::cout << fmt::format("  lowered for {}: {} instructions over {} core{}\n", cfg.name,
                                  instructions, t.cores, t.cores == 1 ? "" : "s");

@@ -1,8 +1,10 @@
 #include "tpusim/program/from_trace.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "tpusim/program/hbm_footprint.h"
+#include "tpusim/program/remat.h"
 #include "tpusim/program/vector_lowering.h"
 
 namespace tpusim {
@@ -168,12 +170,21 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
 Program lower_trace(const Trace& trace, const TpuConfig& cfg) {
     // Before lowering: a program that cannot fit fails as XLA's compiler fails it, and the
     // lowering's memory grows with the program's instructions, not with tensor sizes.
-    check_hbm_capacity(trace, cfg);
+    // A program over the limit is first rematerialised as XLA's compiler would.
+    RematStats remat;
+    const std::optional<Trace> fitted = cfg.lowering.rematerialize
+                                            ? rematerialize(trace, hbm_bytes_per_core(cfg), &remat)
+                                            : std::nullopt;
+    const Trace& t = fitted ? *fitted : trace;
+    check_hbm_capacity(t, cfg);
     LoweringOptions opts;
-    opts.cores = trace.cores;
+    opts.cores = t.cores;
     // issue_order keeps every body where it is, so a loop's ops keep their indices.
-    for (const auto& l : trace.loops) opts.loops.push_back({l.first, l.count, l.trips});
-    return lower_ops(op_specs(trace), cfg, opts, trace.path.empty() ? trace.name : trace.path);
+    for (const auto& l : t.loops) opts.loops.push_back({l.first, l.count, l.trips});
+    Program p = lower_ops(op_specs(t), cfg, opts, t.path.empty() ? t.name : t.path);
+    if (remat.ops > 0)
+        p.warnings.insert(p.warnings.begin(), remat_summary(remat, hbm_bytes_per_core(cfg)));
+    return p;
 }
 
 }  // namespace tpusim

@@ -91,9 +91,12 @@ HbmFootprint hbm_footprint(const Trace& trace) {
     return best;
 }
 
+std::int64_t hbm_bytes_per_core(const TpuConfig& cfg) {
+    return static_cast<std::int64_t>(cfg.hbm.capacity_bytes()) / cfg.chip.cores_per_chip;
+}
+
 void check_hbm_capacity(const Trace& trace, const TpuConfig& cfg) {
-    const std::int64_t per_core =
-        static_cast<std::int64_t>(cfg.hbm.capacity_bytes()) / cfg.chip.cores_per_chip;
+    const std::int64_t per_core = hbm_bytes_per_core(cfg);
     const auto order = issue_order(trace);
     const auto kept = results_kept_on_chip(trace);
     auto gib = [](std::int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0); };

@@ -18,6 +18,10 @@ struct LoweringConfig {
     std::int64_t matmul_max_tile_n = 1024;
     // Target bytes per vector-op chunk (inputs + output) staged through VMEM.
     std::int64_t vector_chunk_bytes = 1 << 20;
+    // When a program's live HBM exceeds a core's share, recompute cheap vector ops before
+    // their late consumers as XLA's rematerialisation does (program/remat.h); off: such a
+    // program is rejected as it stands.
+    bool rematerialize = true;
 
     void visit(ConfigVisitor& v) {
         v.value("matmul_vmem_fraction", matmul_vmem_fraction, Limits::range(0.01, 0.5), "fraction",
@@ -31,6 +35,9 @@ struct LoweringConfig {
                 "row-wise op is fused)");
         v.value("vector_chunk_bytes", vector_chunk_bytes, Limits::range(1024, 1 << 30), "B",
                 "target bytes (inputs + output) per vector-op chunk staged through VMEM");
+        v.value("rematerialize", rematerialize,
+                "recompute cheap vector ops when the live HBM exceeds a core's share, as XLA "
+                "does");
     }
 };
 

@@ -26,6 +26,9 @@ struct HbmFootprint {
     std::int64_t core = 0;             // the core with the largest peak
 };
 
+// A core's share of HBM: the chip's capacity over its cores.
+std::int64_t hbm_bytes_per_core(const TpuConfig& cfg);
+
 // Per core running the program; the core with the largest peak.
 HbmFootprint hbm_footprint(const Trace& trace);
 

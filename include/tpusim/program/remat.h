@@ -1,0 +1,43 @@
+#pragma once
+// Rematerialisation, as XLA's compiler does it (HloRematerialization) when a program's live
+// HBM exceeds the device's memory: a cheap vector op whose result is kept across the peak for
+// a later consumer (a forward activation the backward pass reads) is computed again right
+// before that consumer, from operands that are live there anyway, so the first copy is freed
+// after its early consumers. docs/program.md, "HBM capacity".
+//
+// The model: while the largest live footprint of one core (hbm_footprint) exceeds its share of
+// HBM, the candidate live at the peak with the largest result is rematerialised. A candidate
+// is a vector op that is elementwise or normalises rows (no reduction, no random bits, no
+// second result, no table or optimizer op), runs on every core, is not fused and keeps its
+// result in HBM, has consumers before the peak and after it (none at it, none fused to it),
+// and whose operands are all results that stay live until its first consumer after the peak
+// (so recomputing it holds no extra memory). Its copy, `<id>.remat`, reads the same operands
+// and goes just before that consumer; the consumers after the peak read the copy. When no
+// candidate is left the program keeps its footprint and check_hbm_capacity rejects it. Traces
+// with loops (format version 2) or per-core op sets are left as they are.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tpusim/trace/trace.h"
+
+namespace tpusim {
+
+struct RematStats {
+    std::size_t ops = 0;                // ops recomputed (copies inserted)
+    std::int64_t peak_before = 0;       // largest live footprint of one core before
+    std::int64_t peak_after = 0;        // and after
+    std::int64_t recomputed_bytes = 0;  // result bytes the copies write again, per core
+};
+
+// The trace with its copies when its footprint exceeds `capacity_per_core` and some op was
+// recomputed (fitting where the candidates allow, else as near as they go); nullopt when it
+// is left as it is. `stats` (optional) says what was done.
+std::optional<Trace> rematerialize(const Trace& trace, std::int64_t capacity_per_core,
+                                   RematStats* stats = nullptr);
+
+// One line for the run's warnings: what was recomputed and the footprint before and after.
+std::string remat_summary(const RematStats& stats, std::int64_t capacity_per_core);
+
+}  // namespace tpusim

@@ -1,0 +1,124 @@
+// Rematerialisation (program/remat.h): what is recomputed, where the copy goes, what it
+// frees, and when nothing can be. Footprints are derived by hand from the ops' sizes.
+#include "tpusim/program/remat.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../test_util.h"
+#include "tpusim/common/error.h"
+#include "tpusim/program/from_trace.h"
+#include "tpusim/program/hbm_footprint.h"
+#include "tpusim/trace/trace.h"
+
+using namespace tpusim;
+
+namespace {
+
+constexpr std::int64_t kN = std::int64_t{1} << 20;  // elements of the small arrays
+
+// One core. b = gelu(a), in f32, is read early by c and late by g; a stays live until h, so b
+// can be recomputed from it. big (4N) and its reduction r are the peak:
+//   at r: parameters x (2N B) and big's input (8N B), results a (2N B), b (4N B), c (2N B),
+//   big (8N B) and r: 26N B + r's result. Recomputing b (the largest result live there)
+//   frees its 4N B: 22N B + r's result; the copy runs after big is freed (18N B + r's).
+// `a_late`: whether h also reads a (without it b's operand dies early: no candidate).
+Trace peak_trace(bool a_late) {
+    const std::string n = std::to_string(kN), n4 = std::to_string(4 * kN);
+    const std::string h = a_late ? R"({"id": "h", "kind": "vector", "op": "add", "elements": )" +
+                                       n + R"(, "deps": ["g", "a"]})"
+                                 : R"({"id": "h", "kind": "vector", "op": "relu", "elements": )" +
+                                       n + R"(, "deps": ["g"]})";
+    const std::string text = R"({"format": "tpusim.trace", "version": 1, "name": "t",
+        "cores": 1, "ops": [
+        {"id": "a", "kind": "vector", "op": "relu", "elements": )" +
+                             n + R"(},
+        {"id": "b", "kind": "vector", "op": "gelu", "elements": )" +
+                             n + R"(, "deps": ["a"], "out_dtype": "f32"},
+        {"id": "c", "kind": "vector", "op": "relu", "elements": )" +
+                             n + R"(, "deps": ["b"], "dtype": "f32", "out_dtype": "bf16"},
+        {"id": "big", "kind": "vector", "op": "relu", "elements": )" +
+                             n4 + R"(},
+        {"id": "r", "kind": "vector", "op": "reduce_sum", "rows": 4096, "cols": 1024,
+         "deps": ["big"]},
+        {"id": "g", "kind": "vector", "op": "relu", "elements": )" +
+                             n + R"(, "deps": ["b"], "dtype": "f32", "out_dtype": "bf16"},
+        )" + h + "]}";
+    return parse_trace(nlohmann::json::parse(text), "t.json", 8);
+}
+
+std::size_t index_of(const Trace& t, const std::string& id) {
+    for (std::size_t i = 0; i < t.ops.size(); ++i)
+        if (t.ops[i].id == id) return i;
+    FAIL("no op " << id);
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("rematerialisation recomputes an op live across the peak before its late consumer",
+          "[remat]") {
+    const Trace t = peak_trace(true);
+    const std::int64_t r = op_bytes_out(t.ops[4]);
+    const HbmFootprint before = hbm_footprint(t);
+    REQUIRE(before.peak_bytes == 26 * kN + r);
+    CHECK(t.ops[before.peak_op].id == "r");
+
+    // Fits: left alone.
+    CHECK_FALSE(rematerialize(t, 26 * kN + r).has_value());
+
+    RematStats st;
+    const auto fitted = rematerialize(t, 23 * kN, &st);
+    REQUIRE(fitted.has_value());
+    const Trace& f = *fitted;
+    REQUIRE(f.ops.size() == t.ops.size() + 1);
+    const std::size_t copy = index_of(f, "b.remat");
+    CHECK(copy == index_of(f, "g") - 1);  // just before the late consumer
+    CHECK(f.ops[copy].deps == std::vector<std::size_t>{index_of(f, "a")});
+    CHECK_FALSE(f.ops[copy].fused);
+    CHECK(f.ops[index_of(f, "g")].deps == std::vector<std::size_t>{copy});
+    CHECK(f.ops[index_of(f, "c")].deps == std::vector<std::size_t>{index_of(f, "b")});
+    CHECK(f.ops[index_of(f, "h")].deps ==
+          std::vector<std::size_t>{index_of(f, "g"), index_of(f, "a")});
+    CHECK(st.ops == 1);
+    CHECK(st.peak_before == 26 * kN + r);
+    CHECK(st.peak_after == 22 * kN + r);
+    CHECK(hbm_footprint(f).peak_bytes == 22 * kN + r);
+    CHECK(st.recomputed_bytes == 4 * kN);
+}
+
+TEST_CASE("rematerialisation needs the operands live at the copy; otherwise nothing changes",
+          "[remat]") {
+    const Trace t = peak_trace(false);  // a dies after b: recomputing b would need it again
+    const std::int64_t r = op_bytes_out(t.ops[4]);
+    REQUIRE(hbm_footprint(t).peak_bytes == 24 * kN + r);
+    RematStats st;
+    CHECK_FALSE(rematerialize(t, 21 * kN, &st).has_value());
+    CHECK(st.ops == 0);
+}
+
+TEST_CASE("the lowering rematerialises a program over the HBM, and says so; off, it is rejected",
+          "[remat]") {
+    const Trace t = peak_trace(true);
+    const std::int64_t r = op_bytes_out(t.ops[4]);
+    TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
+    // HBM rows so that a core's share lies between the peaks after and before.
+    cfg.hbm.rows = 1;
+    const auto per_row = static_cast<std::int64_t>(cfg.hbm.capacity_bytes());
+    cfg.hbm.rows = static_cast<decltype(cfg.hbm.rows)>(
+        (23 * kN * cfg.chip.cores_per_chip + per_row - 1) / per_row);
+    const std::int64_t cap = hbm_bytes_per_core(cfg);
+    REQUIRE(cap >= 22 * kN + r);
+    REQUIRE(cap < 26 * kN + r);
+
+    const Program p = lower_trace(t, cfg);
+    REQUIRE_FALSE(p.warnings.empty());
+    CHECK(p.warnings.front().find("1 vector op recomputed") != std::string::npos);
+    CHECK(
+        std::any_of(p.ops.begin(), p.ops.end(), [](const OpInfo& o) { return o.id == "b.remat"; }));
+
+    cfg.lowering.rematerialize = false;
+    CHECK_THROWS_WITH(lower_trace(t, cfg), Catch::Contains("resource exhausted"));
+}
