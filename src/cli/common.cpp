@@ -63,4 +63,14 @@ Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progr
     }
 }
 
+void print_warnings(const std::vector<std::string>& warnings) {
+    constexpr std::size_t kShown = 8;
+    for (std::size_t i = 0; i < warnings.size() && i < kShown; ++i) {
+        std::cerr << "warning: " << warnings[i] << "\n";
+    }
+    if (warnings.size() > kShown) {
+        std::cerr << fmt::format("warning: ... and {} more like these\n", warnings.size() - kShown);
+    }
+}
+
 }  // namespace tpusim::cli

@@ -38,6 +38,8 @@ void print_symmetry_info(const RunResult& r, const TpuConfig& cfg);
 
 // lower_trace with a progress line on stderr while it works (a large trace takes seconds).
 Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress);
+// The lowering's warnings on stderr, "warning: " first; the first 8 and a count of the rest.
+void print_warnings(const std::vector<std::string>& warnings);
 
 // Each command registers itself; main.cpp calls these in order.
 void add_info_command(CLI::App& app);

@@ -50,16 +50,6 @@ void check_writable(const std::string& path, const char* what) {
     }
 }
 
-void print_warnings(const std::vector<std::string>& warnings) {
-    constexpr std::size_t kShown = 8;
-    for (std::size_t i = 0; i < warnings.size() && i < kShown; ++i) {
-        std::cerr << "warning: " << warnings[i] << "\n";
-    }
-    if (warnings.size() > kShown) {
-        std::cerr << fmt::format("warning: ... and {} more like these\n", warnings.size() - kShown);
-    }
-}
-
 void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path);
     if (!out) throw InputError(path, "", "cannot write file");

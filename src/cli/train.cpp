@@ -183,6 +183,8 @@ void add_train_command(CLI::App& app) {
         }
         const Program train_p = lower_trace(step.trace, cfg);
         const Program eval_p = has_eval ? lower_trace(eval.trace, cfg) : Program{};
+        print_warnings(train_p.warnings);
+        print_warnings(eval_p.warnings);
         const Program program = has_eval ? sequence_steps({&train_p, &eval_p}, order)
                                          : sequence_steps({&train_p}, order);
         RunOptions ro;

@@ -52,6 +52,32 @@ Cycle uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b) 
     return total;
 }
 
+// The operands of `op` (TraceOp::operands) over its new `deps`: an operand that read a dep
+// still in the program reads it at its new place; one that read a removed infeed is a
+// parameter (-1). Empty when nothing moved (the default mapping still holds).
+std::vector<int> remapped_operands(const TraceOp& op, const std::vector<std::size_t>& deps,
+                                   const std::vector<std::ptrdiff_t>& new_index) {
+    bool same = deps.size() == op.deps.size();
+    for (std::size_t k = 0; same && k < deps.size(); ++k)
+        same = new_index[op.deps[k]] == static_cast<std::ptrdiff_t>(deps[k]);
+    if (same) return op.operands;
+    std::vector<int> out;
+    const std::size_t n = op_operand_bytes(op).size();
+    for (std::size_t j = 0; j < n; ++j) {
+        const int k = op.operands.empty()      ? static_cast<int>(j)
+                      : j < op.operands.size() ? op.operands[j]
+                                               : -1;
+        int now = -1;
+        if (k >= 0 && static_cast<std::size_t>(k) < op.deps.size()) {
+            const std::ptrdiff_t d = new_index[op.deps[static_cast<std::size_t>(k)]];
+            const auto at = std::find(deps.begin(), deps.end(), static_cast<std::size_t>(d));
+            if (d >= 0 && at != deps.end()) now = static_cast<int>(at - deps.begin());
+        }
+        out.push_back(now);
+    }
+    return out;
+}
+
 }  // namespace
 
 StepProgram device_step(const Trace& step) {
@@ -61,6 +87,9 @@ StepProgram device_step(const Trace& step) {
     p.trace.version = step.version;
     p.trace.cores = step.cores;
     p.trace.path = step.path;
+    // Declared parameters stay declared (the HBM check counts each once); the batch the
+    // removed infeed ops held in HBM becomes one more resident input.
+    p.trace.parameter_bytes = step.parameter_bytes;
     // new_index[i]: op i's index in the device program; an infeed maps to its own deps.
     std::vector<std::ptrdiff_t> new_index(step.ops.size(), -1);
     std::vector<std::vector<std::size_t>> infeed_deps(step.ops.size());
@@ -84,10 +113,12 @@ StepProgram device_step(const Trace& step) {
                                  "the step's infeed ops move more than 2^63 bytes in all; "
                                  "expected a step program's input");
             infeed_deps[i] = deps;
+            if (p.trace.parameter_bytes >= 0) p.trace.parameter_bytes += op.bytes;
             continue;
         }
         TraceOp copy = op;
         copy.deps = deps;
+        copy.operands = remapped_operands(op, deps, new_index);
         // The primary operand no longer arrives from a producer on chip if that was the infeed.
         if (copy.fused && copy.deps.empty()) copy.fused = false;
         new_index[i] = static_cast<std::ptrdiff_t>(p.trace.ops.size());

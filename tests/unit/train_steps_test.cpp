@@ -1,7 +1,9 @@
-// repeat_steps: the lowered step repeated with the same buffers and a barrier per step, and
-// measure_steps over its run; no SystemC kernel.
+// device_step (the step program without its infeed), repeat_steps (the lowered step repeated
+// with the same buffers and a barrier per step) and measure_steps; no SystemC kernel.
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include "tpusim/trace/trace.h"
 #include "tpusim/train/step_program.h"
 
 using namespace tpusim;
@@ -119,4 +121,32 @@ TEST_CASE("train: training and eval steps run in the run's order with a barrier"
     CHECK(in[4].waits == std::vector<std::uint32_t>{3});
     CHECK(in[5].waits == std::vector<std::uint32_t>{4});  // mm after its own load
     CHECK(in[5].op == 5);
+}
+
+TEST_CASE("train: the device step keeps the declared parameters and the operands' sources",
+          "[train]") {
+    // The infeed's batch (4 KiB per core) joins the declared parameters; "m" read the infeed
+    // as its lhs and "w" as its rhs: without the infeed its lhs is a parameter and its rhs
+    // still reads "w", now its first dep.
+    const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
+        "name": "t", "cores": 2, "parameter_bytes": 1000000, "ops": [
+        {"id": "in", "kind": "infeed", "bytes": 4096},
+        {"id": "w", "kind": "vector", "op": "relu", "rows": 64, "cols": 128},
+        {"id": "m", "kind": "matmul", "m": 64, "k": 128, "n": 128, "deps": ["in", "w"]},
+        {"id": "r", "kind": "vector", "op": "relu", "rows": 64, "cols": 128, "deps": ["m"]}]})");
+    const Trace t = parse_trace(j, "t.json", 8);
+    const StepProgram s = device_step(t);
+    REQUIRE(s.trace.ops.size() == 3);
+    CHECK(s.infeed_bytes == 2 * 4096);
+    CHECK(s.trace.parameter_bytes == 1000000 + 4096);
+    const TraceOp& m = s.trace.ops[1];
+    CHECK(m.deps == std::vector<std::size_t>{0});
+    CHECK(m.operands == std::vector<int>{-1, 0});
+    CHECK(op_operand_dep(m, 0) < 0);
+    CHECK(op_operand_dep(m, 1) == 0);
+    CHECK(s.trace.ops[2].operands.empty());  // unchanged: still reads deps[0]
+    // Undeclared stays undeclared (every operand without a producer counts).
+    Trace u = t;
+    u.parameter_bytes = -1;
+    CHECK(device_step(u).trace.parameter_bytes == -1);
 }
