@@ -31,9 +31,10 @@ resnet_unet)  # ~31M-parameter UNet, 96x96, 6 input channels, mask + depth, 32 p
 roberta_quest)  # Siamese RoBERTa-base (12 layers, 768 hidden, vocab 50265) on a question of 416
     # and an answer of 480 tokens, 8 per core; a small head (github.com/ceshine/kaggle-quest)
     cfg=configs/colab_v2_8.json
-    python3 $gen bert --batch 8 --seq 416 --seq2 480 --vocab 50265 --predictions 1 -o "$trace"
+    python3 $gen bert --batch 8 --seq 416 --seq2 480 --vocab 50265 --predictions 1 \
+        --activations f32 -o "$trace"
     # The validation step (every 500 steps): the Siamese encoder's forward pass, 16 per core.
-    python3 $gen bert --batch 16 --seq 416 --seq2 480 --vocab 50265 --forward-only \
+    python3 $gen bert --batch 16 --seq 416 --seq2 480 --vocab 50265 --forward-only --activations f32 \
         -o "$eval_trace"
     eval_args=(--eval-trace "$eval_trace") ;;
 kaggle_classifier)  # ResNet-50 at 224x224 without space-to-depth (PyTorch), 64 per core (seed 002)
