@@ -107,6 +107,7 @@ void add_run_command(CLI::App& app) {
         body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
                          {"name", trace.name},
                          {"ops", trace.ops.size()}};
+        body["warnings"] = program.warnings;  // the lowering's (rematerialisation, fusion)
         if (!o.hlo.empty())
             body["hlo"] = {{"instructions", hlo_stats.instructions},
                            {"free_instructions", hlo_stats.free_instructions},

@@ -63,3 +63,40 @@ ends = lambda r: [(o["id"], o["start_cycle"], o["end_cycle"], o["unit_busy_cycle
 if ends(pe) != ends(r1): sys.exit("FAIL per-op timing differs between pe and tile fidelity")
 print(f"ok: {r1['cycles']} cycles at both fidelities, {len(spans)} timeline spans, reports identical")
 PY
+
+# Rematerialisation (docs/program.md): b (f32, 4N bytes for N = 1,376,256 elements) is live
+# across the peak at r and can be recomputed from a, which stays live. The peak is 26N bytes
+# with b, 22N without (tests/unit/remat_test.cpp has the sums); with a core's HBM cut to
+# 32 MiB (64 rows of 1 MiB per v3 chip, two cores), between the two, run recomputes b and says
+# so on stderr and in the report, trace check reports the footprint after it, and with the
+# key off the program is rejected.
+cat > "$tmp/remat.json" <<'JSON'
+{"format": "tpusim.trace", "version": 1, "name": "remat", "cores": 1, "ops": [
+ {"id": "a", "kind": "vector", "op": "relu", "elements": 1376256},
+ {"id": "b", "kind": "vector", "op": "gelu", "elements": 1376256, "deps": ["a"], "out_dtype": "f32"},
+ {"id": "c", "kind": "vector", "op": "relu", "elements": 1376256, "deps": ["b"], "dtype": "f32", "out_dtype": "bf16"},
+ {"id": "big", "kind": "vector", "op": "relu", "elements": 5505024},
+ {"id": "r", "kind": "vector", "op": "reduce_sum", "rows": 5376, "cols": 1024, "deps": ["big"]},
+ {"id": "g", "kind": "vector", "op": "relu", "elements": 1376256, "deps": ["b"], "dtype": "f32", "out_dtype": "bf16"},
+ {"id": "h", "kind": "vector", "op": "add", "elements": 1376256, "deps": ["g", "a"]}]}
+JSON
+small=(--config $v3 --set hbm.rows=64)
+"$bin" run "${small[@]}" --trace "$tmp/remat.json" --quiet --report "$tmp/remat_r.json" \
+    > /dev/null 2> "$tmp/remat_err.txt" || fail "run with rematerialisation exited with $?"
+grep -q "^warning: .* 1 vector op recomputed before its late consumers" "$tmp/remat_err.txt" ||
+    fail "no rematerialisation warning: $(cat "$tmp/remat_err.txt")"
+python3 - "$tmp/remat_r.json" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))
+ids = [o["id"] for o in r["ops"]]
+if "b.remat" not in ids or ids.index("b.remat") != ids.index("g") - 1:
+    sys.exit(f"FAIL b.remat not just before g: {ids}")
+if not any("recomputed" in w for w in r["warnings"]): sys.exit("FAIL no warning in the report")
+PY
+"$bin" trace check "${small[@]}" --trace "$tmp/remat.json" | grep -q "after recomputing 1 op as XLA rematerialises" ||
+    fail "trace check does not report the rematerialisation"
+"$bin" run "${small[@]}" --set lowering.rematerialize=false --trace "$tmp/remat.json" --quiet \
+    > /dev/null 2> "$tmp/remat_off.txt" && fail "rematerialize=false: the program ran"
+grep -q 'op "big": resource exhausted' "$tmp/remat_off.txt" ||
+    fail "rematerialize=false: $(cat "$tmp/remat_off.txt")"
+echo "ok: rematerialisation recomputes b before g, reported by run and trace check"
