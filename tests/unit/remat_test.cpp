@@ -17,7 +17,9 @@ using namespace tpusim;
 
 namespace {
 
-constexpr std::int64_t kN = std::int64_t{1} << 20;  // elements of the small arrays
+// Elements of the small arrays: 1,344 x 1,024, so that a v3 core's share of a 64-row HBM
+// (32 MiB) lies between the peaks with and without recomputation (the last test).
+constexpr std::int64_t kN = 1344 * 1024;
 
 // One core. b = gelu(a), in f32, is read early by c and late by g; a stays live until h, so b
 // can be recomputed from it. big (4N) and its reduction r are the peak:
@@ -26,7 +28,8 @@ constexpr std::int64_t kN = std::int64_t{1} << 20;  // elements of the small arr
 //   frees its 4N B: 22N B + r's result; the copy runs after big is freed (18N B + r's).
 // `a_late`: whether h also reads a (without it b's operand dies early: no candidate).
 Trace peak_trace(bool a_late) {
-    const std::string n = std::to_string(kN), n4 = std::to_string(4 * kN);
+    const std::string n = std::to_string(kN), n4 = std::to_string(4 * kN),
+                      r_rows = std::to_string(4 * kN / 1024);
     const std::string h = a_late ? R"({"id": "h", "kind": "vector", "op": "add", "elements": )" +
                                        n + R"(, "deps": ["g", "a"]})"
                                  : R"({"id": "h", "kind": "vector", "op": "relu", "elements": )" +
@@ -41,7 +44,8 @@ Trace peak_trace(bool a_late) {
                              n + R"(, "deps": ["b"], "dtype": "f32", "out_dtype": "bf16"},
         {"id": "big", "kind": "vector", "op": "relu", "elements": )" +
                              n4 + R"(},
-        {"id": "r", "kind": "vector", "op": "reduce_sum", "rows": 4096, "cols": 1024,
+        {"id": "r", "kind": "vector", "op": "reduce_sum", "rows": )" +
+                             r_rows + R"(, "cols": 1024,
          "deps": ["big"]},
         {"id": "g", "kind": "vector", "op": "relu", "elements": )" +
                              n + R"(, "deps": ["b"], "dtype": "f32", "out_dtype": "bf16"},
@@ -104,11 +108,9 @@ TEST_CASE("the lowering rematerialises a program over the HBM, and says so; off,
     const Trace t = peak_trace(true);
     const std::int64_t r = op_bytes_out(t.ops[4]);
     TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
-    // HBM rows so that a core's share lies between the peaks after and before.
-    cfg.hbm.rows = 1;
-    const auto per_row = static_cast<std::int64_t>(cfg.hbm.capacity_bytes());
-    cfg.hbm.rows = static_cast<decltype(cfg.hbm.rows)>(
-        (23 * kN * cfg.chip.cores_per_chip + per_row - 1) / per_row);
+    // HBM rows (a power of two, as the config requires) so that a core's share lies between
+    // the peaks after and before.
+    cfg.hbm.rows = 64;
     const std::int64_t cap = hbm_bytes_per_core(cfg);
     REQUIRE(cap >= 22 * kN + r);
     REQUIRE(cap < 26 * kN + r);
