@@ -52,11 +52,8 @@ void run_check(const CheckOptions& o) {
                                   : load_hlo(o.hlo, o.hlo_opts, cfg, stats, o.json);
     // As `run` does: rematerialised where that makes it fit; a program that cannot fit is not ok.
     RematStats remat;
-    const std::optional<Trace> fitted = cfg.lowering.rematerialize
-                                            ? rematerialize(t, hbm_bytes_per_core(cfg), &remat)
-                                            : std::nullopt;
+    const std::optional<Trace> fitted = fit_hbm(t, cfg, remat);
     const Trace& ft = fitted ? *fitted : t;
-    check_hbm_capacity(ft, cfg);
     // --lower: the lowering `run` does, without simulating, so that its errors (an op that
     // cannot fit VMEM, a DMA outside its buffer) show here too.
     std::size_t instructions = 0;

@@ -172,11 +172,8 @@ Program lower_trace(const Trace& trace, const TpuConfig& cfg) {
     // lowering's memory grows with the program's instructions, not with tensor sizes.
     // A program over the limit is first rematerialised as XLA's compiler would.
     RematStats remat;
-    const std::optional<Trace> fitted = cfg.lowering.rematerialize
-                                            ? rematerialize(trace, hbm_bytes_per_core(cfg), &remat)
-                                            : std::nullopt;
+    const std::optional<Trace> fitted = fit_hbm(trace, cfg, remat);
     const Trace& t = fitted ? *fitted : trace;
-    check_hbm_capacity(t, cfg);
     LoweringOptions opts;
     opts.cores = t.cores;
     // issue_order keeps every body where it is, so a loop's ops keep their indices.

@@ -157,6 +157,15 @@ std::optional<Trace> rematerialize(const Trace& trace, std::int64_t capacity_per
     return out;
 }
 
+std::optional<Trace> fit_hbm(const Trace& trace, const TpuConfig& cfg, RematStats& stats) {
+    stats = {};
+    std::optional<Trace> fitted = cfg.lowering.rematerialize
+                                      ? rematerialize(trace, hbm_bytes_per_core(cfg), &stats)
+                                      : std::nullopt;
+    check_hbm_capacity(fitted ? *fitted : trace, cfg);
+    return fitted;
+}
+
 std::string remat_summary(const RematStats& s, std::int64_t capacity_per_core) {
     auto gib = [](std::int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0); };
     return fmt::format(

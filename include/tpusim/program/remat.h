@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 
+#include "tpusim/config/tpu_config.h"
 #include "tpusim/trace/trace.h"
 
 namespace tpusim {
@@ -36,6 +37,11 @@ struct RematStats {
 // is left as it is. `stats` (optional) says what was done.
 std::optional<Trace> rematerialize(const Trace& trace, std::int64_t capacity_per_core,
                                    RematStats* stats = nullptr);
+
+// The program the lowering runs: `trace` rematerialised when lowering.rematerialize is on and
+// its footprint exceeds a core's share (nullopt: `trace` as it is), then checked: throws
+// check_hbm_capacity's located error where it still does not fit.
+std::optional<Trace> fit_hbm(const Trace& trace, const TpuConfig& cfg, RematStats& stats);
 
 // One line for the run's warnings: what was recomputed and the footprint before and after.
 std::string remat_summary(const RematStats& stats, std::int64_t capacity_per_core);
