@@ -59,13 +59,17 @@ Uses uses_of(const Trace& t, const std::vector<std::size_t>& order) {
     return u;
 }
 
-// The trace index of the first consumer after position `peak` of the best candidate live at
-// the peak, and the candidate; {n, n} when there is none.
-std::pair<std::size_t, std::size_t> pick(const Trace& t, const Uses& u,
-                                         const std::vector<bool>& kept, std::size_t peak) {
+// The best candidate live at position `peak` (the largest result), the trace index of its
+// first consumer after the peak, and the result bytes of all the candidates there (the most
+// recomputation can free at that position); best = n when there is none.
+struct Pick {
+    std::size_t best, at;
+    std::int64_t freeable = 0;
+};
+Pick pick(const Trace& t, const Uses& u, const std::vector<bool>& kept, std::size_t peak) {
     const std::size_t n = t.ops.size();
     std::size_t best = n, best_at = n;
-    std::int64_t best_bytes = 0;
+    std::int64_t best_bytes = 0, freeable = 0;
     for (std::size_t c = 0; c < n; ++c) {
         const TraceOp& op = t.ops[c];
         // A fused op is recomputed on its own, from its producer's result in HBM (checked
@@ -93,13 +97,14 @@ std::pair<std::size_t, std::size_t> pick(const Trace& t, const Uses& u,
             operands_live = operands_live && !kept[d] && u.last_use[d] >= first_late_pos;
         if (!operands_live) continue;
         const std::int64_t bytes = op_bytes_out(op);
+        freeable += bytes;
         if (bytes > best_bytes) {
             best = c;
             best_at = first_late;
             best_bytes = bytes;
         }
     }
-    return {best, best_at};
+    return {best, best_at, freeable};
 }
 
 }  // namespace
@@ -128,8 +133,11 @@ std::optional<Trace> rematerialize(const Trace& trace, std::int64_t capacity_per
             if (fp.peak_bytes <= capacity_per_core) break;
             const auto order = issue_order(t);
             const Uses u = uses_of(t, order);
-            const auto [c, at] = pick(t, u, results_kept_on_chip(t), u.position[fp.peak_op]);
-            if (c == t.ops.size()) break;
+            const Pick pk = pick(t, u, results_kept_on_chip(t), u.position[fp.peak_op]);
+            // Copies go after the peak, so what is live there can only shrink by the
+            // candidates' results: if that is not enough, no recomputation fits the program.
+            if (pk.best == t.ops.size() || fp.peak_bytes - pk.freeable > capacity_per_core) break;
+            const std::size_t c = pk.best, at = pk.at;
             // The copy goes just before the first consumer after the peak; the consumers after
             // the peak read it. Indices from `at` on move up by one.
             TraceOp copy = t.ops[c];
@@ -151,6 +159,13 @@ std::optional<Trace> rematerialize(const Trace& trace, std::int64_t capacity_per
             ++st.ops;
         }
         st.peak_after = hbm_footprint(t).peak_bytes;
+    }
+    // A program that still does not fit is left as it is: XLA fails it as written, and the
+    // capacity error then names the program's own ops and footprint.
+    if (st.peak_after > capacity_per_core) {
+        st.ops = 0;
+        st.recomputed_bytes = 0;
+        st.peak_after = st.peak_before;
     }
     if (stats) *stats = st;
     if (st.ops == 0) out.reset();

@@ -12,9 +12,9 @@
 // result in HBM, has consumers before the peak and after it (none at it, none fused to it),
 // and whose operands are all results that stay live until its first consumer after the peak
 // (so recomputing it holds no extra memory). Its copy, `<id>.remat`, reads the same operands
-// and goes just before that consumer; the consumers after the peak read the copy. When no
-// candidate is left the program keeps its footprint and check_hbm_capacity rejects it. Traces
-// with loops (format version 2) or per-core op sets are left as they are.
+// and goes just before that consumer; the consumers after the peak read the copy. When the
+// candidates cannot make it fit, the program is left as it is and check_hbm_capacity rejects
+// it. Traces with loops (format version 2) or per-core op sets are left as they are.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -32,9 +32,9 @@ struct RematStats {
     std::int64_t recomputed_bytes = 0;  // result bytes the copies write again, per core
 };
 
-// The trace with its copies when its footprint exceeds `capacity_per_core` and some op was
-// recomputed (fitting where the candidates allow, else as near as they go); nullopt when it
-// is left as it is. `stats` (optional) says what was done.
+// The trace with its copies when its footprint exceeds `capacity_per_core` and recomputation
+// makes it fit; nullopt when it is left as it is (it fits, or no recomputation can make it
+// fit: then nothing is recomputed). `stats` (optional) says what was done.
 std::optional<Trace> rematerialize(const Trace& trace, std::int64_t capacity_per_core,
                                    RematStats* stats = nullptr);
 
