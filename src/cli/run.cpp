@@ -106,7 +106,8 @@ void add_run_command(CLI::App& app) {
         nlohmann::json body = run_report_body(r, cfg);
         body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
                          {"name", trace.name},
-                         {"ops", trace.ops.size()}};
+                         {"ops", trace.ops.size()},
+                         {"rematerialized_ops", program.rematerialized_ops}};
         body["warnings"] = program.warnings;  // the lowering's (rematerialisation, fusion)
         if (!o.hlo.empty())
             body["hlo"] = {{"instructions", hlo_stats.instructions},

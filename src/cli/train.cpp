@@ -203,11 +203,13 @@ void add_train_command(CLI::App& app) {
         nlohmann::json body = train_report_body(r, in);
         body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
                          {"name", trace.name},
-                         {"ops", trace.ops.size()}};
+                         {"ops", trace.ops.size()},
+                         {"rematerialized_ops", train_p.rematerialized_ops}};
         if (has_eval)
             body["eval_trace"] = {{"path", !o.eval_hlo.empty() ? o.eval_hlo : eval_trace.path},
                                   {"name", eval_trace.name},
-                                  {"ops", eval_trace.ops.size()}};
+                                  {"ops", eval_trace.ops.size()},
+                                  {"rematerialized_ops", eval_p.rematerialized_ops}};
         body["symmetry"] = {{"used", rr.symmetry.used},
                             {"simulated_cores", rr.symmetry.simulated_cores},
                             {"reason", rr.symmetry.reason}};

@@ -179,6 +179,7 @@ Program lower_trace(const Trace& trace, const TpuConfig& cfg) {
     // issue_order keeps every body where it is, so a loop's ops keep their indices.
     for (const auto& l : t.loops) opts.loops.push_back({l.first, l.count, l.trips});
     Program p = lower_ops(op_specs(t), cfg, opts, t.path.empty() ? t.name : t.path);
+    p.rematerialized_ops = remat.ops;
     if (remat.ops > 0)
         p.warnings.insert(p.warnings.begin(), remat_summary(remat, hbm_bytes_per_core(cfg)));
     return p;

@@ -92,6 +92,7 @@ ids = [o["id"] for o in r["ops"]]
 if "b.remat" not in ids or ids.index("b.remat") != ids.index("g") - 1:
     sys.exit(f"FAIL b.remat not just before g: {ids}")
 if not any("recomputed" in w for w in r["warnings"]): sys.exit("FAIL no warning in the report")
+if r["trace"]["rematerialized_ops"] != 1: sys.exit(f"FAIL trace.rematerialized_ops {r['trace']}")
 PY
 "$bin" trace check "${small[@]}" --trace "$tmp/remat.json" | grep -q "after recomputing 1 op as XLA rematerialises" ||
     fail "trace check does not report the rematerialisation"

@@ -159,6 +159,7 @@ struct Program {
     std::vector<CoreProgram> cores;  // one per participating core, indexed by global core id
     // For the user, located: "<trace>: op \"x\": what" (e.g. a `fused` flag with no effect).
     std::vector<std::string> warnings;
+    std::size_t rematerialized_ops = 0;  // ops recomputed to fit the HBM (program/remat.h)
 };
 
 }  // namespace tpusim
