@@ -116,6 +116,11 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
         h.eval_infeed_per_batch =
             to_cycles(batch_transfer_seconds(host, eval_batch, chips), clock_mhz);
     }
+    // A checkpoint reads one replica of the variables: one chip's PCIe link (and the Node's
+    // transfer path, when the host reaches the board through one).
+    if (run.checkpoint.enabled())
+        h.checkpoint = to_cycles(
+            batch_transfer_seconds(host, static_cast<double>(run.checkpoint.bytes), 1), clock_mhz);
     // Every program the run compiles costs the same: the step program stands for them all.
     h.compile = to_cycles(
         static_cast<double>(run.compiled_programs) *
@@ -226,6 +231,11 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
             board_free = x.end;
             if (run.eval_after(e, k))
                 board_free = eval_pass(h, run, eval_device, x.end, e, r, keep);
+            if (run.checkpoint_after(e, k)) {
+                board_free = sat_add(board_free, h.checkpoint);
+                r.checkpoint = sat_add(r.checkpoint, h.checkpoint);
+                ++r.checkpoints;
+            }
         }
         const Cycle end = steps > 0 ? board_free : t0;
         r.epoch_cycles.push_back(end - t0);

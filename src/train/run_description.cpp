@@ -181,6 +181,15 @@ std::int64_t RunDescription::evals_in_epoch(std::int64_t epoch) const {
     return (epoch + 1) % eval.every_epochs == 0 ? 1 : 0;
 }
 
+bool RunDescription::checkpoint_after(std::int64_t epoch, std::int64_t k) const {
+    if (!checkpoint.enabled()) return false;
+    const std::int64_t per_epoch = steps_per_epoch();
+    const CheckpointDescription& c = checkpoint;
+    return (c.every_steps > 0 && (epoch * per_epoch + k + 1) % c.every_steps == 0) ||
+           (c.every_epochs > 0 && k == per_epoch - 1 && (epoch + 1) % c.every_epochs == 0) ||
+           (c.after_eval && eval_after(epoch, k));
+}
+
 RunDescription parse_run_description(const nlohmann::json& j, const std::string& path) {
     RunDescription r;
     r.path = path;
@@ -233,6 +242,13 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
         e.integer("infeed_bytes_per_sample", v.infeed_bytes_per_sample, 1, kMaxCount);
         e.number("preprocess_ms_per_sample", v.preprocess_ms_per_sample, 0, 1e7);
     });
+    top.object("checkpoint", [&](ObjectReader& c) {
+        CheckpointDescription& v = r.checkpoint;
+        c.integer("bytes", v.bytes, 1, kMaxCount, true);
+        c.integer("every_steps", v.every_steps, 1, kMaxCount);
+        c.integer("every_epochs", v.every_epochs, 1, 100000);
+        c.boolean("after_eval", v.after_eval);
+    });
     const nlohmann::json* src = top.find("sources", false);
     if (src) {
         const std::string ptr = "/sources";
@@ -266,6 +282,15 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
         if (r.eval.preprocess_ms_per_sample < 0)
             r.eval.preprocess_ms_per_sample = r.preprocess_ms_per_sample;
     }
+    const CheckpointDescription& ck = r.checkpoint;
+    if (ck.enabled() && ck.every_steps == 0 && ck.every_epochs == 0 && !ck.after_eval)
+        throw InputError(path, "/checkpoint",
+                         "no save is triggered; expected every_steps, every_epochs or "
+                         "after_eval");
+    if (r.checkpoint.after_eval && !r.eval.enabled())
+        throw InputError(path, "/checkpoint/after_eval",
+                         "the run has no evaluation passes (no \"eval\"); expected every_steps "
+                         "or every_epochs");
     // epochs <= 10^5 and steps <= 2^40: the product fits in 64 bits.
     const std::int64_t steps = r.steps_per_epoch();
     if (steps * r.epochs > kMaxRunSteps)

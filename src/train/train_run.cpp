@@ -77,9 +77,10 @@ TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
     const PipelineResult& p = r.pipeline;
     const Cycle compute = p.device - r.exposed_ici;
     const std::pair<Cycle, const char*> parts[] = {
-        {compute, "compute-bound"},     {r.exposed_ici, "communication-bound"},
-        {p.infeed_wait, "input-bound"}, {p.dispatch, "dispatch-bound"},
-        {p.compile, "compile-bound"},   {p.eval, "evaluation-bound"}};
+        {compute, "compute-bound"},        {r.exposed_ici, "communication-bound"},
+        {p.infeed_wait, "input-bound"},    {p.dispatch, "dispatch-bound"},
+        {p.compile, "compile-bound"},      {p.eval, "evaluation-bound"},
+        {p.checkpoint, "checkpoint-bound"}};
     r.verdict = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) {
                     return a.first < b.first;
                 })->second;
@@ -105,6 +106,10 @@ TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
          }},
         {"half the per-step dispatch", [](HostConfig& h, RunDescription&) { h.dispatch_us /= 2; }},
     };
+    if (in.run.checkpoint.enabled())
+        levers.push_back({"no checkpoints", [](HostConfig&, RunDescription& d) {
+                              d.checkpoint = CheckpointDescription{};
+                          }});
     if (!in.run.cache && in.run.cached_ms_per_sample > 0)
         levers.push_back(
             {"dataset cache on", [](HostConfig&, RunDescription& d) { d.cache = true; }});
@@ -190,7 +195,13 @@ nlohmann::json train_report_body(const TrainResult& r, const TrainInputs& in) {
           {"infeed_wait", secs(p.infeed_wait, f)},
           {"dispatch", secs(p.dispatch, f)},
           {"compile", secs(p.compile, f)},
-          {"eval", secs(p.eval, f)}}},
+          {"eval", secs(p.eval, f)},
+          {"checkpoint", secs(p.checkpoint, f)}}},
+        {"checkpoint",
+         {{"saves", p.checkpoints},
+          {"bytes_per_save", in.run.checkpoint.bytes},
+          {"seconds_per_save", secs(r.host.checkpoint, f)},
+          {"seconds", secs(p.checkpoint, f)}}},
         {"eval",
          {{"samples", in.run.eval.samples},
           {"global_batch", in.run.eval.global_batch},
@@ -239,13 +250,18 @@ std::string train_summary_text(const TrainResult& r, const TrainInputs& in) {
         static_cast<double>(in.run.samples) / secs(p.epoch_cycles.back(), f));
     s += fmt::format(
         "  time: device compute {:.1f}%, ICI (exposed) {:.1f}%, infeed wait {:.1f}%, "
-        "dispatch {:.1f}%, compile {:.1f}%, eval {:.1f}%\n",
+        "dispatch {:.1f}%, compile {:.1f}%, eval {:.1f}%{}\n",
         pct(p.device - r.exposed_ici), pct(r.exposed_ici), pct(p.infeed_wait), pct(p.dispatch),
-        pct(p.compile), pct(p.eval));
+        pct(p.compile), pct(p.eval),
+        p.checkpoints > 0 ? fmt::format(", checkpoint {:.1f}%", pct(p.checkpoint)) : "");
     if (p.eval_passes > 0)
         s += fmt::format("  eval: {} passes x {} steps of {} samples, {:.4g} s in all\n",
                          p.eval_passes, in.run.eval.steps(), in.run.eval.global_batch,
                          secs(p.eval, f));
+    if (p.checkpoints > 0)
+        s += fmt::format("  checkpoints: {} saves of {:.4g} MB, {:.4g} s each, {:.4g} s in all\n",
+                         p.checkpoints, static_cast<double>(in.run.checkpoint.bytes) / 1e6,
+                         secs(r.host.checkpoint, f), secs(p.checkpoint, f));
     s += fmt::format(
         "  MXU busy {:.1f}% over the last epoch ({:.1f}% over the first); verdict: "
         "{}\n",

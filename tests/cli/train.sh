@@ -36,6 +36,13 @@ run_bad eval_drop "/eval/samples: the eval batch of 8 is larger than the 4 eval 
 run_bad eval_trace "/eval/trace: missing; evaluation passes need their step program" "{$ok, $ev, \"eval\": {\"samples\": 4}}"
 run_bad eval_pipelined "/eval/pipelined: expected true or false" "{$ok, $ev, \"eval\": {\"samples\": 4, \"pipelined\": \"no\"}}"
 run_bad eval_cost "/eval/preprocess_ms_per_sample: expected a number in [0," "{$ok, $ev, \"eval\": {\"samples\": 4, \"preprocess_ms_per_sample\": -2}}"
+# Checkpoints (docs/train.md, "Checkpoints").
+run_bad ckpt_bytes "/checkpoint/bytes: missing" "{$ok, $ev, \"checkpoint\": {\"every_steps\": 2}}"
+run_bad ckpt_zero "/checkpoint/bytes: expected an integer in [1," "{$ok, $ev, \"checkpoint\": {\"bytes\": 0, \"every_steps\": 2}}"
+run_bad ckpt_none "/checkpoint: no save is triggered" "{$ok, $ev, \"checkpoint\": {\"bytes\": 100}}"
+run_bad ckpt_key "/checkpoint/every: unknown key" "{$ok, $ev, \"checkpoint\": {\"bytes\": 100, \"every\": 2}}"
+run_bad ckpt_eval "/checkpoint/after_eval: the run has no evaluation passes" "{$ok, $ev, \"checkpoint\": {\"bytes\": 100, \"after_eval\": true}}"
+run_bad ckpt_epochs "/checkpoint/every_epochs: expected an integer in [1," "{$ok, $ev, \"checkpoint\": {\"bytes\": 100, \"every_epochs\": -1}}"
 printf '{%s, %s}' "$ok" "$ev" > "$tmp/noeval.json"
 expect_error "eval trace without eval" "/eval: missing, but an eval step program was given" -- \
     train --config $v3 --trace $d/mlp_step.json --run "$tmp/noeval.json" --eval-trace $d/mlp_eval.json -q

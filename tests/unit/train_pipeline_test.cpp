@@ -250,3 +250,50 @@ TEST_CASE("train: eval passes every N steps or every N epochs", "[train]") {
     CHECK(run.eval_after(1, 0));  // global step 3
     CHECK_FALSE(run.eval_after(1, 1));
 }
+
+TEST_CASE("train: a checkpoint holds the next step back by its transfer", "[train]") {
+    // The eval run above (595 cycles) with a save of 40 cycles after every eval pass and after
+    // every 3rd step of the run: saves after steps 1 (its pass), 2 (every 3rd) and 3 (its
+    // pass). The training step after a save waits for it; the next batch's infeed does not.
+    HostTiming h;
+    h.infeed_per_batch = 10;
+    h.eval_infeed_per_batch = 20;
+    h.dispatch = 5;
+    h.checkpoint = 40;
+    RunDescription run = run_of(4, 1, 1);
+    run.eval.samples = 3;
+    run.eval.global_batch = 2;
+    run.eval.every_steps = 2;
+    run.checkpoint.bytes = 1;
+    run.checkpoint.after_eval = true;
+    run.checkpoint.every_steps = 3;
+    CHECK_FALSE(run.checkpoint_after(0, 0));
+    CHECK(run.checkpoint_after(0, 1));  // after the first eval pass
+    CHECK(run.checkpoint_after(0, 2));  // global step 3: every_steps
+    CHECK(run.checkpoint_after(0, 3));  // the second eval pass
+    const PipelineResult p = simulate_pipeline(
+        h, run, [](std::int64_t) { return Cycle{100}; }, [](std::int64_t) { return Cycle{30}; });
+    // Steps 0, 1 and the first pass as without saves: the pass ends at 300; the save takes
+    // 300..340. Step 2 starts 345, ends 445; save 445..485. Step 3 starts 490, ends 590; its
+    // pass takes 85 (590..675); the last save 675..715.
+    CHECK(p.checkpoints == 3);
+    CHECK(p.checkpoint == 3 * 40);
+    CHECK(p.total == 715);
+    CHECK(p.total == p.device + p.compile + p.dispatch + p.infeed_wait + p.eval + p.checkpoint);
+    REQUIRE(p.first_steps.size() == 8);
+    CHECK(p.first_steps[4].start == 345);  // training step 2
+    CHECK(p.first_steps[5].start == 490);  // training step 3
+
+    // The save's cost: the bytes from one chip (not split over the chips as a batch is).
+    HostConfig host;
+    host.pcie_bandwidth_gbps = 16;
+    RunDescription r = run_of(1, 1, 1);
+    r.checkpoint.bytes = 16000;
+    r.checkpoint.every_epochs = 1;
+    CHECK(host_timing(host, r, 4, 1, 1000).checkpoint == 1000);  // 16,000 B at 16 GB/s
+    host.access = HostAccess::node;
+    host.network_bandwidth_gbps = 1;
+    host.node_transfer_gbps = 0.5;
+    host.node_transfer_latency_us = 2;
+    CHECK(host_timing(host, r, 4, 1, 1000).checkpoint == 2000 + 32000);
+}

@@ -22,6 +22,11 @@
 //   `eval.pipelined` false a batch is infed only after the eval step before it ended), then
 //   its eval steps; the next training step waits for the pass to end. The training producer keeps
 //   running ahead meanwhile (its prefetch buffer stays full).
+// - A checkpoint (run.checkpoint) starts when the step before it (and its evaluation pass, if
+//   any) ends: the variables cross from one chip to the host by the infeed's path in reverse
+//   (PCIe; on a TPU Node also the runtime's transfer path and the network, plus one call's
+//   latency); the next training step waits for it. The file write is left to the host's page
+//   cache (not charged).
 // - Each epoch restarts the pipeline (a new iterator): its producer starts with the epoch.
 #include <cstdint>
 #include <functional>
@@ -46,6 +51,7 @@ struct HostTiming {
     Cycle compile = 0;
     Cycle eval_cpu_per_sample = 0;  // eval batches: uncached, read from the dataset's source
     Cycle eval_infeed_per_batch = 0;
+    Cycle checkpoint = 0;  // one save: its bytes from the board to the host
 
     // Producing a batch of `samples` samples in epoch `epoch` (cached after the first).
     Cycle produce(std::int64_t samples, std::int64_t epoch) const;
@@ -67,8 +73,9 @@ struct PipelineResult {
     std::vector<Cycle> epoch_cycles;  // per epoch, end of its last step - end of the last epoch
     Cycle total = 0;
     Cycle device = 0, compile = 0, dispatch = 0, infeed_wait = 0;  // summed over the run
-    Cycle eval = 0;  // evaluation passes, end of the step before - end of their last step
-    std::int64_t steps = 0, eval_steps = 0, eval_passes = 0;
+    Cycle eval = 0;        // evaluation passes, end of the step before - end of their last step
+    Cycle checkpoint = 0;  // checkpoint saves, summed over the run
+    std::int64_t steps = 0, eval_steps = 0, eval_passes = 0, checkpoints = 0;
     std::vector<StepRecord> first_steps;  // the first `keep` steps of the run
 };
 

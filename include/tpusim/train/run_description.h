@@ -33,6 +33,18 @@ struct EvalDescription {
     std::int64_t samples_in_step(std::int64_t i) const;
 };
 
+// Checkpoints the run saves (Keras ModelCheckpoint, a custom loop's save after validation,
+// TPUEstimator's save_checkpoints_steps): each copies `bytes` of variables from the board to
+// the host, and training waits until it is done (the callbacks run between steps).
+struct CheckpointDescription {
+    std::int64_t bytes = 0;         // per save; 0: the run saves none
+    std::int64_t every_steps = 0;   // > 0: after every N-th training step of the run
+    std::int64_t every_epochs = 0;  // > 0: at the end of every N-th epoch
+    bool after_eval = false;        // after every evaluation pass
+
+    bool enabled() const { return bytes > 0; }
+};
+
 struct RunDescription {
     std::string path;  // the file, for error messages
     std::string name;
@@ -62,11 +74,15 @@ struct RunDescription {
     std::int64_t cached_bytes_per_sample = -1;   // read from cache_source; -1: stored bytes
     std::map<std::string, std::string> sources;  // key -> where its value comes from
     EvalDescription eval;
+    CheckpointDescription checkpoint;
 
     // Whether an evaluation pass follows step `k` (0-based) of epoch `epoch`.
     bool eval_after(std::int64_t epoch, std::int64_t k) const;
     // Evaluation passes in epoch `epoch`.
     std::int64_t evals_in_epoch(std::int64_t epoch) const;
+    // Whether a checkpoint is saved after step `k` of epoch `epoch` (after its evaluation
+    // pass, if one follows it): one save however many of the triggers fall on the step.
+    bool checkpoint_after(std::int64_t epoch, std::int64_t k) const;
 
     std::int64_t steps_per_epoch() const;
     // Samples in step `i` of an epoch (the last may be partial; padded to global_batch).
