@@ -19,6 +19,25 @@ RunDescription run_of(std::int64_t samples, std::int64_t batch, std::int64_t epo
     return r;
 }
 
+// 4 training steps, and after every 2nd an eval pass of 2 steps (3 samples in batches of 2,
+// the last padded). Infeed 10 per training batch and 20 per eval batch, dispatch 5 before
+// every step, batches from memory at no CPU cost.
+HostTiming eval_host() {
+    HostTiming h;
+    h.infeed_per_batch = 10;
+    h.eval_infeed_per_batch = 20;
+    h.dispatch = 5;
+    return h;
+}
+
+RunDescription eval_run() {
+    RunDescription run = run_of(4, 1, 1);
+    run.eval.samples = 3;
+    run.eval.global_batch = 2;
+    run.eval.every_steps = 2;
+    return run;
+}
+
 }  // namespace
 
 TEST_CASE("train: an input-bound run is paced by the producer", "[train]") {
@@ -185,17 +204,9 @@ TEST_CASE("train: the pipeline keeps a ring of prefetch + 1 steps, same times as
 }
 
 TEST_CASE("train: an evaluation pass runs between training steps", "[train]") {
-    // 4 training steps of 100 cycles, and after every 2nd an eval pass of 2 steps (3 samples in
-    // batches of 2, the last padded) of 30 cycles. Infeed 10 per training batch and 20 per
-    // eval batch, dispatch 5 before every step, batches from memory at no CPU cost.
-    HostTiming h;
-    h.infeed_per_batch = 10;
-    h.eval_infeed_per_batch = 20;
-    h.dispatch = 5;
-    RunDescription run = run_of(4, 1, 1);
-    run.eval.samples = 3;
-    run.eval.global_batch = 2;
-    run.eval.every_steps = 2;
+    // eval_run on eval_host: training steps of 100 cycles, eval steps of 30.
+    HostTiming h = eval_host();
+    RunDescription run = eval_run();
     const PipelineResult p = simulate_pipeline(
         h, run, [](std::int64_t) { return Cycle{100}; }, [](std::int64_t) { return Cycle{30}; });
     // Step 0: infeed 0..10, start max(0 + 5, 10) = 10, end 110. Step 1: its infeed (10..20)
@@ -255,15 +266,9 @@ TEST_CASE("train: a checkpoint holds the next step back by its transfer", "[trai
     // The eval run above (595 cycles) with a save of 40 cycles after every eval pass and after
     // every 3rd step of the run: saves after steps 1 (its pass), 2 (every 3rd) and 3 (its
     // pass). The training step after a save waits for it; the next batch's infeed does not.
-    HostTiming h;
-    h.infeed_per_batch = 10;
-    h.eval_infeed_per_batch = 20;
-    h.dispatch = 5;
+    HostTiming h = eval_host();
     h.checkpoint = 40;
-    RunDescription run = run_of(4, 1, 1);
-    run.eval.samples = 3;
-    run.eval.global_batch = 2;
-    run.eval.every_steps = 2;
+    RunDescription run = eval_run();
     run.checkpoint.bytes = 1;
     run.checkpoint.after_eval = true;
     run.checkpoint.every_steps = 3;
