@@ -225,13 +225,18 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
             r.compile += x.wait_compile;
             r.dispatch += x.wait_dispatch;
             r.infeed_wait += x.wait_infeed;
-            if (r.first_steps.size() < keep) r.first_steps.push_back(x);
+            const std::size_t kept_at = r.first_steps.size();  // this step's record, if kept
+            if (kept_at < keep) r.first_steps.push_back(x);
             at(k) = x;
             prev_rec = x;
             board_free = x.end;
             if (run.eval_after(e, k))
                 board_free = eval_pass(h, run, eval_device, x.end, e, r, keep);
             if (run.checkpoint_after(e, k)) {
+                if (kept_at < keep) {
+                    r.first_steps[kept_at].checkpoint_start = board_free;
+                    r.first_steps[kept_at].checkpoint_end = sat_add(board_free, h.checkpoint);
+                }
                 board_free = sat_add(board_free, h.checkpoint);
                 r.checkpoint = sat_add(r.checkpoint, h.checkpoint);
                 ++r.checkpoints;

@@ -160,6 +160,8 @@ nlohmann::json train_report_body(const TrainResult& r, const TrainInputs& in) {
                          {"infeed_end_cycle", s.infeed_end},
                          {"start_cycle", s.start},
                          {"end_cycle", s.end},
+                         {"checkpoint_start_cycle", s.checkpoint_start},
+                         {"checkpoint_end_cycle", s.checkpoint_end},
                          {"kind", s.eval ? "eval" : "train"},
                          {"index", s.index}});
     nlohmann::json device_steps = nlohmann::json::array();
@@ -314,6 +316,8 @@ nlohmann::json train_timeline_json(const TrainResult& r) {
         at += s.wait_dispatch;
         span(2, "waiting for infeed", at, at + s.wait_infeed);
         span(2, fmt::format(s.eval ? "eval step {}" : "step {}", s.index), s.start, s.end);
+        span(2, fmt::format("checkpoint after step {}", s.index), s.checkpoint_start,
+             s.checkpoint_end);
     }
     return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
 }

@@ -121,6 +121,9 @@ compare "data-parallel" configs/tpu_v2_8.json $d/dp_step.json $d/dp.run.json com
 compare "mlp, eval per epoch" $v3 $d/mlp_step.json $d/eval_epoch.run.json input-bound
 compare "data-parallel, eval every 2 steps" configs/tpu_v2_8.json $d/dp_step.json \
     $d/dp_eval.run.json communication-bound --eval-trace $d/dp_eval.json
+# Checkpoint saves after every eval pass and every 3rd step (docs/train.md, "Checkpoints").
+compare "data-parallel, eval every 2 steps, checkpoints" configs/tpu_v2_8.json $d/dp_step.json \
+    $d/dp_ckpt.run.json checkpoint-bound --eval-trace $d/dp_eval.json
 # A TPU Node (Colab: the runtime's measured transfer path) with eval batches fed one at a time.
 compare "mlp on a TPU Node, unpipelined eval" configs/colab_v2_8.json $d/mlp_step.json \
     $d/node_eval.run.json input-bound --set host.compile_base_s=0
@@ -192,6 +195,32 @@ PY
     passes=$((passes + 1))
 else
     echo "FAIL timeline with eval steps"
+    fails=$((fails + 1))
+fi
+
+# The saves lie on the device lane after their step (and its eval pass) and before the next
+# step: 100 MB from one chip at the v2-8 config's PCIe rate each.
+if "$bin" train --config configs/tpu_v2_8.json --trace $d/dp_step.json --run $d/dp_ckpt.run.json \
+    --eval-trace $d/dp_eval.json -q --timeline "$tmp/tlc.json" >/dev/null &&
+    "$bin" config --dump --config configs/tpu_v2_8.json > "$tmp/v2.json" &&
+    python3 - "$tmp/tlc.json" "$tmp/v2.json" <<'PY'; then
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+pcie = json.load(open(sys.argv[2]))["host"]["pcie_bandwidth_gbps"]
+spans = {(e["tid"], e["name"]): e for e in ev if e["ph"] == "X"}
+end = lambda e: e["ts"] + e["dur"]
+saves = sorted(n for (t, n) in spans if t == 2 and n.startswith("checkpoint after step"))
+assert saves == [f"checkpoint after step {i}" for i in (1, 2, 3)], saves
+for i in (1, 2, 3):
+    c = spans[(2, f"checkpoint after step {i}")]
+    assert abs(c["dur"] - 1e8 / (pcie * 1e9) * 1e6) < 0.01, c  # us
+    assert c["ts"] >= end(spans[(2, f"step {i}")]) - 1e-6, i
+    assert spans[(2, f"step {i + 1}")]["ts"] >= end(c) - 1e-6, i
+assert c["ts"] >= end(spans[(2, "eval step 3")]) - 1e-6  # step 3's save follows its pass
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL timeline with checkpoints"
     fails=$((fails + 1))
 fi
 

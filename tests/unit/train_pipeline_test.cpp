@@ -288,6 +288,14 @@ TEST_CASE("train: a checkpoint holds the next step back by its transfer", "[trai
     REQUIRE(p.first_steps.size() == 8);
     CHECK(p.first_steps[4].start == 345);  // training step 2
     CHECK(p.first_steps[5].start == 490);  // training step 3
+    // Each save is on its step's record (the timeline draws it): after step 1's pass, after
+    // step 2, after step 3's pass; step 0 has none.
+    CHECK(p.first_steps[0].checkpoint_end == p.first_steps[0].checkpoint_start);
+    CHECK(p.first_steps[1].checkpoint_start == 300);
+    CHECK(p.first_steps[1].checkpoint_end == 340);
+    CHECK(p.first_steps[4].checkpoint_start == 445);
+    CHECK(p.first_steps[5].checkpoint_start == 675);
+    CHECK(p.first_steps[5].checkpoint_end == 715);
 
     // The save's cost: the bytes from one chip (not split over the chips as a batch is).
     HostConfig host;

@@ -65,7 +65,8 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
 struct StepRecord {
     Cycle produce_start = 0, ready = 0, infeed_start = 0, infeed_end = 0, start = 0, end = 0;
     Cycle wait_compile = 0, wait_dispatch = 0, wait_infeed = 0;
-    bool eval = false;       // a step of an evaluation pass
+    Cycle checkpoint_start = 0, checkpoint_end = 0;  // the save after this step; equal: none
+    bool eval = false;                               // a step of an evaluation pass
     std::int64_t index = 0;  // the step's index among its kind (training or eval) in the run
 };
 
