@@ -174,10 +174,15 @@ std::optional<Trace> rematerialize(const Trace& trace, std::int64_t capacity_per
 
 std::optional<Trace> fit_hbm(const Trace& trace, const TpuConfig& cfg, RematStats& stats) {
     stats = {};
-    std::optional<Trace> fitted = cfg.lowering.rematerialize
-                                      ? rematerialize(trace, hbm_bytes_per_core(cfg), &stats)
-                                      : std::nullopt;
-    check_hbm_capacity(fitted ? *fitted : trace, cfg);
+    if (!cfg.lowering.rematerialize) {
+        check_hbm_capacity(trace, cfg);
+        return std::nullopt;
+    }
+    const std::int64_t cap = hbm_bytes_per_core(cfg);
+    std::optional<Trace> fitted = rematerialize(trace, cap, &stats);
+    // rematerialize has walked the footprint (the check's walk) already; only a program still
+    // over the share is walked again, for the check's located error.
+    if (stats.peak_after > cap) check_hbm_capacity(fitted ? *fitted : trace, cfg);
     return fitted;
 }
 
