@@ -18,10 +18,12 @@ Sets (each point is a trace replayed with `tpusim run`; nothing here is fitted):
     (validation/measured/bert_large_mlperf_v07_tpu_v3_32.csv).
 Prints a Markdown table and each set's mean absolute percentage error (MAPE) beside its
 target and its regression guard; --write replaces the table section of docs/VALIDATION.md;
---check exits 1 when a set's MAPE is above its guard (tests/CMakeLists.txt runs it).
+--check exits 1 when a set's MAPE is above its guard (tests/CMakeLists.txt runs it);
+--residuals also prints the GELU and LayerNorm points' measured-minus-simulated time ordered by
+simulated time (docs/VALIDATION.md, "What explains the remaining error").
 
 Usage: scripts/validate.py [--tpusim build/tpusim] [--measured validation/measured]
-                           [--write] [--check] [--only SET,...]
+                           [--write] [--check] [--residuals] [--only SET,...]
 """
 import argparse
 import csv
@@ -63,6 +65,9 @@ SETS = {
     "ResNet-50 v3-32 img/s": (10.0, 10.0),
     "BERT-Large v3-32 seq/s": (10.0, 10.0),
 }
+# GELU and LayerNorm: the simulated time per element between a sweep's two largest points
+# (offsets common to both cancel) against the measured one, in percent.
+STREAM_GUARD = 8.0
 ALLREDUCE_FLOOR_S = 0.88e-3  # validation/README.md
 RESNET50_V2_8_IMG_S = 4470.0  # MLPerf Training v0.5, validation/README.md
 RESNET50_V3_32_IMG_S = 31246.0  # MLPerf Training v0.6, validation/README.md
@@ -169,6 +174,8 @@ def main():
     ap.add_argument("--write", action="store_true", help="update docs/VALIDATION.md")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a set's MAPE is above its guard")
+    ap.add_argument("--residuals", action="store_true",
+                    help="print the GELU and LayerNorm residuals ordered by simulated time")
     ap.add_argument("--only", default="", help="comma-separated sets: gemm,gelu,layernorm,"
                     "allreduce,resnet50,resnet50_v3_32,bert_large_v3_32 (default: all)")
     a = ap.parse_args()
@@ -181,6 +188,7 @@ def main():
     lines = ["| workload | shape | measured | simulated | error |",
              "|---|---|---:|---:|---:|"]
     errs = {}
+    residuals = []  # (simulated s, set, shape, elements, measured s, measured - simulated s)
 
     def score(group, label, dev, sim, unit="ms", scale=1e3, large=False):
         # Points whose measured time is at the dispatch floor say nothing about the chip.
@@ -196,7 +204,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for group, label, op, dev, large in single_op_points(a.measured):
             if want(group.lower()):
-                score(group, label, dev, simulate(a.tpusim, v3, op, tmp), large=large)
+                sim = simulate(a.tpusim, v3, op, tmp)
+                score(group, label, dev, sim, large=large)
+                if group != "GEMM":
+                    elements = op.get("elements") or op["rows"] * op["cols"]
+                    residuals.append((sim, group, label, elements, dev, dev - sim))
         if want("allreduce"):
             for b, lat in rows(os.path.join(a.measured, "allreduce_TPUv3_calibration.csv"))[1:]:
                 op = {"id": f"allreduce_{b}", "kind": "all_reduce", "bytes": int(b),
@@ -232,6 +244,35 @@ def main():
                 failed.append(f"{g}: MAPE {mape:.1f}% > guard {guard:g}%")
     table = "\n".join(lines)
     print(table)
+    if a.residuals:
+        # The measured device time is the latency minus one floor; what is left over besides
+        # the chip shows here. Ordered by simulated time, so that an offset that follows the
+        # duration rather than the buffer size stands out.
+        print("\n| simulated | set | shape | f32 input | measured - simulated |")
+        print("|---:|---|---|---:|---:|")
+        for sim, group, label, elements, _, off in sorted(residuals):
+            print(f"| {sim * 1e3:.4f} ms | {group} | {label} | {elements * 4 / 2**20:.4g} MiB | "
+                  f"{off * 1e6:+.1f} us |")
+    # Any offset common to two points cancels in their difference: the time per element
+    # between the two largest points of a sweep is the chip's streaming cost alone. --check
+    # holds it within STREAM_GUARD of the measured one.
+    sweeps = {}
+    for sim, group, label, elements, dev, _ in residuals:
+        key = group if group == "GELU" else f"{group}, " + (
+            "rows x 4096" if label.endswith("x 4096") else "4096 x cols")
+        sweeps.setdefault(key, []).append((elements, dev, sim, label))
+    stream = ["| set | between | measured | simulated | error |", "|---|---|---:|---:|---:|"]
+    for key, pts in sweeps.items():
+        (e0, d0, s0, l0), (e1, d1, s1, l1) = sorted(pts)[-2:]
+        meas, simd = (d1 - d0) / (e1 - e0) * 1e12, (s1 - s0) / (e1 - e0) * 1e12
+        err = (simd - meas) / meas * 100
+        stream.append(f"| {key} | {l0} and {l1} | {meas:.1f} ps/element | "
+                      f"{simd:.1f} ps/element | {err:+.1f}% |")
+        if abs(err) > STREAM_GUARD:
+            failed.append(f"{key}: streaming cost per element {err:+.1f}% off (guard "
+                          f"{STREAM_GUARD:g}%)")
+    if a.residuals:
+        print("\n" + "\n".join(stream))
     if a.write:
         doc = os.path.join(ROOT, "docs", "VALIDATION.md")
         text = open(doc).read()
