@@ -121,6 +121,14 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
     if (run.checkpoint.enabled())
         h.checkpoint = to_cycles(
             batch_transfer_seconds(host, static_cast<double>(run.checkpoint.bytes), 1), clock_mhz);
+    // The weights go to every chip at once (each over its own link) and come back from one.
+    if (run.weights.enabled()) {
+        const double w = static_cast<double>(run.weights.bytes);
+        if (run.weights.upload)
+            h.weights_upload = to_cycles(batch_transfer_seconds(host, w, 1), clock_mhz);
+        if (run.weights.download)
+            h.weights_download = to_cycles(batch_transfer_seconds(host, w, 1), clock_mhz);
+    }
     // Every program the run compiles costs the same: the step program stands for them all.
     h.compile = to_cycles(
         static_cast<double>(run.compiled_programs) *
@@ -213,16 +221,19 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
             x.infeed_end = sat_add(x.infeed_start, h.infeed_per_batch);
             const Cycle free_at = board_free;
             const Cycle compiled = global == 0 ? sat_add(t0, h.compile) : 0;
-            x.start = std::max({sat_add(free_at, h.dispatch), x.infeed_end, compiled});
+            const Cycle uploaded = global == 0 ? sat_add(compiled, h.weights_upload) : 0;
+            x.start = std::max({sat_add(free_at, h.dispatch), x.infeed_end, uploaded});
             const Cycle gap = x.start - free_at;
             x.wait_compile = std::min(gap, compiled > free_at ? compiled - free_at : 0);
-            x.wait_dispatch = std::min(gap - x.wait_compile, h.dispatch);
-            x.wait_infeed = gap - x.wait_compile - x.wait_dispatch;
+            x.wait_upload = std::min(gap - x.wait_compile, global == 0 ? h.weights_upload : 0);
+            x.wait_dispatch = std::min(gap - x.wait_compile - x.wait_upload, h.dispatch);
+            x.wait_infeed = gap - x.wait_compile - x.wait_upload - x.wait_dispatch;
             const Cycle d = device(global);
             x.end = sat_add(x.start, d);
             check_end(run, x.end, k, steps, e, "");
             r.device += d;
             r.compile += x.wait_compile;
+            r.weights += x.wait_upload;
             r.dispatch += x.wait_dispatch;
             r.infeed_wait += x.wait_infeed;
             const std::size_t kept_at = r.first_steps.size();  // this step's record, if kept
@@ -246,7 +257,9 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
         r.epoch_cycles.push_back(end - t0);
         t0 = end;
     }
-    r.total = t0;
+    r.download_start = t0;
+    r.total = sat_add(t0, h.weights_download);
+    r.weights = sat_add(r.weights, h.weights_download);
     r.steps = global;
     return r;
 }

@@ -249,6 +249,12 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
         c.integer("every_epochs", v.every_epochs, 1, 100000);
         c.boolean("after_eval", v.after_eval);
     });
+    top.object("weights", [&](ObjectReader& w) {
+        WeightsDescription& v = r.weights;
+        w.integer("bytes", v.bytes, 1, kMaxCount, true);
+        w.boolean("upload", v.upload);
+        w.boolean("download", v.download);
+    });
     const nlohmann::json* src = top.find("sources", false);
     if (src) {
         const std::string ptr = "/sources";
@@ -287,6 +293,10 @@ RunDescription parse_run_description(const nlohmann::json& j, const std::string&
         throw InputError(path, "/checkpoint",
                          "no save is triggered; expected every_steps, every_epochs or "
                          "after_eval");
+    if (r.weights.enabled() && !r.weights.upload && !r.weights.download)
+        throw InputError(path, "/weights",
+                         "neither upload nor download; expected at least one of them true (or "
+                         "no \"weights\")");
     if (r.checkpoint.after_eval && !r.eval.enabled())
         throw InputError(path, "/checkpoint/after_eval",
                          "the run has no evaluation passes (no \"eval\"); expected every_steps "

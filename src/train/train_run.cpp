@@ -77,10 +77,10 @@ TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
     const PipelineResult& p = r.pipeline;
     const Cycle compute = p.device - r.exposed_ici;
     const std::pair<Cycle, const char*> parts[] = {
-        {compute, "compute-bound"},        {r.exposed_ici, "communication-bound"},
-        {p.infeed_wait, "input-bound"},    {p.dispatch, "dispatch-bound"},
-        {p.compile, "compile-bound"},      {p.eval, "evaluation-bound"},
-        {p.checkpoint, "checkpoint-bound"}};
+        {compute, "compute-bound"},         {r.exposed_ici, "communication-bound"},
+        {p.infeed_wait, "input-bound"},     {p.dispatch, "dispatch-bound"},
+        {p.compile, "compile-bound"},       {p.eval, "evaluation-bound"},
+        {p.checkpoint, "checkpoint-bound"}, {p.weights, "weights-transfer-bound"}};
     r.verdict = std::max_element(std::begin(parts), std::end(parts), [](auto& a, auto& b) {
                     return a.first < b.first;
                 })->second;
@@ -198,7 +198,13 @@ nlohmann::json train_report_body(const TrainResult& r, const TrainInputs& in) {
           {"dispatch", secs(p.dispatch, f)},
           {"compile", secs(p.compile, f)},
           {"eval", secs(p.eval, f)},
-          {"checkpoint", secs(p.checkpoint, f)}}},
+          {"checkpoint", secs(p.checkpoint, f)},
+          {"weights", secs(p.weights, f)}}},
+        {"weights",
+         {{"bytes", in.run.weights.bytes},
+          {"upload_seconds", secs(r.host.weights_upload, f)},
+          {"download_seconds", secs(r.host.weights_download, f)},
+          {"seconds", secs(p.weights, f)}}},
         {"checkpoint",
          {{"saves", p.checkpoints},
           {"bytes_per_save", in.run.checkpoint.bytes},
@@ -252,10 +258,11 @@ std::string train_summary_text(const TrainResult& r, const TrainInputs& in) {
         static_cast<double>(in.run.samples) / secs(p.epoch_cycles.back(), f));
     s += fmt::format(
         "  time: device compute {:.1f}%, ICI (exposed) {:.1f}%, infeed wait {:.1f}%, "
-        "dispatch {:.1f}%, compile {:.1f}%, eval {:.1f}%{}\n",
+        "dispatch {:.1f}%, compile {:.1f}%, eval {:.1f}%{}{}\n",
         pct(p.device - r.exposed_ici), pct(r.exposed_ici), pct(p.infeed_wait), pct(p.dispatch),
         pct(p.compile), pct(p.eval),
-        p.checkpoints > 0 ? fmt::format(", checkpoint {:.1f}%", pct(p.checkpoint)) : "");
+        p.checkpoints > 0 ? fmt::format(", checkpoint {:.1f}%", pct(p.checkpoint)) : "",
+        p.weights > 0 ? fmt::format(", weights {:.1f}%", pct(p.weights)) : "");
     if (p.eval_passes > 0)
         s += fmt::format("  eval: {} passes x {} steps of {} samples, {:.4g} s in all\n",
                          p.eval_passes, in.run.eval.steps(), in.run.eval.global_batch,
@@ -264,6 +271,12 @@ std::string train_summary_text(const TrainResult& r, const TrainInputs& in) {
         s += fmt::format("  checkpoints: {} saves of {:.4g} MB, {:.4g} s each, {:.4g} s in all\n",
                          p.checkpoints, static_cast<double>(in.run.checkpoint.bytes) / 1e6,
                          secs(r.host.checkpoint, f), secs(p.checkpoint, f));
+    if (in.run.weights.enabled())
+        s += fmt::format(
+            "  weights: {:.4g} MB, upload {:.4g} s (before the first step), download {:.4g} s "
+            "(after the last epoch)\n",
+            static_cast<double>(in.run.weights.bytes) / 1e6, secs(r.host.weights_upload, f),
+            secs(r.host.weights_download, f));
     s += fmt::format(
         "  MXU busy {:.1f}% over the last epoch ({:.1f}% over the first); verdict: "
         "{}\n",
@@ -308,10 +321,12 @@ nlohmann::json train_timeline_json(const TrainResult& r) {
         const std::string n = fmt::format(s.eval ? "eval batch {}" : "batch {}", s.index);
         span(0, n, s.produce_start, s.ready);
         span(1, n, s.infeed_start, s.infeed_end);
-        const Cycle waited = s.wait_compile + s.wait_dispatch + s.wait_infeed;
+        const Cycle waited = s.wait_compile + s.wait_upload + s.wait_dispatch + s.wait_infeed;
         Cycle at = s.start - waited;
         span(2, "compile", at, at + s.wait_compile);
         at += s.wait_compile;
+        span(2, "weights upload", at, at + s.wait_upload);
+        at += s.wait_upload;
         span(2, "dispatch", at, at + s.wait_dispatch);
         at += s.wait_dispatch;
         span(2, "waiting for infeed", at, at + s.wait_infeed);
@@ -319,6 +334,7 @@ nlohmann::json train_timeline_json(const TrainResult& r) {
         span(2, fmt::format("checkpoint after step {}", s.index), s.checkpoint_start,
              s.checkpoint_end);
     }
+    span(2, "weights download", r.pipeline.download_start, r.pipeline.total);
     return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
 }
 

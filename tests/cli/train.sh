@@ -43,6 +43,12 @@ run_bad ckpt_none "/checkpoint: no save is triggered" "{$ok, $ev, \"checkpoint\"
 run_bad ckpt_key "/checkpoint/every: unknown key" "{$ok, $ev, \"checkpoint\": {\"bytes\": 100, \"every\": 2}}"
 run_bad ckpt_eval "/checkpoint/after_eval: the run has no evaluation passes" "{$ok, $ev, \"checkpoint\": {\"bytes\": 100, \"after_eval\": true}}"
 run_bad ckpt_epochs "/checkpoint/every_epochs: expected an integer in [1," "{$ok, $ev, \"checkpoint\": {\"bytes\": 100, \"every_epochs\": -1}}"
+# The weights' one-off transfers (docs/train.md, "Weights").
+run_bad w_bytes "/weights/bytes: missing" "{$ok, $ev, \"weights\": {\"upload\": true}}"
+run_bad w_zero "/weights/bytes: expected an integer in [1," "{$ok, $ev, \"weights\": {\"bytes\": 0}}"
+run_bad w_key "/weights/load: unknown key" "{$ok, $ev, \"weights\": {\"bytes\": 100, \"load\": true}}"
+run_bad w_none "/weights: neither upload nor download" "{$ok, $ev, \"weights\": {\"bytes\": 100, \"upload\": false, \"download\": false}}"
+run_bad w_type "/weights/upload: expected true or false" "{$ok, $ev, \"weights\": {\"bytes\": 100, \"upload\": 1}}"
 printf '{%s, %s}' "$ok" "$ev" > "$tmp/noeval.json"
 expect_error "eval trace without eval" "/eval: missing, but an eval step program was given" -- \
     train --config $v3 --trace $d/mlp_step.json --run "$tmp/noeval.json" --eval-trace $d/mlp_eval.json -q
@@ -221,6 +227,40 @@ PY
     passes=$((passes + 1))
 else
     echo "FAIL timeline with checkpoints"
+    fails=$((fails + 1))
+fi
+
+# The weights' upload lies on the device lane after the compile (1 s here) and before step 0,
+# the download after the last step; each is 100 MB over one chip's PCIe link on the v3-8
+# config, and the report's split adds up to the run.
+printf '%s' "{$ok, \"global_batch\": 8, \"epochs\": 2, \"dataset\": {\"samples\": 32}, \"weights\": {\"bytes\": 100000000}}" \
+    > "$tmp/weights.run.json"
+if "$bin" train --config $v3 --trace $d/mlp_step.json --run "$tmp/weights.run.json" -q \
+    --set host.compile_base_s=1 --timeline "$tmp/tlw.json" --json > "$tmp/w.json" &&
+    "$bin" config --dump --config $v3 > "$tmp/v3.json" &&
+    python3 - "$tmp/tlw.json" "$tmp/v3.json" "$tmp/w.json" <<'PY'; then
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+pcie = json.load(open(sys.argv[2]))["host"]["pcie_bandwidth_gbps"]
+rep = json.load(open(sys.argv[3]))
+spans = {(e["tid"], e["name"]): e for e in ev if e["ph"] == "X"}
+end = lambda e: e["ts"] + e["dur"]
+up, down = spans[(2, "weights upload")], spans[(2, "weights download")]
+us = 1e8 / (pcie * 1e9) * 1e6
+assert abs(up["dur"] - us) < 0.01 and abs(down["dur"] - us) < 0.01, (up, down, us)
+assert abs(up["ts"] - end(spans[(2, "compile")])) < 1e-6, up
+assert spans[(2, "step 0")]["ts"] >= end(up) - 1e-6
+w = rep["weights"]
+assert w["bytes"] == 100000000
+assert abs(w["seconds"] - w["upload_seconds"] - w["download_seconds"]) < 1e-9, w
+assert abs(rep["time_split"]["weights"] - w["seconds"]) < 1e-9
+assert abs(sum(rep["time_split"].values()) - rep["total_seconds"]) < 1e-6, rep["time_split"]
+# The download is in the run, not in an epoch; the upload is in the first epoch.
+assert abs(rep["total_seconds"] - sum(rep["epochs_seconds"]) - w["download_seconds"]) < 1e-6
+PY
+    passes=$((passes + 1))
+else
+    echo "FAIL weights upload and download"
     fails=$((fails + 1))
 fi
 

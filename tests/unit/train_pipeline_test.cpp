@@ -310,3 +310,47 @@ TEST_CASE("train: a checkpoint holds the next step back by its transfer", "[trai
     host.node_transfer_latency_us = 2;
     CHECK(host_timing(host, r, 4, 1, 1000).checkpoint == 2000 + 32000);
 }
+
+TEST_CASE("train: the weights go to the board before the first step and back after the last",
+          "[train]") {
+    // The compute-bound run above (2 epochs of 3 steps, compile 1000) with an upload of 300
+    // and a download of 70: the first step waits for the compile and then the upload; the
+    // download follows the last step and belongs to no epoch.
+    HostTiming h;
+    h.infeed_per_batch = 10;
+    h.dispatch = 5;
+    h.compile = 1000;
+    h.weights_upload = 300;
+    h.weights_download = 70;
+    RunDescription run = run_of(3, 1, 2);
+    run.weights.bytes = 1;
+    const PipelineResult p = simulate_pipeline(h, run, [](std::int64_t) { return Cycle{100}; });
+    REQUIRE(p.epoch_cycles.size() == 2);
+    CHECK(p.epoch_cycles[0] == 1000 + 300 + 100 + 2 * (5 + 100));
+    CHECK(p.epoch_cycles[1] == 10 + 100 + 2 * (5 + 100));  // as without the weights
+    REQUIRE(p.first_steps.size() == 6);
+    CHECK(p.first_steps[0].start == 1300);
+    CHECK(p.first_steps[0].wait_compile == 1000);
+    CHECK(p.first_steps[0].wait_upload == 300);
+    CHECK(p.first_steps[1].wait_upload == 0);
+    CHECK(p.download_start == p.epoch_cycles[0] + p.epoch_cycles[1]);
+    CHECK(p.total == p.download_start + 70);
+    CHECK(p.weights == 300 + 70);
+    CHECK(p.total == p.device + p.compile + p.dispatch + p.infeed_wait + p.weights);
+
+    // The transfers take the checkpoint's path: one replica from (to) one chip.
+    HostConfig host;
+    host.pcie_bandwidth_gbps = 16;
+    RunDescription r = run_of(1, 1, 1);
+    r.weights.bytes = 16000;
+    r.weights.download = false;
+    const HostTiming t = host_timing(host, r, 4, 1, 1000);
+    CHECK(t.weights_upload == 1000);  // 16,000 B at 16 GB/s
+    CHECK(t.weights_download == 0);
+    host.access = HostAccess::node;
+    host.network_bandwidth_gbps = 1;
+    host.node_transfer_gbps = 0.5;
+    host.node_transfer_latency_us = 2;
+    r.weights.download = true;
+    CHECK(host_timing(host, r, 4, 1, 1000).weights_download == 2000 + 32000);
+}

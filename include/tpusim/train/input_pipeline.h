@@ -27,6 +27,10 @@
 //   (PCIe; on a TPU Node also the runtime's transfer path and the network, plus one call's
 //   latency); the next training step waits for it. The file write is left to the host's page
 //   cache (not charged).
+// - The variables' one-off transfers (run.weights) take the checkpoint's path: the upload, host
+//   to board, after the compile (Keras on TPU sets the weights once the first program is
+//   compiled; the first step waits for both); the download, board to host, after the last
+//   step of the run (and its evaluation pass and save), outside every epoch.
 // - Each epoch restarts the pipeline (a new iterator): its producer starts with the epoch.
 #include <cstdint>
 #include <functional>
@@ -52,6 +56,7 @@ struct HostTiming {
     Cycle eval_cpu_per_sample = 0;  // eval batches: uncached, read from the dataset's source
     Cycle eval_infeed_per_batch = 0;
     Cycle checkpoint = 0;  // one save: its bytes from the board to the host
+    Cycle weights_upload = 0, weights_download = 0;  // run.weights, once each
 
     // Producing a batch of `samples` samples in epoch `epoch` (cached after the first).
     Cycle produce(std::int64_t samples, std::int64_t epoch) const;
@@ -64,7 +69,7 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
 
 struct StepRecord {
     Cycle produce_start = 0, ready = 0, infeed_start = 0, infeed_end = 0, start = 0, end = 0;
-    Cycle wait_compile = 0, wait_dispatch = 0, wait_infeed = 0;
+    Cycle wait_compile = 0, wait_upload = 0, wait_dispatch = 0, wait_infeed = 0;
     Cycle checkpoint_start = 0, checkpoint_end = 0;  // the save after this step; equal: none
     bool eval = false;                               // a step of an evaluation pass
     std::int64_t index = 0;  // the step's index among its kind (training or eval) in the run
@@ -74,8 +79,10 @@ struct PipelineResult {
     std::vector<Cycle> epoch_cycles;  // per epoch, end of its last step - end of the last epoch
     Cycle total = 0;
     Cycle device = 0, compile = 0, dispatch = 0, infeed_wait = 0;  // summed over the run
-    Cycle eval = 0;        // evaluation passes, end of the step before - end of their last step
-    Cycle checkpoint = 0;  // checkpoint saves, summed over the run
+    Cycle eval = 0;            // evaluation passes, end of the step before - end of their last step
+    Cycle checkpoint = 0;      // checkpoint saves, summed over the run
+    Cycle weights = 0;         // the weights' upload (as the first step waited for it) and download
+    Cycle download_start = 0;  // of the weights, after the last epoch; equal to total: none
     std::int64_t steps = 0, eval_steps = 0, eval_passes = 0, checkpoints = 0;
     std::vector<StepRecord> first_steps;  // the first `keep` steps of the run
 };

@@ -45,6 +45,17 @@ struct CheckpointDescription {
     bool enabled() const { return bytes > 0; }
 };
 
+// The variables' one-off transfers between the host and the board: before the first training
+// step (the framework sets the initial or pretrained weights on the device, after the first
+// compile) and after the last one (it copies them back). `bytes`: one replica.
+struct WeightsDescription {
+    std::int64_t bytes = 0;  // 0: the run moves none
+    bool upload = true;
+    bool download = true;
+
+    bool enabled() const { return bytes > 0; }
+};
+
 struct RunDescription {
     std::string path;  // the file, for error messages
     std::string name;
@@ -75,6 +86,7 @@ struct RunDescription {
     std::map<std::string, std::string> sources;  // key -> where its value comes from
     EvalDescription eval;
     CheckpointDescription checkpoint;
+    WeightsDescription weights;
 
     // Whether an evaluation pass follows step `k` (0-based) of epoch `epoch`.
     bool eval_after(std::int64_t epoch, std::int64_t k) const;
