@@ -188,7 +188,7 @@ def main():
     lines = ["| workload | shape | measured | simulated | error |",
              "|---|---|---:|---:|---:|"]
     errs = {}
-    residuals = []  # (simulated s, set, shape, elements, measured s, measured - simulated s)
+    residuals = []  # (simulated s, set, shape, elements, measured s)
 
     def score(group, label, dev, sim, unit="ms", scale=1e3, large=False):
         # Points whose measured time is at the dispatch floor say nothing about the chip.
@@ -208,7 +208,7 @@ def main():
                 score(group, label, dev, sim, large=large)
                 if group != "GEMM":
                     elements = op.get("elements") or op["rows"] * op["cols"]
-                    residuals.append((sim, group, label, elements, dev, dev - sim))
+                    residuals.append((sim, group, label, elements, dev))
         if want("allreduce"):
             for b, lat in rows(os.path.join(a.measured, "allreduce_TPUv3_calibration.csv"))[1:]:
                 op = {"id": f"allreduce_{b}", "kind": "all_reduce", "bytes": int(b),
@@ -250,14 +250,14 @@ def main():
         # duration rather than the buffer size stands out.
         print("\n| simulated | set | shape | f32 input | measured - simulated |")
         print("|---:|---|---|---:|---:|")
-        for sim, group, label, elements, _, off in sorted(residuals):
+        for sim, group, label, elements, dev in sorted(residuals):
             print(f"| {sim * 1e3:.4f} ms | {group} | {label} | {elements * 4 / 2**20:.4g} MiB | "
-                  f"{off * 1e6:+.1f} us |")
+                  f"{(dev - sim) * 1e6:+.1f} us |")
     # Any offset common to two points cancels in their difference: the time per element
     # between the two largest points of a sweep is the chip's streaming cost alone. --check
     # holds it within STREAM_GUARD of the measured one.
     sweeps = {}
-    for sim, group, label, elements, dev, _ in residuals:
+    for sim, group, label, elements, dev in residuals:
         key = group if group == "GELU" else f"{group}, " + (
             "rows x 4096" if label.endswith("x 4096") else "4096 x cols")
         sweeps.setdefault(key, []).append((elements, dev, sim, label))

@@ -116,19 +116,17 @@ HostTiming host_timing(const HostConfig& host, const RunDescription& run, std::i
         h.eval_infeed_per_batch =
             to_cycles(batch_transfer_seconds(host, eval_batch, chips), clock_mhz);
     }
-    // A checkpoint reads one replica of the variables: one chip's PCIe link (and the Node's
-    // transfer path, when the host reaches the board through one).
-    if (run.checkpoint.enabled())
-        h.checkpoint = to_cycles(
-            batch_transfer_seconds(host, static_cast<double>(run.checkpoint.bytes), 1), clock_mhz);
-    // The weights go to every chip at once (each over its own link) and come back from one.
-    if (run.weights.enabled()) {
-        const double w = static_cast<double>(run.weights.bytes);
-        if (run.weights.upload)
-            h.weights_upload = to_cycles(batch_transfer_seconds(host, w, 1), clock_mhz);
-        if (run.weights.download)
-            h.weights_download = to_cycles(batch_transfer_seconds(host, w, 1), clock_mhz);
-    }
+    // One replica of the variables crosses one chip's PCIe link (and the Node's transfer path,
+    // when the host reaches the board through one): a checkpoint reads it from one chip, the
+    // weights' upload writes every chip at once (each over its own link), the download reads one.
+    const auto one_replica = [&](std::int64_t bytes) {
+        return to_cycles(batch_transfer_seconds(host, static_cast<double>(bytes), 1), clock_mhz);
+    };
+    if (run.checkpoint.enabled()) h.checkpoint = one_replica(run.checkpoint.bytes);
+    if (run.weights.enabled() && run.weights.upload)
+        h.weights_upload = one_replica(run.weights.bytes);
+    if (run.weights.enabled() && run.weights.download)
+        h.weights_download = one_replica(run.weights.bytes);
     // Every program the run compiles costs the same: the step program stands for them all.
     h.compile = to_cycles(
         static_cast<double>(run.compiled_programs) *
@@ -257,7 +255,6 @@ PipelineResult simulate_pipeline(const HostTiming& h, const RunDescription& run,
         r.epoch_cycles.push_back(end - t0);
         t0 = end;
     }
-    r.download_start = t0;
     r.total = sat_add(t0, h.weights_download);
     r.weights = sat_add(r.weights, h.weights_download);
     r.steps = global;

@@ -334,7 +334,7 @@ nlohmann::json train_timeline_json(const TrainResult& r) {
         span(2, fmt::format("checkpoint after step {}", s.index), s.checkpoint_start,
              s.checkpoint_end);
     }
-    span(2, "weights download", r.pipeline.download_start, r.pipeline.total);
+    span(2, "weights download", r.pipeline.total - r.host.weights_download, r.pipeline.total);
     return {{"traceEvents", ev}, {"displayTimeUnit", "ms"}};
 }
 

@@ -79,10 +79,10 @@ struct PipelineResult {
     std::vector<Cycle> epoch_cycles;  // per epoch, end of its last step - end of the last epoch
     Cycle total = 0;
     Cycle device = 0, compile = 0, dispatch = 0, infeed_wait = 0;  // summed over the run
-    Cycle eval = 0;            // evaluation passes, end of the step before - end of their last step
-    Cycle checkpoint = 0;      // checkpoint saves, summed over the run
-    Cycle weights = 0;         // the weights' upload (as the first step waited for it) and download
-    Cycle download_start = 0;  // of the weights, after the last epoch; equal to total: none
+    Cycle eval = 0;        // evaluation passes, end of the step before - end of their last step
+    Cycle checkpoint = 0;  // checkpoint saves, summed over the run
+    Cycle weights = 0;     // the weights' upload (as the first step waited for it) and download,
+                           // which ends the run (it starts at total - HostTiming::weights_download)
     std::int64_t steps = 0, eval_steps = 0, eval_passes = 0, checkpoints = 0;
     std::vector<StepRecord> first_steps;  // the first `keep` steps of the run
 };
