@@ -19,8 +19,9 @@ Sets (each point is a trace replayed with `tpusim run`; nothing here is fitted):
 Prints a Markdown table and each set's mean absolute percentage error (MAPE) beside its
 target and its regression guard; --write replaces the table section of docs/VALIDATION.md;
 --check exits 1 when a set's MAPE is above its guard (tests/CMakeLists.txt runs it);
---residuals also prints the GELU and LayerNorm points' measured-minus-simulated time ordered by
-simulated time (docs/VALIDATION.md, "What explains the remaining error").
+--residuals also prints the one-core points' (GEMM, GELU, LayerNorm) measured-minus-simulated
+time ordered by the HBM traffic of the simulated op (docs/VALIDATION.md, "What explains the
+remaining error").
 
 Usage: scripts/validate.py [--tpusim build/tpusim] [--measured validation/measured]
                            [--write] [--check] [--residuals] [--only SET,...]
@@ -82,19 +83,29 @@ BERT_LARGE = dict(batch=14, cores=32, layers=24, hidden=1024, heads=16, ffn=4096
 BERT_LARGE_FLAGS = ["--f32-layernorm", "--clip-global-norm"]
 
 
-def run_trace(tpusim, config, trace, tmp, name):
+def run_report(tpusim, config, trace, tmp, name):
     path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(trace, f)
     out = subprocess.run([tpusim, "run", "--config", config, "--trace", path, "--json", "-q"],
                          check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["seconds"]
+    return json.loads(out)
+
+
+def run_trace(tpusim, config, trace, tmp, name):
+    return run_report(tpusim, config, trace, tmp, name)["seconds"]
+
+
+def simulate_op(tpusim, config, op, tmp, cores=1):
+    """(simulated seconds, bytes the op moved to and from HBM) of a one-op trace."""
+    trace = {"format": "tpusim.trace", "version": 1, "name": op["id"], "cores": cores,
+             "ops": [op]}
+    r = run_report(tpusim, config, trace, tmp, op["id"])
+    return r["seconds"], r["hbm"]["bytes_read"] + r["hbm"]["bytes_written"]
 
 
 def simulate(tpusim, config, op, tmp, cores=1):
-    trace = {"format": "tpusim.trace", "version": 1, "name": op["id"], "cores": cores,
-             "ops": [op]}
-    return run_trace(tpusim, config, trace, tmp, op["id"])
+    return simulate_op(tpusim, config, op, tmp, cores)[0]
 
 
 def single_op_points(measured):
@@ -175,7 +186,7 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a set's MAPE is above its guard")
     ap.add_argument("--residuals", action="store_true",
-                    help="print the GELU and LayerNorm residuals ordered by simulated time")
+                    help="print the one-core sets' residuals ordered by simulated HBM traffic")
     ap.add_argument("--only", default="", help="comma-separated sets: gemm,gelu,layernorm,"
                     "allreduce,resnet50,resnet50_v3_32,bert_large_v3_32 (default: all)")
     a = ap.parse_args()
@@ -188,7 +199,7 @@ def main():
     lines = ["| workload | shape | measured | simulated | error |",
              "|---|---|---:|---:|---:|"]
     errs = {}
-    residuals = []  # (simulated s, set, shape, elements, measured s)
+    residuals = []  # (simulated s, set, shape, elements, measured s, HBM bytes moved)
 
     def score(group, label, dev, sim, unit="ms", scale=1e3, large=False):
         # Points whose measured time is at the dispatch floor say nothing about the chip.
@@ -204,11 +215,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for group, label, op, dev, large in single_op_points(a.measured):
             if want(group.lower()):
-                sim = simulate(a.tpusim, v3, op, tmp)
+                sim, moved = simulate_op(a.tpusim, v3, op, tmp)
                 score(group, label, dev, sim, large=large)
-                if group != "GEMM":
-                    elements = op.get("elements") or op["rows"] * op["cols"]
-                    residuals.append((sim, group, label, elements, dev))
+                elements = op.get("elements") or op.get("rows", 0) * op.get("cols", 0)
+                residuals.append((sim, group, label, elements, dev, moved))
         if want("allreduce"):
             for b, lat in rows(os.path.join(a.measured, "allreduce_TPUv3_calibration.csv"))[1:]:
                 op = {"id": f"allreduce_{b}", "kind": "all_reduce", "bytes": int(b),
@@ -246,18 +256,22 @@ def main():
     print(table)
     if a.residuals:
         # The measured device time is the latency minus one floor; what is left over besides
-        # the chip shows here. Ordered by simulated time, so that an offset that follows the
-        # duration rather than the buffer size stands out.
-        print("\n| simulated | set | shape | f32 input | measured - simulated |")
-        print("|---:|---|---|---:|---:|")
-        for sim, group, label, elements, dev in sorted(residuals):
-            print(f"| {sim * 1e3:.4f} ms | {group} | {label} | {elements * 4 / 2**20:.4g} MiB | "
+        # the chip shows here, for the three one-core sets together. Ordered by the bytes the
+        # simulated op moves to and from HBM, with its simulated time beside them, so that an
+        # offset that follows either shows as steps in one of the two columns
+        # (docs/VALIDATION.md, "What explains the remaining error").
+        print("\n| HBM traffic (simulated) | simulated | set | shape | measured - simulated |")
+        print("|---:|---:|---|---|---:|")
+        for sim, group, label, elements, dev, moved in sorted(residuals, key=lambda r: (r[5], r[0])):
+            print(f"| {moved / 2**20:.4g} MiB | {sim * 1e3:.4f} ms | {group} | {label} | "
                   f"{(dev - sim) * 1e6:+.1f} us |")
     # Any offset common to two points cancels in their difference: the time per element
     # between the two largest points of a sweep is the chip's streaming cost alone. --check
     # holds it within STREAM_GUARD of the measured one.
     sweeps = {}
-    for sim, group, label, elements, dev in residuals:
+    for sim, group, label, elements, dev, _ in residuals:
+        if group == "GEMM":
+            continue
         key = group if group == "GELU" else f"{group}, " + (
             "rows x 4096" if label.endswith("x 4096") else "4096 x cols")
         sweeps.setdefault(key, []).append((elements, dev, sim, label))
