@@ -23,6 +23,7 @@ HbmSystem::HbmSystem(const HbmConfig& cfg, double core_clock_mhz, std::uint32_t 
     }
     backlog_.resize(n);
     wake_.assign(n, kNever);
+    pc_now_.assign(n, 0);
     const double half_bytes_per_tck =
         static_cast<double>(cfg.channels() / cores_per_chip * cfg.channel_width_bits / 8 * 2);
     remote_rate_ = cfg.remote_bandwidth_fraction * half_bytes_per_tck;
@@ -102,7 +103,10 @@ void HbmSystem::submit(const HbmRequest& r, Cycle now) {
     Txn& t = txns_[slot];
     t = Txn{};
     t.tag = r.tag;
-    const Cycle start = std::max(hbm_clock_.from(core_clock_, now), now_h_);
+    // The bursts enter their pseudo-channels from the request's arrival: a channel that the
+    // controller has not yet run past it (HbmModule runs ahead to the next completion) takes
+    // them then; one that has, from its own current cycle.
+    const Cycle start = hbm_clock_.from(core_clock_, now);
     const bool remote = r.requester >= 0 &&
                         static_cast<std::size_t>(r.requester) < remote_next_.size() &&
                         !map_.is_local(static_cast<std::uint32_t>(r.requester), r.addr);
@@ -125,6 +129,7 @@ void HbmSystem::submit(const HbmRequest& r, Cycle now) {
                 release = static_cast<Cycle>(std::ceil(*rnext));
                 *rnext += spacing;
             }
+            release = std::max(release, pc_now_[pc]);
             Backlog& q = backlog_[pc];
             (r.is_write ? q.writes : q.reads)
                 .push_back(Waiting{
@@ -138,15 +143,15 @@ void HbmSystem::submit(const HbmRequest& r, Cycle now) {
     ++in_flight_;
 }
 
-void HbmSystem::top_up(std::size_t p) {
+void HbmSystem::top_up(std::size_t p, Cycle t) {
     HbmPseudoChannel& pc = pcs_[p];
     Backlog& q = backlog_[p];
-    while (!q.reads.empty() && q.reads.front().release <= now_h_ && pc.can_accept(false)) {
-        pc.enqueue(q.reads.front().burst, now_h_);
+    while (!q.reads.empty() && q.reads.front().release <= t && pc.can_accept(false)) {
+        pc.enqueue(q.reads.front().burst, t);
         q.reads.pop_front();
     }
-    while (!q.writes.empty() && q.writes.front().release <= now_h_ && pc.can_accept(true)) {
-        pc.enqueue(q.writes.front().burst, now_h_);
+    while (!q.writes.empty() && q.writes.front().release <= t && pc.can_accept(true)) {
+        pc.enqueue(q.writes.front().burst, t);
         q.writes.pop_front();
     }
 }
@@ -182,28 +187,37 @@ Cycle HbmSystem::next_hbm_event() const {
 }
 
 void HbmSystem::process(Cycle t) {
+    // Each pseudo-channel keeps its own clock: t is the earliest cycle any of them needs
+    // attention, which may lie before a cycle the controller already ran another channel to.
     now_h_ = std::max(now_h_, t);
     for (std::size_t p = 0; p < pcs_.size(); ++p) {
-        if (wake_[p] > now_h_) continue;
-        top_up(p);
-        if (pcs_[p].next_event() <= now_h_) {
+        if (wake_[p] > t) continue;
+        const Cycle tp = std::max(t, pc_now_[p]);
+        pc_now_[p] = tp;
+        top_up(p, tp);
+        if (pcs_[p].next_event() <= tp) {
             issued_.clear();
-            pcs_[p].step(now_h_, issued_);
+            pcs_[p].step(tp, issued_);
             for (const auto& is : issued_) on_issued(is);
-            top_up(p);  // room freed by the issued burst
+            top_up(p, tp);  // room freed by the issued burst
         }
         refresh_wake(p);
     }
 }
 
 Cycle HbmSystem::run_to_next_completion() {
-    while (pending_.empty() && in_flight_ > 0) {
+    // Runs until the earliest completion is final: no command still to run (at or after its
+    // own cycle) can complete a request earlier.
+    for (;;) {
+        if (!ready_.empty()) return ready_.front().cycle;
         const Cycle t = next_hbm_event();
-        if (t == kNever) break;
+        if (!pending_.empty() &&
+            (t == kNever || core_clock_.from(hbm_clock_, t) >= pending_.top().cycle)) {
+            return pending_.top().cycle;
+        }
+        if (t == kNever) return kNever;
         process(t);
     }
-    if (!ready_.empty()) return ready_.front().cycle;
-    return pending_.empty() ? kNever : pending_.top().cycle;
 }
 
 void HbmSystem::advance_to(Cycle now) {

@@ -53,11 +53,12 @@ class HbmSystem {
     void submit(const HbmRequest& r, Cycle now);
     // Runs every HBM command up to core cycle `now`.
     void advance_to(Cycle now);
-    // Runs the controller ahead, past any core cycle given so far, until some request has
-    // completed; returns the core cycle of the earliest completion not yet taken (kNever if
-    // nothing is in flight). Collect it with advance_to(that cycle). Used by HbmModule to
-    // wake SystemC once per completion instead of once per command; a request submitted
-    // meanwhile starts at the controller's (later) current cycle.
+    // Runs the controller ahead, past any core cycle given so far, until the earliest
+    // completion not yet taken is final; returns its core cycle (kNever if nothing is in
+    // flight). Collect it with advance_to(that cycle). Used by HbmModule to wake SystemC once
+    // per completion instead of once per command. A request submitted meanwhile, at an earlier
+    // cycle, enters each pseudo-channel the run did not take past that cycle at that cycle,
+    // and any other at the cycle that channel was run to.
     Cycle run_to_next_completion();
     // Requests completed at or before the last advance_to, in completion order.
     std::vector<HbmCompletion> take_completions();
@@ -108,7 +109,7 @@ class HbmSystem {
         Fifo reads, writes;
     };
     void process(Cycle t);
-    void top_up(std::size_t pc);
+    void top_up(std::size_t pc, Cycle t);
     void refresh_wake(std::size_t pc);
     void on_issued(const HbmPseudoChannel::Issued& is);
     Cycle next_hbm_event() const;
@@ -120,7 +121,8 @@ class HbmSystem {
     HbmCounters counters_;
     std::vector<HbmPseudoChannel> pcs_;
     std::vector<Backlog> backlog_;
-    std::vector<Cycle> wake_;  // per pseudo-channel: next cycle it needs attention
+    std::vector<Cycle> wake_;    // per pseudo-channel: next cycle it needs attention
+    std::vector<Cycle> pc_now_;  // per pseudo-channel: the cycle it was last run to
     std::vector<Txn> txns_;
     std::vector<std::uint32_t> free_slots_;
     std::vector<HbmPseudoChannel::Issued> issued_;
