@@ -2,7 +2,9 @@
 // of a board is identical): each case drives its own HbmModule, the module `tpusim run --set
 // sim.hbm_model=burst` binds the DMA engines to, through its TLM socket (HbmTrafficGen); the
 // cases run side by side in one simulation. Reports achieved GB/s, fraction of peak, row-hit rate
-// and the pseudo-channel bus time lost to refresh, read/write turnaround and bank conflicts.
+// and the pseudo-channel bus time lost to refresh, read/write turnaround and bank conflicts,
+// and the latency of isolated reads over the phase of the refresh schedule (on the plain
+// HbmSystem: one transfer at a time).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -141,6 +143,32 @@ void run(const BenchHbmOptions& o) {
         j["description"] = r.c.description;
         cases[r.c.name] = j;
     }
+    // Isolated reads over the phase of the refresh schedule, and the same with tRFC = 0: what
+    // a transfer waits for a refresh in progress (docs/hbm.md).
+    struct LatencyCase {
+        std::string name;
+        Bytes bytes;
+        HbmLatencyResult with, without;
+    };
+    std::vector<LatencyCase> latency = {{"read_4KiB", 4 * kKiB, {}, {}},
+                                        {"read_64KiB", 64 * kKiB, {}, {}}};
+    HbmConfig no_refresh = cfg.hbm;
+    no_refresh.timing.tRFC = 0;
+    constexpr int kLatencySamples = 64;
+    nlohmann::json latency_json = nlohmann::json::object();
+    for (LatencyCase& l : latency) {
+        l.with = isolated_latency_over_refresh(cfg.hbm, cfg.chip.clock_mhz, cores, l.bytes, false,
+                                               kLatencySamples);
+        l.without = isolated_latency_over_refresh(no_refresh, cfg.chip.clock_mhz, cores, l.bytes,
+                                                  false, kLatencySamples);
+        bursts += l.with.bursts + l.without.bursts;
+        latency_json[l.name] = {{"bytes", l.bytes},
+                                {"samples", kLatencySamples},
+                                {"mean_cycles", l.with.mean_cycles},
+                                {"min_cycles", l.with.min_cycles},
+                                {"max_cycles", l.with.max_cycles},
+                                {"mean_cycles_without_refresh", l.without.mean_cycles}};
+    }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     const double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
@@ -154,6 +182,7 @@ void run(const BenchHbmOptions& o) {
         {"remote_read_gbps_per_core", cases["read_remote"]["gbps"]},
         {"random_gbps_per_chip", cases["random_64B"]["gbps"]},
         {"cases", cases},
+        {"latency", latency_json},
         {"wall_seconds", wall},
         {"bursts", bursts},
         {"bursts_per_wall_second", wall > 0 ? static_cast<double>(bursts) / wall : 0.0},
@@ -184,6 +213,13 @@ void run(const BenchHbmOptions& o) {
     std::cout << fmt::format(
         "  (of peak: of the chip, or of one core's half for the one-core cases; bus time: share "
         "of all pseudo-channel bus cycles)\n");
+    for (const LatencyCase& l : latency) {
+        std::cout << fmt::format(
+            "  latency of one {} KiB read alone, {} start times over the refresh interval: mean "
+            "{:.0f} cycles ({} to {}); {:.0f} with tRFC = 0\n",
+            l.bytes / kKiB, kLatencySamples, l.with.mean_cycles, l.with.min_cycles,
+            l.with.max_cycles, l.without.mean_cycles);
+    }
     std::cout << fmt::format(
         "  simulated {} bursts in {:.2f} s wall ({:.2f} M bursts/s), {:.2f} s CPU ({:.2f} M "
         "bursts/s)\n",

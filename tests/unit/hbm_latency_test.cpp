@@ -1,10 +1,12 @@
 // Single-request latencies of one pseudo-channel, each expected value derived from the JEDEC
-// timing parameters in the config (DRAMsim3's style: tRCD + tCL + BL/2 ...). All times in tCK.
+// timing parameters in the config (DRAMsim3's style: tRCD + tCL + BL/2 ...). All times in tCK,
+// except the last case's (isolated transfers through the whole HbmSystem, core cycles).
 #include <catch2/catch.hpp>
 #include <vector>
 
 #include "../test_util.h"
 #include "tpusim/arch/memory/hbm_channel.h"
+#include "tpusim/arch/memory/hbm_traffic.h"
 #include "tpusim/config/tpu_config.h"
 
 using namespace tpusim;
@@ -162,4 +164,40 @@ TEST_CASE("bank-group interleaved reads run at one burst per tCCD_S, same group 
     auto same = d.run(8);
     const Cycle l = std::max<Cycle>(static_cast<Cycle>(t.tCCD_L), bl2);
     CHECK(same.back().data_end - same.front().data_end == 7 * l);
+}
+
+TEST_CASE("an isolated burst waits for a refresh in progress (tRP + tRFC)^2 / (2 tREFI) on average",
+          "[hbm]") {
+    // One burst touches one pseudo-channel. Its refresh (precharge-all, then tRFC) occupies
+    // tRP + tRFC of every tREFI; a burst arriving at a uniformly spread phase meets it with
+    // probability (tRP + tRFC) / tREFI and then waits half of it on average. Bursts to a whole
+    // half's pseudo-channels meet one of the 32 far more often (docs/hbm.md).
+    const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
+    HbmConfig off = cfg.hbm;
+    off.timing.tRFC = 0;
+    const int samples = 256;
+    const Bytes burst = 32;
+    const HbmLatencyResult with =
+        isolated_latency_over_refresh(cfg.hbm, cfg.chip.clock_mhz, 2, burst, false, samples);
+    const HbmLatencyResult without =
+        isolated_latency_over_refresh(off, cfg.chip.clock_mhz, 2, burst, false, samples);
+    const double busy = static_cast<double>(cfg.hbm.timing.tRP + cfg.hbm.timing.tRFC);
+    const double expected_tck = busy * busy / (2.0 * static_cast<double>(cfg.hbm.timing.tREFI));
+    const double expected = expected_tck * cfg.chip.clock_mhz / cfg.hbm.clock_mhz();
+    INFO("mean " << with.mean_cycles << " cycles, " << without.mean_cycles
+                 << " without refresh; derived wait " << expected);
+    CHECK(with.mean_cycles - without.mean_cycles == Approx(expected).epsilon(0.25));
+    // No sample waits longer than a whole refresh and the row it then has to open.
+    const double tck = cfg.chip.clock_mhz / cfg.hbm.clock_mhz();
+    CHECK(static_cast<double>(with.max_cycles) <=
+          static_cast<double>(without.max_cycles) + (busy + cfg.hbm.timing.tRCD) * tck + 1);
+    CHECK(with.bursts == static_cast<std::uint64_t>(samples));
+
+    // A 4 KiB read spreads over all 32 pseudo-channels of the half, refreshed one after the
+    // other through half of every interval: it waits far more often than one burst does.
+    const HbmLatencyResult wide =
+        isolated_latency_over_refresh(cfg.hbm, cfg.chip.clock_mhz, 2, 4 * kKiB, false, 64);
+    const HbmLatencyResult wide_off =
+        isolated_latency_over_refresh(off, cfg.chip.clock_mhz, 2, 4 * kKiB, false, 64);
+    CHECK(wide.mean_cycles - wide_off.mean_cycles > 4 * expected);
 }

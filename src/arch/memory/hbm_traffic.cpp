@@ -1,6 +1,8 @@
 #include "tpusim/arch/memory/hbm_traffic.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <random>
 
 namespace tpusim {
@@ -85,6 +87,58 @@ HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& tr, double co
     HbmTrafficResult res = traffic_result(hbm, last, core_clock_mhz);
     res.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    return res;
+}
+
+HbmLatencyResult isolated_latency_over_refresh(const HbmConfig& cfg, double core_clock_mhz,
+                                               std::uint32_t cores_per_chip, Bytes bytes,
+                                               bool write, int samples) {
+    HbmSystem hbm(cfg, core_clock_mhz, cores_per_chip);
+    const HbmAddressMap& map = hbm.address_map();
+    samples = std::max(samples, 1);
+    // One refresh interval in core cycles; consecutive starts lie one interval and one
+    // sample's share of it apart, so that their phases step evenly through exactly one
+    // interval.
+    const double period =
+        static_cast<double>(cfg.timing.tREFI) * core_clock_mhz / hbm.hbm_clock_mhz();
+    const double step = period * (1.0 + 1.0 / samples);
+    // Steps of a 64th of the half: the row field, on top of an owner's bytes in the address
+    // map, changes; the pseudo-channels and banks stay.
+    const Bytes row_step = map.owner_bytes() / 64;
+    HbmLatencyResult res;
+    res.min_cycles = kNever;
+    double sum = 0;
+    Cycle t = 0;
+    for (int j = 0; j < samples; ++j) {
+        // The planned start, or once the transfer before has landed when the interval is
+        // shorter than a transfer.
+        t = std::max(t, static_cast<Cycle>(std::llround(step * (j + 1))));
+        HbmRequest r;
+        r.addr = map.local_base(0) + static_cast<Addr>(j % 64) * row_step;
+        r.bytes = bytes;
+        r.is_write = write;
+        r.requester = 0;
+        r.tag = 1;
+        hbm.advance_to(t);
+        hbm.take_completions();
+        hbm.submit(r, t);
+        Cycle done = kNever;
+        while (done == kNever) {
+            const Cycle next = hbm.next_event_cycle();
+            if (next == kNever) break;
+            hbm.advance_to(next);
+            for (const HbmCompletion& c : hbm.take_completions()) done = c.cycle;
+        }
+        if (done == kNever) break;  // nothing to transfer (bytes == 0)
+        const Cycle lat = done - t;
+        sum += static_cast<double>(lat);
+        res.min_cycles = std::min(res.min_cycles, lat);
+        res.max_cycles = std::max(res.max_cycles, lat);
+        t = done;
+    }
+    if (res.min_cycles == kNever) res.min_cycles = 0;
+    res.mean_cycles = sum / samples;
+    res.bursts = hbm.counters().read_bursts + hbm.counters().write_bursts;
     return res;
 }
 

@@ -61,4 +61,18 @@ HbmTrafficResult traffic_result(const HbmSystem& hbm, Cycle last, double core_cl
 // Runs `traffic` on `hbm` (fresh, idle) with the core clock `core_clock_mhz`.
 HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& traffic, double core_clock_mhz);
 
+// Latency of isolated transfers over the phase of the refresh schedule: `samples` transfers
+// of `bytes` from core 0's half, one at a time, their start times spread evenly over one
+// refresh interval (the schedule repeats with it), each on a row of its own and started after
+// the one before has landed. The spread shows what a transfer waits for a refresh in
+// progress (docs/hbm.md, "Known limitation: refresh in the latency").
+struct HbmLatencyResult {
+    double mean_cycles = 0;  // core cycles from submit to the last byte, over the samples
+    Cycle min_cycles = 0, max_cycles = 0;
+    std::uint64_t bursts = 0;
+};
+HbmLatencyResult isolated_latency_over_refresh(const HbmConfig& cfg, double core_clock_mhz,
+                                               std::uint32_t cores_per_chip, Bytes bytes,
+                                               bool write, int samples);
+
 }  // namespace tpusim
