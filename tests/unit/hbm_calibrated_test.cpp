@@ -53,6 +53,37 @@ TEST_CASE("calibrated HBM streams within 2% of the burst-level model on both boa
     }
 }
 
+TEST_CASE("a core streaming from the other core's half draws its remote share in both models",
+          "[hbm][calibrated]") {
+    // hbm.remote_bandwidth_fraction of the half's peak (docs/hbm.md): the burst-level model
+    // admits the remote bursts at that rate; the calibrated model paces the requester's remote
+    // transfers at it. Before, the calibrated model served them at the local rate (issue #10).
+    for (const char* board : {"tpu_v2_8.json", "tpu_v3_8.json"}) {
+        const TpuConfig cfg = load_config(test::config_path(board));
+        HbmSystem ref(cfg.hbm, cfg.chip.clock_mhz, 2);
+        HbmTraffic tr;
+        tr.kind = HbmTraffic::Kind::Read;
+        tr.cores = {0};
+        tr.remote = true;
+        tr.bytes_per_core = 8 * kMiB;
+        const HbmTrafficResult r = run_hbm_traffic(ref, tr, cfg.chip.clock_mhz);
+
+        HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+        const Bytes half = cfg.hbm.capacity_bytes() / 2;
+        Cycle end = 0;
+        for (Bytes off = 0; off < tr.bytes_per_core; off += kMiB) {
+            end = std::max(end, m.transfer(half + off, kMiB, false, 0, 0));
+        }
+        INFO(board << ": burst model " << r.cycles << " cycles, calibrated " << end);
+        CHECK(static_cast<double>(end) == Approx(static_cast<double>(r.cycles)).epsilon(0.03));
+        // Derived: the share of the half's peak, in bytes per core cycle.
+        const double share = cfg.hbm.remote_bandwidth_fraction * cfg.hbm.peak_bytes_per_second() /
+                             2 / (cfg.chip.clock_mhz * 1e6);
+        CHECK(static_cast<double>(end) >= static_cast<double>(tr.bytes_per_core) / share);
+        CHECK(m.stats().lookup("remote_requests") == 8.0);
+    }
+}
+
 TEST_CASE("calibrated HBM: halves queue independently; a remote half adds its latency",
           "[hbm][calibrated]") {
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));

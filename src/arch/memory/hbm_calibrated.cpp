@@ -127,7 +127,13 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
       halves_(cores_per_chip),
       half_bytes_(cfg.capacity_bytes() / static_cast<Bytes>(cores_per_chip)),
       free_at_(static_cast<std::size_t>(cores_per_chip), 0),
-      last_write_(static_cast<std::size_t>(cores_per_chip), 0) {
+      last_write_(static_cast<std::size_t>(cores_per_chip), 0),
+      remote_free_at_(static_cast<std::size_t>(cores_per_chip), 0.0) {
+    // A half's peak in bytes per core cycle; a core reading the other half draws at most
+    // remote_bandwidth_fraction of it (the burst-level model's admission rate, hbm_system.cpp).
+    const double half_peak =
+        cfg.peak_bytes_per_second() / static_cast<double>(cores_per_chip) / (core_clock_mhz * 1e6);
+    if (half_peak > 0) remote_cycles_per_byte_ = 1.0 / (cfg.remote_bandwidth_fraction * half_peak);
     // A copy moves B read and B written in 2B / copy_rate cycles instead of B / read_rate +
     // B / write_rate: the difference, per byte of either direction, is what a transfer pays
     // when it turns the bus around (transfer()).
@@ -191,9 +197,18 @@ Cycle HbmCalibratedModel::transfer(Addr addr, Bytes bytes, bool is_write, int re
     ++requests_;
     if (remote) ++remote_requests_;
     (is_write ? bytes_written_ : bytes_read_) += bytes;
+    Cycle served = free_at_[half];
+    if (remote && static_cast<std::size_t>(requester) < remote_free_at_.size()) {
+        // The requester's remote share paces its bytes: they have all crossed no earlier than
+        // its remote transfers before them plus these bytes at that share.
+        double& paced = remote_free_at_[static_cast<std::size_t>(requester)];
+        paced = std::max(paced, static_cast<double>(now)) +
+                static_cast<double>(bytes) * remote_cycles_per_byte_;
+        served = std::max(served, static_cast<Cycle>(std::ceil(paced)));
+    }
     const Cycle latency = (is_write ? cal_.write_latency : cal_.read_latency) +
                           (remote ? static_cast<Cycle>(cfg_.remote_latency_cycles) : 0);
-    return free_at_[half] + latency;
+    return served + latency;
 }
 
 }  // namespace tpusim

@@ -9,10 +9,12 @@
 // starts (streaming reads, streaming writes and one isolated access; cached per config).
 // Read/write turnaround between interleaved streams is charged from the measured copy rate:
 // a transfer that follows one of the other direction back to back on its half pays the
-// turnaround share of a copy (transfer()). What it leaves out: bank conflicts of
-// non-streaming patterns and interference between the two halves; `--set
-// sim.hbm_model=burst` runs the reference instead. tests/unit/hbm_calibrated_test.cpp checks
-// the two against each other on streaming traffic.
+// turnaround share of a copy (transfer()). A core's transfers from the other half are paced
+// at hbm.remote_bandwidth_fraction of that half's peak, as the burst-level model admits them.
+// What it leaves out: bank conflicts of non-streaming patterns, refresh in the latency
+// (docs/hbm.md) and interference between the two halves; `--set sim.hbm_model=burst` runs the
+// reference instead. tests/unit/hbm_calibrated_test.cpp checks the two against each other on
+// streaming traffic, local and remote; scripts/crosscheck_hbm.py on whole programs.
 #include <cstdint>
 #include <vector>
 
@@ -48,7 +50,10 @@ class HbmCalibratedModel {
 
     // A transfer of rows x row_bytes starting at `addr`, requested at `now` by a core of the
     // chip: returns the core cycle its last byte has landed. The half that owns `addr` serves
-    // it; a remote half adds hbm.remote_latency_cycles.
+    // it; from the other core's half it also takes hbm.remote_latency_cycles more, and the
+    // requesting core draws at most hbm.remote_bandwidth_fraction of that half's peak (its
+    // remote transfers are paced one after another at that rate, as the burst-level model
+    // admits their bursts).
     Cycle transfer(Addr addr, Bytes bytes, bool is_write, int requester, Cycle now);
 
     const HbmCalibration& calibration() const { return cal_; }
@@ -63,6 +68,8 @@ class HbmCalibratedModel {
     std::vector<Cycle> free_at_;    // per half: when its queue drains
     std::vector<char> last_write_;  // per half: direction of the last transfer served
     double turnaround_cycles_per_byte_ = 0;
+    double remote_cycles_per_byte_ = 0;   // 1 / (remote_bandwidth_fraction x a half's peak)
+    std::vector<double> remote_free_at_;  // per requesting core: its remote pacing ends
     // A transfer's service per byte by [is_write][turns the bus around], worked out once.
     double cycles_per_byte_[2][2] = {{0, 0}, {0, 0}};
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0, remote_requests_ = 0;
