@@ -84,6 +84,47 @@ TEST_CASE("a core streaming from the other core's half draws its remote share in
     }
 }
 
+TEST_CASE("calibrated HBM moves whole bursts, as the burst-level model does", "[hbm][calibrated]") {
+    const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
+    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+    const Bytes b = static_cast<Bytes>(cfg.hbm.channel_width_bits / cfg.hbm.pseudo_channels / 8 *
+                                       cfg.hbm.timing.burst_length);
+    REQUIRE(b == 32);
+    // Dense and aligned: the bytes themselves.
+    CHECK(m.bytes_moved(0, 1, 4096, 4096) == 4096);
+    CHECK(m.bytes_moved(0, 16, 256, 256) == 16 * 256);
+    // 8-byte rows a page apart: one burst each.
+    CHECK(m.bytes_moved(0, 100, 8, 4096) == 100 * b);
+    // A 32-byte row that starts mid-burst touches two.
+    CHECK(m.bytes_moved(16, 1, 32, 32) == 2 * b);
+    CHECK(m.bytes_moved(16, 10, 32, 64) == 10 * 2 * b);
+    // A stride of 48 B, rows at offsets 0, 48, 96 and 144: rows of 16 B each lie within one
+    // burst; rows of 24 B end at 24, 72, 120 and 168, so the second and the fourth cross a
+    // burst boundary (2 + 2 + 1 + 1 bursts).
+    CHECK(m.bytes_moved(0, 4, 16, 48) == 4 * b);
+    CHECK(m.bytes_moved(0, 4, 24, 48) == 6 * b);
+    CHECK(m.bytes_moved(0, 0, 32, 32) == 0);
+    // Many rows: the count per period of offsets, times the periods, equals the row-by-row
+    // count for every start, row size and stride tried here.
+    for (const Addr start : {Addr{0}, Addr{8}, Addr{20}, Addr{4096 + 30}}) {
+        for (const Bytes row : {Bytes{1}, Bytes{6}, Bytes{24}, Bytes{40}, Bytes{100}}) {
+            for (const Bytes stride : {row, row + 4, Bytes{48}, Bytes{257}, Bytes{4096}}) {
+                if (stride < row) continue;
+                for (const std::int64_t rows : {1, 3, 33, 1000}) {
+                    Bytes brute = 0;
+                    for (std::int64_t r = 0; r < rows; ++r) {
+                        const Addr a = start + static_cast<Addr>(r) * stride;
+                        brute += ((a + row + b - 1) / b - a / b) * b;
+                    }
+                    INFO("start " << start << " row " << row << " stride " << stride << " rows "
+                                  << rows);
+                    CHECK(m.bytes_moved(start, rows, row, stride) == brute);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("calibrated HBM: halves queue independently; a remote half adds its latency",
           "[hbm][calibrated]") {
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -128,7 +129,10 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
       half_bytes_(cfg.capacity_bytes() / static_cast<Bytes>(cores_per_chip)),
       free_at_(static_cast<std::size_t>(cores_per_chip), 0),
       last_write_(static_cast<std::size_t>(cores_per_chip), 0),
-      remote_free_at_(static_cast<std::size_t>(cores_per_chip), 0.0) {
+      remote_free_at_(static_cast<std::size_t>(cores_per_chip), 0.0),
+      burst_bytes_(std::max<Bytes>(static_cast<Bytes>(cfg.channel_width_bits / cfg.pseudo_channels /
+                                                      8 * cfg.timing.burst_length),
+                                   1)) {
     // A half's peak in bytes per core cycle; a core reading the other half draws at most
     // remote_bandwidth_fraction of it (the burst-level model's admission rate, hbm_system.cpp).
     const double half_peak =
@@ -154,8 +158,8 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
                 1.0 / rate + (turns ? turnaround_cycles_per_byte_ : 0.0);
         }
     }
-    stats_.counter("bytes_read", bytes_read_, "B", "bytes read");
-    stats_.counter("bytes_written", bytes_written_, "B", "bytes written");
+    stats_.counter("bytes_read", bytes_read_, "B", "bytes read (whole bursts)");
+    stats_.counter("bytes_written", bytes_written_, "B", "bytes written (whole bursts)");
     stats_.counter("requests", requests_, "requests", "transfers served");
     stats_.counter("remote_requests", remote_requests_, "requests",
                    "transfers to the other core's half");
@@ -170,6 +174,31 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
     stats_.formula(
         "calibrated_write_bytes_per_cycle", [this] { return cal_.write_bytes_per_cycle; },
         "B/cycle", "sustained streaming write rate of one half, from the burst-level model");
+}
+
+Bytes HbmCalibratedModel::bytes_moved(Addr addr, std::int64_t rows, Bytes row_bytes,
+                                      Bytes stride) const {
+    const Bytes b = burst_bytes_;
+    if (rows <= 0 || row_bytes == 0) return 0;
+    auto row_bursts = [&](Addr start) { return (start + row_bytes + b - 1) / b - start / b; };
+    // A row's bursts depend only on where it starts within a burst, and the rows' offsets
+    // repeat every b / gcd(stride mod b, b) rows (one row when the stride is whole bursts):
+    // count one period, then the rest, at most 2b rows whatever `rows` is.
+    const auto period = static_cast<std::int64_t>(b / std::gcd(stride % b, b));
+    Bytes per_period = 0;
+    const std::int64_t first = std::min(rows, period);
+    for (std::int64_t r = 0; r < first; ++r) {
+        per_period += row_bursts(addr + static_cast<Addr>(r) * stride);
+    }
+    const std::int64_t periods = rows / period, rest = rows % period;
+    Bytes n = static_cast<Bytes>(periods) * per_period;
+    if (periods == 0)
+        n = per_period;  // rows < period: counted row by row above
+    else {
+        for (std::int64_t r = 0; r < rest; ++r)
+            n += row_bursts(addr + static_cast<Addr>(r) * stride);
+    }
+    return n * b;
 }
 
 Cycle HbmCalibratedModel::transfer(Addr addr, Bytes bytes, bool is_write, int requester,

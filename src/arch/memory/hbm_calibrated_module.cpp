@@ -22,7 +22,7 @@ void CalibratedHbm::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_tim
     int requester = -1;
     Addr extent = trans.get_address() + bytes;
     if (const auto* ext = trans.get_extension<HbmAccessExtension>()) {
-        bytes = static_cast<Bytes>(ext->rows) * ext->row_bytes;
+        bytes = model_.bytes_moved(trans.get_address(), ext->rows, ext->row_bytes, ext->stride);
         requester = ext->requester;
         extent = trans.get_address() +
                  static_cast<Addr>(std::max<std::int64_t>(ext->rows - 1, 0)) * ext->stride +

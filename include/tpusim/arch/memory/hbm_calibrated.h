@@ -55,6 +55,10 @@ class HbmCalibratedModel {
     // remote transfers are paced one after another at that rate, as the burst-level model
     // admits their bursts).
     Cycle transfer(Addr addr, Bytes bytes, bool is_write, int requester, Cycle now);
+    // The bytes `rows` rows of `row_bytes`, `stride` apart from `addr`, move through the HBM:
+    // whole bursts, as the burst-level model moves them (a row that starts or ends inside a
+    // burst costs all of it).
+    Bytes bytes_moved(Addr addr, std::int64_t rows, Bytes row_bytes, Bytes stride) const;
 
     const HbmCalibration& calibration() const { return cal_; }
     StatGroup& stats() { return stats_; }
@@ -74,6 +78,7 @@ class HbmCalibratedModel {
     double cycles_per_byte_[2][2] = {{0, 0}, {0, 0}};
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0, remote_requests_ = 0;
     std::uint64_t busy_cycles_ = 0;
+    Bytes burst_bytes_ = 32;  // one pseudo-channel burst: channel width / pseudo-channels x BL
     StatGroup stats_{"hbm", "HBM of one chip (calibrated transaction model)"};
 };
 
