@@ -99,5 +99,21 @@ def main():
     return 0
 
 
+def run_main():
+    """main(), with one error line and exit status 2 instead of a traceback when a file or
+    tpusim is missing or a run fails."""
+    try:
+        return main()
+    except FileNotFoundError as e:
+        hint = (" (scripts/build.sh builds it)" if os.path.basename(str(e.filename)) == "tpusim"
+                else "")
+        print(f"crosscheck_hbm: {e.filename}: no such file{hint}", file=sys.stderr)
+    except subprocess.CalledProcessError as e:
+        lines = (e.stderr or "").strip().splitlines()
+        print(f"crosscheck_hbm: {' '.join(map(str, e.cmd))} exited with {e.returncode}"
+              + (f": {lines[-1]}" if lines else ""), file=sys.stderr)
+    return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main())
