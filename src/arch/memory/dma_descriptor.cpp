@@ -1,6 +1,7 @@
 #include "tpusim/arch/memory/dma_descriptor.h"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace tpusim {
@@ -37,13 +38,28 @@ void split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes, std::vector<Dma
     while (chunks.next(c)) out.push_back(c);
 }
 
-std::uint64_t descriptor_bursts(const DmaDescriptor& d, Bytes burst_bytes) {
-    std::uint64_t n = 0;
-    for (std::int64_t r = 0; r < d.rows; ++r) {
-        const Addr start = d.hbm_addr + static_cast<Addr>(r) * d.hbm_stride;
-        n += ceil_div(start + d.row_bytes, burst_bytes) - start / burst_bytes;
-    }
+std::uint64_t strided_bursts(Addr addr, std::int64_t rows, Bytes row_bytes, Bytes stride,
+                             Bytes burst_bytes) {
+    const Bytes b = burst_bytes;
+    if (rows <= 0 || row_bytes == 0 || b == 0) return 0;
+    auto row_bursts = [&](std::int64_t r) {
+        const Addr start = addr + static_cast<Addr>(r) * stride;
+        return (start + row_bytes + b - 1) / b - start / b;
+    };
+    // A row's bursts depend only on where it starts within a burst, and the rows' offsets
+    // repeat every b / gcd(stride mod b, b) rows (every row when the stride is whole bursts):
+    // count one period, then the rows after the last whole one.
+    const auto period = static_cast<std::int64_t>(b / std::gcd(stride % b, b));
+    std::uint64_t per_period = 0;
+    for (std::int64_t r = 0; r < std::min(rows, period); ++r) per_period += row_bursts(r);
+    if (rows <= period) return per_period;
+    std::uint64_t n = static_cast<std::uint64_t>(rows / period) * per_period;
+    for (std::int64_t r = 0; r < rows % period; ++r) n += row_bursts(r);
     return n;
+}
+
+std::uint64_t descriptor_bursts(const DmaDescriptor& d, Bytes burst_bytes) {
+    return strided_bursts(d.hbm_addr, d.rows, d.row_bytes, d.hbm_stride, burst_bytes);
 }
 
 }  // namespace tpusim

@@ -8,10 +8,10 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <thread>
 #include <vector>
 
+#include "tpusim/arch/memory/dma_descriptor.h"
 #include "tpusim/arch/memory/hbm_system.h"
 #include "tpusim/arch/memory/hbm_traffic.h"
 #include "tpusim/common/threads.h"
@@ -31,13 +31,8 @@ Cycle isolated_latency(const HbmConfig& cfg, double clock_mhz, std::int64_t core
     r.is_write = write;
     r.requester = 0;
     r.tag = 1;
-    hbm.submit(r, 0);
-    while (true) {
-        const Cycle next = hbm.next_event_cycle();
-        if (next == kNever) return 0;
-        hbm.advance_to(next);
-        for (const auto& c : hbm.take_completions()) return c.cycle;
-    }
+    const Cycle done = run_isolated(hbm, r, 0);
+    return done == kNever ? 0 : done;
 }
 
 double streaming_rate(const HbmConfig& cfg, double clock_mhz, std::int64_t cores,
@@ -178,27 +173,7 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
 
 Bytes HbmCalibratedModel::bytes_moved(Addr addr, std::int64_t rows, Bytes row_bytes,
                                       Bytes stride) const {
-    const Bytes b = burst_bytes_;
-    if (rows <= 0 || row_bytes == 0) return 0;
-    auto row_bursts = [&](Addr start) { return (start + row_bytes + b - 1) / b - start / b; };
-    // A row's bursts depend only on where it starts within a burst, and the rows' offsets
-    // repeat every b / gcd(stride mod b, b) rows (one row when the stride is whole bursts):
-    // count one period, then the rest, at most 2b rows whatever `rows` is.
-    const auto period = static_cast<std::int64_t>(b / std::gcd(stride % b, b));
-    Bytes per_period = 0;
-    const std::int64_t first = std::min(rows, period);
-    for (std::int64_t r = 0; r < first; ++r) {
-        per_period += row_bursts(addr + static_cast<Addr>(r) * stride);
-    }
-    const std::int64_t periods = rows / period, rest = rows % period;
-    Bytes n = static_cast<Bytes>(periods) * per_period;
-    if (periods == 0)
-        n = per_period;  // rows < period: counted row by row above
-    else {
-        for (std::int64_t r = 0; r < rest; ++r)
-            n += row_bursts(addr + static_cast<Addr>(r) * stride);
-    }
-    return n * b;
+    return strided_bursts(addr, rows, row_bytes, stride, burst_bytes_) * burst_bytes_;
 }
 
 Cycle HbmCalibratedModel::transfer(Addr addr, Bytes bytes, bool is_write, int requester,

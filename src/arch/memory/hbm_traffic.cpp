@@ -90,6 +90,20 @@ HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& tr, double co
     return res;
 }
 
+Cycle run_isolated(HbmSystem& hbm, const HbmRequest& r, Cycle at) {
+    hbm.advance_to(at);
+    hbm.take_completions();
+    hbm.submit(r, at);
+    for (;;) {
+        const Cycle next = hbm.next_event_cycle();
+        if (next == kNever) return kNever;
+        hbm.advance_to(next);
+        for (const HbmCompletion& c : hbm.take_completions()) {
+            if (c.tag == r.tag) return c.cycle;
+        }
+    }
+}
+
 HbmLatencyResult isolated_latency_over_refresh(const HbmConfig& cfg, double core_clock_mhz,
                                                std::uint32_t cores_per_chip, Bytes bytes,
                                                bool write, int samples) {
@@ -119,16 +133,7 @@ HbmLatencyResult isolated_latency_over_refresh(const HbmConfig& cfg, double core
         r.is_write = write;
         r.requester = 0;
         r.tag = 1;
-        hbm.advance_to(t);
-        hbm.take_completions();
-        hbm.submit(r, t);
-        Cycle done = kNever;
-        while (done == kNever) {
-            const Cycle next = hbm.next_event_cycle();
-            if (next == kNever) break;
-            hbm.advance_to(next);
-            for (const HbmCompletion& c : hbm.take_completions()) done = c.cycle;
-        }
+        const Cycle done = run_isolated(hbm, r, t);
         if (done == kNever) break;  // nothing to transfer (bytes == 0)
         const Cycle lat = done - t;
         sum += static_cast<double>(lat);

@@ -61,8 +61,12 @@ std::vector<DmaDescriptor> split_descriptor(const DmaDescriptor& d, Bytes chunk_
 // The same into `out` (cleared first), reusing its storage.
 void split_descriptor(const DmaDescriptor& d, Bytes chunk_bytes, std::vector<DmaDescriptor>& out);
 
-// HBM bursts the descriptor touches (a row that does not start or end on a burst boundary
-// touches partial bursts, which cost a whole burst).
+// HBM bursts that `rows` rows of `row_bytes`, `stride` apart from `addr`, touch (a row that
+// does not start or end on a burst boundary touches partial bursts, which cost a whole burst).
+// O(burst_bytes) rows of work whatever `rows` is.
+std::uint64_t strided_bursts(Addr addr, std::int64_t rows, Bytes row_bytes, Bytes stride,
+                             Bytes burst_bytes);
+// The bursts the descriptor touches on the HBM side (strided_bursts).
 std::uint64_t descriptor_bursts(const DmaDescriptor& d, Bytes burst_bytes);
 
 }  // namespace tpusim

@@ -61,6 +61,11 @@ HbmTrafficResult traffic_result(const HbmSystem& hbm, Cycle last, double core_cl
 // Runs `traffic` on `hbm` (fresh, idle) with the core clock `core_clock_mhz`.
 HbmTrafficResult run_hbm_traffic(HbmSystem& hbm, const HbmTraffic& traffic, double core_clock_mhz);
 
+// Submits `r` to `hbm` at core cycle `at` (not before the last cycle it was advanced to) and
+// runs the HBM until `r` has completed; returns that core cycle (kNever if nothing completes).
+// Completions of earlier requests up to `at` are dropped: for one transfer at a time.
+Cycle run_isolated(HbmSystem& hbm, const HbmRequest& r, Cycle at);
+
 // Latency of isolated transfers over the phase of the refresh schedule: `samples` transfers
 // of `bytes` from core 0's half, one at a time, their start times spread evenly over one
 // refresh interval (the schedule repeats with it), each on a row of its own and started after
