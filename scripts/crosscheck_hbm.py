@@ -20,12 +20,13 @@ import subprocess
 import sys
 import tempfile
 
+from validate import one_op_trace, run_guarded, run_trace_file
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def op_trace(name, op):
-    return {"format": "tpusim.trace", "version": 1, "name": name, "cores": 1,
-            "ops": [dict(op, id=name)]}
+    return one_op_trace(dict(op, id=name))
 
 
 # (name, what it stands for, one-op trace or gen_trace.py arguments)
@@ -56,12 +57,7 @@ CASES = [
 
 
 def cycles(tpusim, config, trace, model, sets):
-    cmd = [tpusim, "run", "--config", config, "--trace", trace, "--json", "-q",
-           "--set", f"sim.hbm_model={model}"]
-    for s in sets:
-        cmd += ["--set", s]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return json.loads(out)["cycles"]
+    return run_trace_file(tpusim, config, trace, [f"sim.hbm_model={model}", *sets])["cycles"]
 
 
 def main():
@@ -99,21 +95,5 @@ def main():
     return 0
 
 
-def run_main():
-    """main(), with one error line and exit status 2 instead of a traceback when a file or
-    tpusim is missing or a run fails."""
-    try:
-        return main()
-    except FileNotFoundError as e:
-        hint = (" (scripts/build.sh builds it)" if os.path.basename(str(e.filename)) == "tpusim"
-                else "")
-        print(f"crosscheck_hbm: {e.filename}: no such file{hint}", file=sys.stderr)
-    except subprocess.CalledProcessError as e:
-        lines = (e.stderr or "").strip().splitlines()
-        print(f"crosscheck_hbm: {' '.join(map(str, e.cmd))} exited with {e.returncode}"
-              + (f": {lines[-1]}" if lines else ""), file=sys.stderr)
-    return 2
-
-
 if __name__ == "__main__":
-    sys.exit(run_main())
+    sys.exit(run_guarded(main, "crosscheck_hbm"))

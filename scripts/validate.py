@@ -83,13 +83,25 @@ BERT_LARGE = dict(batch=14, cores=32, layers=24, hidden=1024, heads=16, ffn=4096
 BERT_LARGE_FLAGS = ["--f32-layernorm", "--clip-global-norm"]
 
 
+def one_op_trace(op, cores=1):
+    """A trace of the one op `op` (its id names the trace) on `cores` cores."""
+    return {"format": "tpusim.trace", "version": 1, "name": op["id"], "cores": cores,
+            "ops": [op]}
+
+
+def run_trace_file(tpusim, config, path, sets=()):
+    """The JSON report of `tpusim run` on the trace file `path`, with --set overrides."""
+    cmd = [tpusim, "run", "--config", config, "--trace", path, "--json", "-q"]
+    for s in sets:
+        cmd += ["--set", s]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
 def run_report(tpusim, config, trace, tmp, name):
     path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(trace, f)
-    out = subprocess.run([tpusim, "run", "--config", config, "--trace", path, "--json", "-q"],
-                         check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    return run_trace_file(tpusim, config, path)
 
 
 def run_trace(tpusim, config, trace, tmp, name):
@@ -98,14 +110,8 @@ def run_trace(tpusim, config, trace, tmp, name):
 
 def simulate_op(tpusim, config, op, tmp, cores=1):
     """(simulated seconds, bytes the op moved to and from HBM) of a one-op trace."""
-    trace = {"format": "tpusim.trace", "version": 1, "name": op["id"], "cores": cores,
-             "ops": [op]}
-    r = run_report(tpusim, config, trace, tmp, op["id"])
+    r = run_report(tpusim, config, one_op_trace(op, cores), tmp, op["id"])
     return r["seconds"], r["hbm"]["bytes_read"] + r["hbm"]["bytes_written"]
-
-
-def simulate(tpusim, config, op, tmp, cores=1):
-    return simulate_op(tpusim, config, op, tmp, cores)[0]
 
 
 def single_op_points(measured):
@@ -223,7 +229,7 @@ def main():
             for b, lat in rows(os.path.join(a.measured, "allreduce_TPUv3_calibration.csv"))[1:]:
                 op = {"id": f"allreduce_{b}", "kind": "all_reduce", "bytes": int(b),
                       "dtype": "f32"}
-                sim = simulate(a.tpusim, v3, op, tmp, cores=8)
+                sim = simulate_op(a.tpusim, v3, op, tmp, cores=8)[0]
                 score("all-reduce (calibration)", f"8 cores, {int(b) / 2**20:g} MiB f32",
                       float(lat) - ALLREDUCE_FLOOR_S, sim)
         # ResNet-50 data-parallel training steps: 128 images per core on every slice; the
@@ -300,21 +306,21 @@ def main():
     return 0
 
 
-def run_main():
+def run_guarded(main, name):
     """main(), with one error line and exit status 2 instead of a traceback when a file or
-    tpusim is missing or a run fails."""
+    tpusim is missing or a run fails (scripts that call tpusim use it too)."""
     try:
         return main()
     except FileNotFoundError as e:
         hint = (" (scripts/build.sh builds it)" if os.path.basename(str(e.filename)) == "tpusim"
                 else "")
-        print(f"validate: {e.filename}: no such file{hint}", file=sys.stderr)
+        print(f"{name}: {e.filename}: no such file{hint}", file=sys.stderr)
     except subprocess.CalledProcessError as e:
         lines = (e.stderr or "").strip().splitlines()
-        print(f"validate: {' '.join(map(str, e.cmd))} exited with {e.returncode}"
+        print(f"{name}: {' '.join(map(str, e.cmd))} exited with {e.returncode}"
               + (f": {lines[-1]}" if lines else ""), file=sys.stderr)
     return 2
 
 
 if __name__ == "__main__":
-    sys.exit(run_main())
+    sys.exit(run_guarded(main, "validate"))
