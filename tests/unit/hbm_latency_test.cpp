@@ -1,7 +1,9 @@
 // Single-request latencies of one pseudo-channel, each expected value derived from the JEDEC
-// timing parameters in the config (DRAMsim3's style: tRCD + tCL + BL/2 ...). All times in tCK,
-// except the last case's (isolated transfers through the whole HbmSystem, core cycles).
+// timing parameters in the config (DRAMsim3's style: tRCD + tCL + BL/2 ...), and the order in
+// which its controller serves reads and writes. All times in tCK, except the refresh-average
+// case's (isolated transfers through the whole HbmSystem, core cycles).
 #include <catch2/catch.hpp>
+#include <string>
 #include <vector>
 
 #include "../test_util.h"
@@ -125,6 +127,35 @@ TEST_CASE("refresh blocks the bank: a read due at refresh time waits tRP + tRFC"
     d.read(0, 0, 3, 2);
     d.run(1);
     CHECK(d.counters.refreshes == 4);
+}
+
+TEST_CASE("a write drain hands the bus back to waiting reads after rw_batch_bursts writes",
+          "[hbm]") {
+    HbmConfig cfg = v3_hbm();
+    // A 32-entry write queue: a drain starts at 24 writes and ends at 8 when reads wait.
+    cfg.write_queue_depth = 32;
+    cfg.write_drain_high = 0.75;
+    cfg.write_drain_low = 0.25;
+    // 8 reads and 24 writes queued at once, all to one open row of four bank groups; the
+    // directions in the order their column commands issue.
+    auto order = [&](std::int64_t batch) {
+        cfg.rw_batch_bursts = batch;
+        Driver d(cfg);
+        for (std::uint32_t i = 0; i < 8; ++i) d.read(i % 4, 0, 1, i);
+        for (std::uint32_t i = 0; i < 24; ++i) d.write(i % 4, 0, 1, 100 + i);
+        std::string s;
+        for (const auto& b : d.run(32)) s += b.is_write ? 'W' : 'R';
+        return s;
+    };
+    const auto run = [](char c, std::size_t n) { return std::string(n, c); };
+    // Watermarks alone: the queue is at its high watermark, so writes first, down to the low
+    // one (16), the reads, then the writes left once no read waits.
+    CHECK(order(0) == run('W', 16) + run('R', 8) + run('W', 8));
+    // Batches of 4: a drain waits for one read; after 4 writes the bus turns back to the
+    // waiting reads, and the write queue (20) is below its high watermark until they are done.
+    CHECK(order(4) == run('R', 1) + run('W', 4) + run('R', 7) + run('W', 20));
+    // A batch longer than the drain changes nothing but the first read.
+    CHECK(order(64) == run('R', 1) + run('W', 16) + run('R', 7) + run('W', 8));
 }
 
 TEST_CASE("FR-FCFS serves a younger row hit before an older row conflict", "[hbm]") {

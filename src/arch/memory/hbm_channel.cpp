@@ -11,6 +11,7 @@ HbmPseudoChannel::HbmPseudoChannel(const HbmConfig& cfg, HbmCounters& counters, 
       banks_per_group_(static_cast<std::uint32_t>(cfg.banks_per_group)),
       read_depth_(static_cast<std::size_t>(cfg.read_queue_depth)),
       write_depth_(static_cast<std::size_t>(cfg.write_queue_depth)),
+      batch_(static_cast<std::uint64_t>(cfg.rw_batch_bursts)),
       burst_cycles_(static_cast<Cycle>(cfg.timing.burst_length / 2)),
       banks_(static_cast<std::size_t>(cfg.bank_groups * cfg.banks_per_group)),
       bg_next_rd_(static_cast<std::size_t>(cfg.bank_groups), 0),
@@ -80,12 +81,23 @@ void HbmPseudoChannel::refresh(Cycle due) {
 }
 
 void HbmPseudoChannel::update_mode() {
+    // Write drains (gem5's DRAM controller policy): a drain starts when the write queue reaches
+    // its high watermark, or when writes wait and no read does; it ends when the writes run
+    // out, or when reads wait and the write queue is down to its low watermark. With
+    // hbm.rw_batch_bursts = N > 0 a drain also hands the bus back to waiting reads after N
+    // writes (gem5's min_writes_per_switch), and the next drain waits for one read to be
+    // served, so that a write queue refilling above its high watermark cannot starve the reads
+    // (docs/hbm.md, "Read/write switching").
     if (draining_writes_) {
-        if (writes_.empty() || (writes_.size() <= drain_low_ && !reads_.empty())) {
+        const bool batch_done = batch_ != 0 && run_ >= batch_;
+        if (writes_.empty() || (!reads_.empty() && (writes_.size() <= drain_low_ || batch_done))) {
             draining_writes_ = false;
+            run_ = 0;
         }
-    } else if (writes_.size() >= drain_high_ || (reads_.empty() && !writes_.empty())) {
+    } else if ((writes_.size() >= drain_high_ && (batch_ == 0 || run_ > 0)) ||
+               (!writes_.empty() && reads_.empty())) {
         draining_writes_ = true;
+        run_ = 0;
     }
 }
 
@@ -213,6 +225,7 @@ bool HbmPseudoChannel::try_column(Cycle now, std::vector<Entry>& q, std::vector<
             bank.next_pre = std::max(bank.next_pre, now + static_cast<Cycle>(t_.tRTP));
             ++c_.read_bursts;
         }
+        ++run_;
         // One column command per cycle on the column command bus.
         next_rd_ = std::max(next_rd_, now + 1);
         next_wr_ = std::max(next_wr_, now + 1);

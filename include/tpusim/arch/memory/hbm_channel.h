@@ -1,6 +1,7 @@
 #pragma once
 // One HBM2 pseudo-channel: its banks, command timing and an FR-FCFS scheduler with separate
-// read and write queues, write-drain watermarks, open-page policy and all-bank refresh.
+// read and write queues, write-drain watermarks, read/write batches, open-page policy and
+// all-bank refresh.
 // Plain C++ in HBM clock cycles (tCK); the caller steps it only at the cycles returned by
 // next_event(), so idle cycles cost nothing (DRAMsim3-style timing without a per-cycle tick).
 //
@@ -112,6 +113,7 @@ class HbmPseudoChannel {
     HbmCounters& c_;
     std::uint32_t banks_per_group_;
     std::size_t read_depth_, write_depth_, drain_high_, drain_low_;
+    std::uint64_t batch_;  // hbm.rw_batch_bursts (0: no bound)
     Cycle burst_cycles_;
     std::vector<Bank> banks_;
     std::vector<std::uint8_t> col_ready_;  // scratch for try_column
@@ -122,6 +124,7 @@ class HbmPseudoChannel {
     std::uint64_t acts_ = 0;
     std::vector<Entry> reads_, writes_;
     bool draining_writes_ = false;
+    std::uint64_t run_ = 0;  // bursts served since the bus last turned
     Cycle next_refresh_;
     Cycle refresh_start_ = 0, refresh_end_ = 0;  // the last refresh's blocking window
     // Loss accounting: when the next column slot was due and when work became queued.
