@@ -152,35 +152,51 @@ TEST_CASE("calibrated HBM: halves queue independently; a remote half adds its la
     CHECK(2 * c.write_bytes_per_cycle < peak_per_cycle);
 }
 
-TEST_CASE("calibrated HBM charges read/write turnaround only to back-to-back direction changes",
+TEST_CASE("calibrated HBM charges the turnaround to bytes of both directions queued together",
           "[hbm][calibrated]") {
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
     const HbmCalibration& cal = calibrate_hbm(cfg.hbm, cfg.chip.clock_mhz, 2);
-    // The burst-level copy is slower than reads and writes alone (turnaround, docs/hbm.md).
+    // The burst-level copy is slower than reads and writes alone (turnaround, docs/hbm.md):
+    // per byte of either direction a copy interleaves, this much more.
     REQUIRE(cal.copy_bytes_per_cycle > 0);
-    const double per_byte = (2.0 / cal.copy_bytes_per_cycle - 1.0 / cal.read_bytes_per_cycle -
-                             1.0 / cal.write_bytes_per_cycle) /
-                            2.0;
-    REQUIRE(per_byte > 0);
+    const double turn = (2.0 / cal.copy_bytes_per_cycle - 1.0 / cal.read_bytes_per_cycle -
+                         1.0 / cal.write_bytes_per_cycle) /
+                        2.0;
+    REQUIRE(turn > 0);
+    const double rd = 1.0 / cal.read_bytes_per_cycle, wr = 1.0 / cal.write_bytes_per_cycle;
     const Bytes b = kMiB;
-    auto service = [](double rate_per_byte, Bytes bytes) {
-        return static_cast<Cycle>(std::ceil(static_cast<double>(bytes) * rate_per_byte));
-    };
-    // Read, then a write back to back: the write pays the turnaround share.
-    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
-    const Cycle r_end = m.transfer(0, b, false, 0, 0);
     const Cycle lat_r = cal.read_latency, lat_w = cal.write_latency;
-    const Cycle r_free = r_end - lat_r;
-    REQUIRE(r_free == service(1.0 / cal.read_bytes_per_cycle, b));
-    const Cycle w_end = m.transfer(b, b, true, 0, 0);
-    CHECK(w_end - lat_w == r_free + service(1.0 / cal.write_bytes_per_cycle + per_byte, b));
-    // Another write right after it: same direction, no turnaround.
-    const Cycle w2_end = m.transfer(2 * b, b, true, 0, 0);
-    CHECK(w2_end - w_end == service(1.0 / cal.write_bytes_per_cycle, b));
-    // A read after an idle gap: the bus turned while idle.
-    const Cycle late = w2_end + 1000;
-    const Cycle r2_end = m.transfer(3 * b, b, false, 0, late);
-    CHECK(r2_end - lat_r == late + service(1.0 / cal.read_bytes_per_cycle, b));
+    auto service = [](double cycles) { return static_cast<Cycle>(std::ceil(cycles)); };
+    const double mib = static_cast<double>(b);
+
+    // A read, then a write queued behind it: the write meets the read's bytes and pays the
+    // turnaround for both.
+    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+    const Cycle r_free = m.transfer(0, b, false, 0, 0) - lat_r;
+    REQUIRE(r_free == service(mib * rd));
+    const Cycle w_free = m.transfer(b, b, true, 0, 0) - lat_w;
+    CHECK(w_free == r_free + service(mib * (wr + 2 * turn)));
+    // A second write: every read byte queued is met already, so it turns nothing.
+    const Cycle w2_free = m.transfer(2 * b, b, true, 0, 0) - lat_w;
+    CHECK(w2_free == w_free + service(mib * wr));
+    // A read queued behind that write meets its bytes.
+    const Cycle r2_free = m.transfer(3 * b, b, false, 0, 0) - lat_r;
+    CHECK(r2_free == w2_free + service(mib * (rd + 2 * turn)));
+    // After the queue has drained the bus is free to turn: a write alone pays nothing.
+    const Cycle late = r2_free + 1000;
+    CHECK(m.transfer(4 * b, b, true, 0, late) - lat_w == late + service(mib * wr));
+
+    // Four read streams and three write streams queued together (Adam's pattern): three of
+    // the four reads are met by a write, so 6 of 7 parts pay, not all 7.
+    HbmCalibratedModel a(cfg.hbm, cfg.chip.clock_mhz, 2);
+    Cycle end = 0;
+    for (int i = 0; i < 4; ++i) end = a.transfer(static_cast<Addr>(i) * b, b, false, 0, 0) - lat_r;
+    for (int i = 4; i < 7; ++i) end = a.transfer(static_cast<Addr>(i) * b, b, true, 0, 0) - lat_w;
+    const double expected = mib * (4 * rd + 3 * wr + 6 * turn);
+    CHECK(static_cast<double>(end) == Approx(expected).margin(7));
+    // The other half queues on its own and meets none of them.
+    const Addr other_half = cfg.hbm.capacity_bytes() / 2;
+    CHECK(a.transfer(other_half, b, true, 1, 0) - lat_w == service(mib * wr));
 }
 
 TEST_CASE("the calibration's runs side by side give the serial numbers bit for bit",

@@ -123,7 +123,8 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
       halves_(cores_per_chip),
       half_bytes_(cfg.capacity_bytes() / static_cast<Bytes>(cores_per_chip)),
       free_at_(static_cast<std::size_t>(cores_per_chip), 0),
-      last_write_(static_cast<std::size_t>(cores_per_chip), 0),
+      until_(static_cast<std::size_t>(cores_per_chip) * 2, 0),
+      unpaired_(static_cast<std::size_t>(cores_per_chip) * 2, 0),
       remote_free_at_(static_cast<std::size_t>(cores_per_chip), 0.0),
       burst_bytes_(std::max<Bytes>(static_cast<Bytes>(cfg.channel_width_bits / cfg.pseudo_channels /
                                                       8 * cfg.timing.burst_length),
@@ -146,13 +147,8 @@ HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_m
         half_shift_ = 0;
         while ((Bytes{1} << half_shift_) != half_bytes_) ++half_shift_;
     }
-    for (int write = 0; write < 2; ++write) {
-        const double rate = write ? cal_.write_bytes_per_cycle : cal_.read_bytes_per_cycle;
-        for (int turns = 0; turns < 2; ++turns) {
-            cycles_per_byte_[write][turns] =
-                1.0 / rate + (turns ? turnaround_cycles_per_byte_ : 0.0);
-        }
-    }
+    cycles_per_byte_[0] = 1.0 / cal_.read_bytes_per_cycle;
+    cycles_per_byte_[1] = 1.0 / cal_.write_bytes_per_cycle;
     stats_.counter("bytes_read", bytes_read_, "B", "bytes read (whole bursts)");
     stats_.counter("bytes_written", bytes_written_, "B", "bytes written (whole bursts)");
     stats_.counter("requests", requests_, "requests", "transfers served");
@@ -186,17 +182,25 @@ Cycle HbmCalibratedModel::transfer(Addr addr, Bytes bytes, bool is_write, int re
         static_cast<std::size_t>(std::min<Addr>(index, static_cast<Addr>(halves_ - 1)));
     const bool remote = requester >= 0 && static_cast<std::size_t>(requester) != half;
     const Cycle start = std::max(now, free_at_[half]);
-    // Back to back with a transfer of the other direction, the two streams interleave in the
-    // controller and pay its read/write turnaround; after an idle gap the bus has turned.
-    const bool turns =
-        start == free_at_[half] && start > 0 && static_cast<bool>(last_write_[half]) != is_write;
-    const double per_byte = cycles_per_byte_[is_write ? 1 : 0][turns ? 1 : 0];
+    // Reads and writes queued together on a half interleave in the controller, which turns
+    // the bus between its batches of each (hbm.rw_batch_bursts, the drain watermarks). A copy
+    // pays turnaround_cycles_per_byte_ on every byte of both directions, so each byte of this
+    // transfer that meets a byte of the other direction still queued (not yet met by another)
+    // pays it for the two; a lone stream, or the part of one beyond the other's bytes, pays
+    // nothing. Bytes whose service has ended are no longer queued.
+    const std::size_t d = half * 2 + (is_write ? 1 : 0), other = half * 2 + (is_write ? 0 : 1);
+    if (until_[other] <= now) unpaired_[other] = 0;
+    if (until_[d] <= now) unpaired_[d] = 0;
+    const Bytes paired = std::min(bytes, unpaired_[other]);
+    unpaired_[other] -= paired;
+    unpaired_[d] += bytes - paired;
     // std::ceil without the library call: the same for every product below 2^63.
-    const double exact = static_cast<double>(bytes) * per_byte;
+    const double exact = static_cast<double>(bytes) * cycles_per_byte_[is_write ? 1 : 0] +
+                         static_cast<double>(2 * paired) * turnaround_cycles_per_byte_;
     auto service = static_cast<Cycle>(exact);
     if (static_cast<double>(service) < exact) ++service;
-    last_write_[half] = is_write ? 1 : 0;
     free_at_[half] = start + service;
+    until_[d] = free_at_[half];
     busy_cycles_ += service;
     ++requests_;
     if (remote) ++remote_requests_;

@@ -8,9 +8,10 @@
 // latency are *measured* on the burst-level model for the same config when the simulator
 // starts (streaming reads, streaming writes and one isolated access; cached per config).
 // Read/write turnaround between interleaved streams is charged from the measured copy rate:
-// a transfer that follows one of the other direction back to back on its half pays the
-// turnaround share of a copy (transfer()). A core's transfers from the other half are paced
-// at hbm.remote_bandwidth_fraction of that half's peak, as the burst-level model admits them.
+// the bytes of a transfer that meet bytes of the other direction still queued on its half pay
+// the turnaround a copy pays for both (transfer()). A core's transfers from the other half
+// are paced at hbm.remote_bandwidth_fraction of that half's peak, as the burst-level model
+// admits them.
 // What it leaves out: bank conflicts of non-streaming patterns, refresh in the latency
 // (docs/hbm.md) and interference between the two halves; `--set sim.hbm_model=burst` runs the
 // reference instead. tests/unit/hbm_calibrated_test.cpp checks the two against each other on
@@ -68,14 +69,17 @@ class HbmCalibratedModel {
     HbmCalibration cal_;
     std::int64_t halves_;
     Bytes half_bytes_;
-    int half_shift_ = -1;           // log2(half_bytes_) when a power of two
-    std::vector<Cycle> free_at_;    // per half: when its queue drains
-    std::vector<char> last_write_;  // per half: direction of the last transfer served
-    double turnaround_cycles_per_byte_ = 0;
-    double remote_cycles_per_byte_ = 0;   // 1 / (remote_bandwidth_fraction x a half's peak)
-    std::vector<double> remote_free_at_;  // per requesting core: its remote pacing ends
-    // A transfer's service per byte by [is_write][turns the bus around], worked out once.
-    double cycles_per_byte_[2][2] = {{0, 0}, {0, 0}};
+    int half_shift_ = -1;         // log2(half_bytes_) when a power of two
+    std::vector<Cycle> free_at_;  // per half: when its queue drains
+    // Per half x 2 + direction (1: write): when its last transfer's service ends, and its
+    // queued bytes not yet interleaved with bytes of the other direction.
+    std::vector<Cycle> until_;
+    std::vector<Bytes> unpaired_;
+    double turnaround_cycles_per_byte_ = 0;  // per byte of each direction a copy interleaves
+    double remote_cycles_per_byte_ = 0;      // 1 / (remote_bandwidth_fraction x a half's peak)
+    std::vector<double> remote_free_at_;     // per requesting core: its remote pacing ends
+    // A transfer's service per byte by is_write, the bus not turning.
+    double cycles_per_byte_[2] = {0, 0};
     std::uint64_t bytes_read_ = 0, bytes_written_ = 0, requests_ = 0, remote_requests_ = 0;
     std::uint64_t busy_cycles_ = 0;
     Bytes burst_bytes_ = 32;  // one pseudo-channel burst: channel width / pseudo-channels x BL
