@@ -39,3 +39,21 @@ TEST_CASE("a VMEM port serialises transfers at its width", "[vmem]") {
     CHECK(p.reserve(105, w + 1) == 112);  // w + 1 bytes need two cycles
     CHECK(p.busy_cycles() == 12);
 }
+
+TEST_CASE("a VMEM port serves a transfer in the earliest idle stretch that fits it", "[vmem]") {
+    VmemPort p(512);
+    const Bytes w = 512;
+    // A read booked for when its data lands (200..210); a write ready earlier goes through
+    // the idle stretch before it instead of queueing behind the booking.
+    CHECK(p.reserve(200, 10 * w, 100) == 210);
+    CHECK(p.reserve(150, 5 * w, 100) == 155);
+    // 5 cycles do not fit in 196..200: after the read.
+    CHECK(p.reserve(196, 5 * w, 100) == 215);
+    // 45 cycles fill 155..200 exactly.
+    CHECK(p.reserve(155, 45 * w, 100) == 200);
+    CHECK(p.free_at() == 215);
+    CHECK(p.busy_cycles() == 65);
+    // Bookings that ended by the caller's cycle are forgotten; the port is idle after 215.
+    CHECK(p.reserve(300, w, 300) == 301);
+    CHECK(p.reserve(300, w, 300) == 302);
+}

@@ -149,11 +149,11 @@ Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, bool to_vmem, HbmAccessExten
     (to_vmem ? bytes_to_vmem_ : bytes_to_hbm_) += c.bytes();
     // As move_chunk: to the HBM, read out of VMEM first; from it, written into VMEM once the
     // whole chunk has arrived (store and forward).
-    const Cycle hbm_start = to_vmem ? issue : vmem_out->reserve_dma_port(issue, c.bytes());
+    const Cycle hbm_start = to_vmem ? issue : vmem_out->reserve_dma_port(issue, c.bytes(), now);
     sc_core::sc_time delay = ticks_.time(hbm_start - now);
     transport(payload_, ext, c, delay);
     const Cycle hbm_end = now + ticks_.of(delay);
-    return to_vmem ? vmem_out->reserve_dma_port(hbm_end, c.bytes()) : hbm_end;
+    return to_vmem ? vmem_out->reserve_dma_port(hbm_end, c.bytes(), now) : hbm_end;
 }
 
 void DmaEngine::deliver() {
@@ -208,13 +208,13 @@ void DmaEngine::move_chunk(const DmaDescriptor& c, DmaDescriptor::Dir dir) {
     ++chunks_;
     if (!to_vmem) {
         // Read the chunk out of VMEM before it leaves for the HBM.
-        const Cycle end = vmem_out->reserve_dma_port(now_cycles(), c.bytes());
+        const Cycle end = vmem_out->reserve_dma_port(now_cycles(), c.bytes(), now_cycles());
         sc_core::wait(cycles(end - now_cycles()));
     }
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
     hbm_transaction(c, to_vmem, delay);
     if (to_vmem) {
-        const Cycle end = vmem_out->reserve_dma_port(now_cycles(), c.bytes());
+        const Cycle end = vmem_out->reserve_dma_port(now_cycles(), c.bytes(), now_cycles());
         sc_core::wait(cycles(end - now_cycles()));
     }
     (to_vmem ? bytes_to_vmem_ : bytes_to_hbm_) += c.bytes();

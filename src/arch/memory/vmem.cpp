@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "tpusim/common/error.h"
 
@@ -60,13 +61,42 @@ void VmemAllocator::check_range(Addr addr, Bytes bytes, const std::string& what)
     }
 }
 
-Cycle VmemPort::reserve(Cycle now, Bytes bytes) {
-    const Cycle start = std::max(now, free_at_);
+Cycle VmemPort::reserve(Cycle now, Bytes bytes, Cycle horizon) {
+    while (!booked_.empty() && booked_.begin()->second <= horizon) booked_.erase(booked_.begin());
     const Cycle busy = ceil_div(bytes, bytes_per_cycle_);
-    free_at_ = start + busy;
     busy_cycles_ += busy;
     bytes_ += bytes;
-    return free_at_;
+    if (busy == 0) return now;
+    // The first stretch from `now` on that no booking overlaps.
+    Cycle start = now;
+    auto it = booked_.upper_bound(start);
+    if (it != booked_.begin()) {
+        const auto prev = std::prev(it);
+        if (prev->second > start) start = prev->second;
+    }
+    while (it != booked_.end() && it->first < start + busy) {
+        start = std::max(start, it->second);
+        ++it;
+    }
+    const Cycle end = start + busy;
+    // Book [start, end), merged with the bookings it touches so that a stream stays one entry.
+    Cycle lo = start, hi = end;
+    auto next = booked_.lower_bound(start);
+    if (next != booked_.begin()) {
+        const auto prev = std::prev(next);
+        if (prev->second == start) {
+            lo = prev->first;
+            booked_.erase(prev);
+        }
+    }
+    next = booked_.find(end);
+    if (next != booked_.end()) {
+        hi = next->second;
+        booked_.erase(next);
+    }
+    booked_.emplace(lo, hi);
+    free_at_ = std::max(free_at_, end);
+    return end;
 }
 
 }  // namespace tpusim

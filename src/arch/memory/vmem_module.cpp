@@ -12,6 +12,8 @@ Vmem::Vmem(sc_core::sc_module_name name, const VmemConfig& vmem, const DmaConfig
     stats_.counter("dma_port_bytes", dma_port_.bytes(), "B", "bytes through the DMA port");
 }
 
-Cycle Vmem::reserve_dma_port(Cycle now, Bytes bytes) { return dma_port_.reserve(now, bytes); }
+Cycle Vmem::reserve_dma_port(Cycle now, Bytes bytes, Cycle horizon) {
+    return dma_port_.reserve(now, bytes, horizon);
+}
 
 }  // namespace tpusim

@@ -34,14 +34,20 @@ class VmemAllocator {
     std::map<Addr, Bytes> live_;  // offset -> size
 };
 
-// A port that moves `bytes_per_cycle`; transfers reserve it in arrival order.
+// A port that moves `bytes_per_cycle`. A transfer takes the earliest idle stretch of the
+// port, from the cycle it asks for, that is long enough for it: the DMA engines plan a chunk's
+// passage through the port when they issue it, a read for when its data will have landed, so
+// a write planned later but ready earlier goes through first instead of queueing behind the
+// read's booking (docs/hbm.md, "The VMEM port").
 class VmemPort {
  public:
     explicit VmemPort(std::int64_t bytes_per_cycle)
         : bytes_per_cycle_(static_cast<Bytes>(bytes_per_cycle)) {}
-    // Reserves the port for `bytes` from `now` (or when it frees up); returns the cycle at
-    // which the transfer ends.
-    Cycle reserve(Cycle now, Bytes bytes);
+    // Reserves the port for `bytes` from `now` on, in the first idle stretch that fits;
+    // returns the cycle at which the transfer ends. `horizon`: no later call asks for a start
+    // before it (the caller's current cycle), so bookings that end by then are forgotten.
+    Cycle reserve(Cycle now, Bytes bytes, Cycle horizon = 0);
+    // The end of the last booking.
     Cycle free_at() const { return free_at_; }
     const std::uint64_t& busy_cycles() const { return busy_cycles_; }
     const std::uint64_t& bytes() const { return bytes_; }
@@ -49,6 +55,7 @@ class VmemPort {
  private:
     Bytes bytes_per_cycle_;
     Cycle free_at_ = 0;
+    std::map<Cycle, Cycle> booked_;  // start -> end, disjoint; touching bookings merged
     std::uint64_t busy_cycles_ = 0, bytes_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 // Vmem: a TensorCore's vector memory as a module. It owns the port the DMA engines move data
-// through (dma.vmem_bytes_per_cycle, reserved in arrival order, vmem.h's VmemPort) and the
+// through (dma.vmem_bytes_per_cycle, each transfer in its earliest idle stretch, vmem.h's
+// VmemPort) and the
 // capacity that bounds every descriptor. Buffer placement is the program layer's
 // (VmemAllocator); the vector unit's load/store ports are timed inside the Vpu.
 #include <systemc>
@@ -14,9 +15,10 @@ namespace tpusim {
 
 class VmemIf : public virtual sc_core::sc_interface {
  public:
-    // Reserves the DMA port for `bytes` from `now` (or when it frees up); returns the cycle
-    // at which the transfer through it ends.
-    virtual Cycle reserve_dma_port(Cycle now, Bytes bytes) = 0;
+    // Reserves the DMA port for `bytes` from `now` on, in its first idle stretch that fits;
+    // returns the cycle at which the transfer through it ends. `horizon`: the caller's current
+    // cycle (no reservation will ask for an earlier start).
+    virtual Cycle reserve_dma_port(Cycle now, Bytes bytes, Cycle horizon) = 0;
     virtual Bytes capacity_bytes() const = 0;
 };
 
@@ -26,7 +28,7 @@ class Vmem : public sc_core::sc_module, public VmemIf {
 
     Vmem(sc_core::sc_module_name name, const VmemConfig& vmem, const DmaConfig& dma);
 
-    Cycle reserve_dma_port(Cycle now, Bytes bytes) override;
+    Cycle reserve_dma_port(Cycle now, Bytes bytes, Cycle horizon) override;
     Bytes capacity_bytes() const override { return capacity_; }
     StatGroup& stats() { return stats_; }
 
