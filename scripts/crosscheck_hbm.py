@@ -7,8 +7,8 @@
 refresh), the reference, one to two orders of magnitude slower. This script replays a set of
 one-core programs on configs/tpu_v3_8.json with both and prints cycles and the difference, so a
 change to either model shows what it does to their agreement. docs/hbm.md ("Known limitation")
-explains the differences it shows today: the VMEM port in planning order (copies), refresh in
-the latency (small dependent transfers).
+explains the differences it shows today: the turnaround of programs that read and write (the
+calibrated path charges a steady copy's), refresh in the latency (small dependent transfers).
 
 Usage: scripts/crosscheck_hbm.py [--tpusim build/tpusim] [--config configs/tpu_v3_8.json]
                                  [--only NAME,...] [--set KEY=VALUE ...]

@@ -129,7 +129,7 @@ TEST_CASE("refresh blocks the bank: a read due at refresh time waits tRP + tRFC"
     CHECK(d.counters.refreshes == 4);
 }
 
-TEST_CASE("a write drain hands the bus back to waiting reads after rw_batch_bursts writes",
+TEST_CASE("a write drain hands the bus back to waiting reads after writes_per_switch writes",
           "[hbm]") {
     HbmConfig cfg = v3_hbm();
     // A 32-entry write queue: a drain starts at 24 writes and ends at 8 when reads wait.
@@ -139,7 +139,7 @@ TEST_CASE("a write drain hands the bus back to waiting reads after rw_batch_burs
     // 8 reads and 24 writes queued at once, all to one open row of four bank groups; the
     // directions in the order their column commands issue.
     auto order = [&](std::int64_t batch) {
-        cfg.rw_batch_bursts = batch;
+        cfg.writes_per_switch = batch;
         Driver d(cfg);
         for (std::uint32_t i = 0; i < 8; ++i) d.read(i % 4, 0, 1, i);
         for (std::uint32_t i = 0; i < 24; ++i) d.write(i % 4, 0, 1, 100 + i);

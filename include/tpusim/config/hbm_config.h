@@ -80,10 +80,10 @@ struct HbmConfig {
     std::int64_t write_queue_depth = 32;
     double write_drain_high = 0.75;  // start draining writes at this queue fill
     double write_drain_low = 0.25;   // stop draining at this fill
-    // While both directions have bursts queued, the bursts of one direction a pseudo-channel
-    // serves before it turns the bus to the other (0: only the drain watermarks turn it).
-    // Calibrated in the board files (docs/config.md, "Calibrated keys").
-    std::int64_t rw_batch_bursts = 0;
+    // Writes a drain serves before it hands the bus back to waiting reads (gem5's
+    // min_writes_per_switch; 0: the watermarks alone). Calibrated in the board files
+    // (docs/config.md, "Calibrated keys").
+    std::int64_t writes_per_switch = 0;
     // Each TensorCore owns half of the chip's HBM; the other half is reached through the chip.
     std::int64_t remote_latency_cycles = 64;  // core cycles added to a remote access
     double remote_bandwidth_fraction = 0.5;   // of the remote half's peak a core can draw
@@ -134,9 +134,9 @@ struct HbmConfig {
                 "write queue fill that starts a write drain");
         v.value("write_drain_low", write_drain_low, Limits::fraction(), "fraction",
                 "write queue fill that ends a write drain");
-        v.value("rw_batch_bursts", rw_batch_bursts, Limits::range(0, 1 << 20), "bursts",
-                "bursts of one direction served before the bus turns to the other direction "
-                "waiting (0: only the write-drain watermarks turn it)");
+        v.value("writes_per_switch", writes_per_switch, Limits::range(0, 1 << 20), "bursts",
+                "writes a drain serves before it hands the bus back to waiting reads (0: until "
+                "the low watermark)");
         v.value("remote_latency_cycles", remote_latency_cycles, Limits::range(0, 1e6), "cycles",
                 "extra core cycles to reach the other core's half of the HBM");
         v.value("remote_bandwidth_fraction", remote_bandwidth_fraction, Limits::range(0.01, 1),

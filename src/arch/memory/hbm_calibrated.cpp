@@ -183,7 +183,7 @@ Cycle HbmCalibratedModel::transfer(Addr addr, Bytes bytes, bool is_write, int re
     const bool remote = requester >= 0 && static_cast<std::size_t>(requester) != half;
     const Cycle start = std::max(now, free_at_[half]);
     // Reads and writes queued together on a half interleave in the controller, which turns
-    // the bus between its batches of each (hbm.rw_batch_bursts, the drain watermarks). A copy
+    // the bus between its batches of each (hbm.writes_per_switch, the drain watermarks). A copy
     // pays turnaround_cycles_per_byte_ on every byte of both directions, so each byte of this
     // transfer that meets a byte of the other direction still queued (not yet met by another)
     // pays it for the two; a lone stream, or the part of one beyond the other's bytes, pays

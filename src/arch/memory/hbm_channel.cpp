@@ -11,7 +11,7 @@ HbmPseudoChannel::HbmPseudoChannel(const HbmConfig& cfg, HbmCounters& counters, 
       banks_per_group_(static_cast<std::uint32_t>(cfg.banks_per_group)),
       read_depth_(static_cast<std::size_t>(cfg.read_queue_depth)),
       write_depth_(static_cast<std::size_t>(cfg.write_queue_depth)),
-      batch_(static_cast<std::uint64_t>(cfg.rw_batch_bursts)),
+      batch_(static_cast<std::uint64_t>(cfg.writes_per_switch)),
       burst_cycles_(static_cast<Cycle>(cfg.timing.burst_length / 2)),
       banks_(static_cast<std::size_t>(cfg.bank_groups * cfg.banks_per_group)),
       bg_next_rd_(static_cast<std::size_t>(cfg.bank_groups), 0),
@@ -84,7 +84,7 @@ void HbmPseudoChannel::update_mode() {
     // Write drains (gem5's DRAM controller policy): a drain starts when the write queue reaches
     // its high watermark, or when writes wait and no read does; it ends when the writes run
     // out, or when reads wait and the write queue is down to its low watermark. With
-    // hbm.rw_batch_bursts = N > 0 a drain also hands the bus back to waiting reads after N
+    // hbm.writes_per_switch = N > 0 a drain also hands the bus back to waiting reads after N
     // writes (gem5's min_writes_per_switch), and the next drain waits for one read to be
     // served, so that a write queue refilling above its high watermark cannot starve the reads
     // (docs/hbm.md, "Read/write switching").

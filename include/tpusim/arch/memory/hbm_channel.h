@@ -113,7 +113,7 @@ class HbmPseudoChannel {
     HbmCounters& c_;
     std::uint32_t banks_per_group_;
     std::size_t read_depth_, write_depth_, drain_high_, drain_low_;
-    std::uint64_t batch_;  // hbm.rw_batch_bursts (0: no bound)
+    std::uint64_t batch_;  // hbm.writes_per_switch (0: no bound)
     Cycle burst_cycles_;
     std::vector<Bank> banks_;
     std::vector<std::uint8_t> col_ready_;  // scratch for try_column
