@@ -265,7 +265,9 @@ json load_chain(const std::string& path, std::vector<std::string>& stack,
         stack.pop_back();
     }
     merge(merged, doc, "", path, origin);
-    quotes.note(doc, merged, path);
+    // The file's name, not its path: a note (and the hash of the config in a sweep's results)
+    // must not depend on where the repository sits.
+    quotes.note(doc, merged, fs::path(path).filename().string());
     return merged;
 }
 
