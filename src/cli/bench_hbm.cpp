@@ -172,11 +172,16 @@ void run(const BenchHbmOptions& o) {
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     const double cpu = static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+    const double read_gbps = cases["read"]["gbps"].get<double>();
+    const double copy_over_read =
+        read_gbps > 0 ? cases["copy"]["gbps"].get<double>() / read_gbps : 0.0;
     nlohmann::json body = {
         {"peak_gbps_per_chip", peak_gbps},
         {"read_gbps_per_chip", cases["read"]["gbps"]},
         {"write_gbps_per_chip", cases["write"]["gbps"]},
         {"copy_gbps_per_chip", cases["copy"]["gbps"]},
+        // What a read/write mix costs: the ratio hbm.writes_per_switch was set by (docs/hbm.md).
+        {"copy_over_read", copy_over_read},
         {"fraction_of_peak", cases["read"]["fraction_of_peak"]},
         {"read_gbps_per_core", cases["read_one_core"]["gbps"]},
         {"remote_read_gbps_per_core", cases["read_remote"]["gbps"]},
@@ -213,6 +218,9 @@ void run(const BenchHbmOptions& o) {
     std::cout << fmt::format(
         "  (of peak: of the chip, or of one core's half for the one-core cases; bus time: share "
         "of all pseudo-channel bus cycles)\n");
+    std::cout << fmt::format(
+        "  copy / read: {:.3f} (the read/write mix, hbm.writes_per_switch = {})\n", copy_over_read,
+        cfg.hbm.writes_per_switch);
     for (const LatencyCase& l : latency) {
         std::cout << fmt::format(
             "  latency of one {} KiB read alone, {} start times over the refresh interval: mean "
