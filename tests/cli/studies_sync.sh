@@ -45,7 +45,7 @@ PY
     fi
 done
 if [ "$fails" -ne 0 ]; then
-    echo "$fails stud(y/ies) out of sync"
+    echo "$fails of the studies out of sync"
     exit 1
 fi
 echo "every study's results.csv matches the simulator"

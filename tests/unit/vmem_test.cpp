@@ -35,8 +35,8 @@ TEST_CASE("a VMEM port serialises transfers at its width", "[vmem]") {
     VmemPort p(dma.vmem_bytes_per_cycle);
     const Bytes w = static_cast<Bytes>(dma.vmem_bytes_per_cycle);
     // 10 full widths from cycle 100, then a second transfer arriving at 105 queues behind it.
-    CHECK(p.reserve(100, 10 * w) == 110);
-    CHECK(p.reserve(105, w + 1) == 112);  // w + 1 bytes need two cycles
+    CHECK(p.reserve(100, 10 * w, 100) == 110);
+    CHECK(p.reserve(105, w + 1, 105) == 112);  // w + 1 bytes need two cycles
     CHECK(p.busy_cycles() == 12);
 }
 

@@ -11,7 +11,7 @@ HbmPseudoChannel::HbmPseudoChannel(const HbmConfig& cfg, HbmCounters& counters, 
       banks_per_group_(static_cast<std::uint32_t>(cfg.banks_per_group)),
       read_depth_(static_cast<std::size_t>(cfg.read_queue_depth)),
       write_depth_(static_cast<std::size_t>(cfg.write_queue_depth)),
-      batch_(static_cast<std::uint64_t>(cfg.writes_per_switch)),
+      writes_per_switch_(static_cast<std::uint64_t>(cfg.writes_per_switch)),
       burst_cycles_(static_cast<Cycle>(cfg.timing.burst_length / 2)),
       banks_(static_cast<std::size_t>(cfg.bank_groups * cfg.banks_per_group)),
       bg_next_rd_(static_cast<std::size_t>(cfg.bank_groups), 0),
@@ -89,12 +89,12 @@ void HbmPseudoChannel::update_mode() {
     // served, so that a write queue refilling above its high watermark cannot starve the reads
     // (docs/hbm.md, "Read/write switching").
     if (draining_writes_) {
-        const bool batch_done = batch_ != 0 && run_ >= batch_;
-        if (writes_.empty() || (!reads_.empty() && (writes_.size() <= drain_low_ || batch_done))) {
+        const bool switch_due = writes_per_switch_ != 0 && run_ >= writes_per_switch_;
+        if (writes_.empty() || (!reads_.empty() && (writes_.size() <= drain_low_ || switch_due))) {
             draining_writes_ = false;
             run_ = 0;
         }
-    } else if ((writes_.size() >= drain_high_ && (batch_ == 0 || run_ > 0)) ||
+    } else if ((writes_.size() >= drain_high_ && (writes_per_switch_ == 0 || run_ > 0)) ||
                (!writes_.empty() && reads_.empty())) {
         draining_writes_ = true;
         run_ = 0;

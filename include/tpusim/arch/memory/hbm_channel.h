@@ -1,6 +1,6 @@
 #pragma once
 // One HBM2 pseudo-channel: its banks, command timing and an FR-FCFS scheduler with separate
-// read and write queues, write-drain watermarks, read/write batches, open-page policy and
+// read and write queues, write-drain watermarks and writes per switch, open-page policy and
 // all-bank refresh.
 // Plain C++ in HBM clock cycles (tCK); the caller steps it only at the cycles returned by
 // next_event(), so idle cycles cost nothing (DRAMsim3-style timing without a per-cycle tick).
@@ -113,7 +113,7 @@ class HbmPseudoChannel {
     HbmCounters& c_;
     std::uint32_t banks_per_group_;
     std::size_t read_depth_, write_depth_, drain_high_, drain_low_;
-    std::uint64_t batch_;  // hbm.writes_per_switch (0: no bound)
+    std::uint64_t writes_per_switch_;  // hbm.writes_per_switch (0: no bound)
     Cycle burst_cycles_;
     std::vector<Bank> banks_;
     std::vector<std::uint8_t> col_ready_;  // scratch for try_column

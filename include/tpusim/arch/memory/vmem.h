@@ -46,7 +46,7 @@ class VmemPort {
     // Reserves the port for `bytes` from `now` on, in the first idle stretch that fits;
     // returns the cycle at which the transfer ends. `horizon`: no later call asks for a start
     // before it (the caller's current cycle), so bookings that end by then are forgotten.
-    Cycle reserve(Cycle now, Bytes bytes, Cycle horizon = 0);
+    Cycle reserve(Cycle now, Bytes bytes, Cycle horizon);
     // The end of the last booking.
     Cycle free_at() const { return free_at_; }
     const std::uint64_t& busy_cycles() const { return busy_cycles_; }

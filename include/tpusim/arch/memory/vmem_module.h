@@ -1,8 +1,7 @@
 #pragma once
 // Vmem: a TensorCore's vector memory as a module. It owns the port the DMA engines move data
 // through (dma.vmem_bytes_per_cycle, each transfer in its earliest idle stretch, vmem.h's
-// VmemPort) and the
-// capacity that bounds every descriptor. Buffer placement is the program layer's
+// VmemPort) and the capacity that bounds every descriptor. Buffer placement is the program layer's
 // (VmemAllocator); the vector unit's load/store ports are timed inside the Vpu.
 #include <systemc>
 
