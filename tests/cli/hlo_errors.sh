@@ -62,6 +62,10 @@ expect call_depth "computations call each other more than 64 levels deep"
 expect call_fan_out "the module expands to more than 1048576 instructions"
 expect huge_trip_count "while w runs more than 2^40 trips"
 expect memory_space "expected S(<memory space>) in the layout"
+# Found by the long fuzzing run of 2026-11-28: a garbled known_trip_count was read as the
+# digits after "n" (5,444,444 trips, minutes to lower); now it is an error, as is a negative one.
+expect garbled_trip_count ":18:65: backend_config of while w names known_trip_count but is not a JSON object"
+expect negative_trip_count ":18:65: backend_config of while w has known_trip_count n = \"-3\", not a non-negative integer"
 
 # The HBM capacity check on imported modules (docs/program.md, "HBM capacity"): a module
 # whose parameters and live results exceed a core's HBM is a located exit-2 error from run

@@ -208,6 +208,28 @@ ENTRY e {
     REQUIRE(t.loops.size() == 1);
     CHECK(t.loops[0].trips == 7);
     CHECK(tanhs(unroll_loops(t)) == 7);
+    // The forms XLA writes: a number as well as a string; older dumps quote the JSON; proto3
+    // leaves out n = 0 (no trip: no tanh). A backend_config that does not name the count is
+    // ignored, JSON or not (the induction variable decides: 3 trips).
+    auto trips_with = [&](const std::string& config) {
+        const Trace w = import(body + ", backend_config=" + config + "\n}");
+        return std::pair{w.loops.empty() ? 0 : w.loops[0].trips, tanhs(w)};
+    };
+    CHECK(trips_with(R"({"known_trip_count":{"n":5}})") == std::pair<std::int64_t, int>{5, 1});
+    CHECK(trips_with(R"("{\"known_trip_count\":{\"n\":\"6\"}}")") ==
+          std::pair<std::int64_t, int>{6, 1});
+    CHECK(trips_with(R"({"known_trip_count":{}})") == std::pair<std::int64_t, int>{0, 0});
+    CHECK(trips_with(R"({sizes:[16]})") == std::pair<std::int64_t, int>{3, 1});
+    CHECK(trips_with(R"({"other":{"n":"9"}})") == std::pair<std::int64_t, int>{3, 1});
+    // Naming it without a readable count is a located error, not a count read from its digits
+    // (the long fuzzing run found {"n"5444444:...} read as 5,444,444 trips).
+    CHECK_THROWS_WITH(trips_with(R"({"known_trip_count":{"n"5444444:"8"}})"),
+                      Catch::Contains("backend_config of while w names known_trip_count but is "
+                                      "not a JSON object"));
+    CHECK_THROWS_WITH(trips_with(R"({"known_trip_count":{"n":"1e3"}})"),
+                      Catch::Contains("has known_trip_count n = \"1e3\", not a non-negative"));
+    CHECK_THROWS_WITH(trips_with(R"({"known_trip_count":7})"),
+                      Catch::Contains("names known_trip_count but it is not an object"));
 }
 
 TEST_CASE("HLO while: a million trips import as one body", "[hlo]") {

@@ -1,7 +1,9 @@
 // Trip counts of while loops: XLA's known_trip_count in the backend_config, else the
 // induction variable: the condition compares a tuple element with a constant, the element
 // starts at a constant in the loop's initial tuple and the body adds a constant to it.
+#include <charconv>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "hlo_importer.h"
 
@@ -22,23 +24,47 @@ std::optional<std::int64_t> counter_index(const HloComputation& c, const HloOper
     return std::nullopt;
 }
 
-std::optional<std::int64_t> known_trip_count(const HloInstr& w) {
-    const HloAttr* b = w.attr("backend_config");
-    if (!b) return std::nullopt;
-    const std::size_t k = b->value.find("known_trip_count");
-    if (k == std::string_view::npos) return std::nullopt;
-    const std::size_t nkey = b->value.find("\"n\"", k);
-    const std::size_t nkey2 = b->value.find("\\\"n\\\"", k);
-    std::size_t p = std::min(nkey, nkey2);
-    if (p == std::string_view::npos) return std::nullopt;
-    while (p < b->value.size() && (b->value[p] < '0' || b->value[p] > '9')) ++p;
-    std::int64_t v = 0;
-    bool any = false;
-    while (p < b->value.size() && b->value[p] >= '0' && b->value[p] <= '9' && v < (1LL << 40)) {
-        v = v * 10 + (b->value[p++] - '0');
-        any = true;
+// The value of a backend_config as written: XLA prints it as JSON ({"known_trip_count":...}),
+// older dumps as a quoted string holding the JSON ("{\"known_trip_count\":...}").
+std::string unquoted(std::string_view v) {
+    if (v.size() < 2 || v.front() != '"' || v.back() != '"') return std::string(v);
+    std::string s;
+    s.reserve(v.size());
+    for (std::size_t i = 1; i + 1 < v.size(); ++i) {
+        if (v[i] == '\\' && i + 2 < v.size()) ++i;
+        s.push_back(v[i]);
     }
-    return any ? std::optional<std::int64_t>(v) : std::nullopt;
+    return s;
+}
+
+// XLA's WhileLoopBackendConfig in proto3 JSON: {"known_trip_count":{"n":"500"}}, n an int64
+// written as a string (a number is accepted too) and left out when it is 0. A backend_config
+// that names known_trip_count but is not such an object is a located error, not a count guessed
+// from its digits; one that does not name it is ignored, parsable or not, as XLA ignores it.
+std::optional<std::int64_t> known_trip_count(const HloModule& m, const HloInstr& w) {
+    const HloAttr* b = w.attr("backend_config");
+    if (!b || b->value.find("known_trip_count") == std::string_view::npos) return std::nullopt;
+    const auto bad = [&](const std::string& what) {
+        m.fail(b->offset, fmt::format("backend_config of while {} {}", w.name, what));
+    };
+    const auto j = nlohmann::json::parse(unquoted(b->value), nullptr, false);
+    if (j.is_discarded() || !j.is_object()) bad("names known_trip_count but is not a JSON object");
+    const auto k = j.find("known_trip_count");
+    if (k == j.end()) return std::nullopt;
+    if (!k->is_object()) bad("names known_trip_count but it is not an object");
+    const auto n = k->find("n");
+    if (n == k->end()) return 0;  // proto3 JSON leaves out a count of 0
+    std::int64_t v = -1;
+    if (n->is_number_integer()) {
+        v = n->get<std::int64_t>();
+    } else if (n->is_string()) {
+        const auto& t = n->get_ref<const std::string&>();
+        const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (r.ec != std::errc{} || r.ptr != t.data() + t.size()) v = -1;
+    }
+    if (v < 0)
+        bad(fmt::format("has known_trip_count n = {}, not a non-negative integer", n->dump()));
+    return v;
 }
 
 }  // namespace
@@ -54,7 +80,7 @@ std::optional<std::int64_t> constant_int(const HloInstr& in) {
 
 std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComputation& parent,
                                              const HloInstr& w) {
-    if (auto k = known_trip_count(w)) return k;
+    if (auto k = known_trip_count(m, w)) return k;
     const HloAttr* ca = w.attr("condition");
     const HloAttr* ba = w.attr("body");
     if (!ca || !ba || w.operands.empty()) return std::nullopt;
