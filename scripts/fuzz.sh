@@ -14,6 +14,9 @@
 # Environment:
 #   FUZZ_HARNESSES="config trace ..."  the harnesses to run (default: all)
 #   FUZZ_PARALLEL=N                    harnesses run at once (default 2)
+#   FUZZ_FORK=N                        libFuzzer's fork mode, N jobs per harness, going on
+#                                      past findings (default 0: one process per harness).
+#                                      A long run on a big machine: FUZZ_FORK=3 FUZZ_PARALLEL=6
 #   JOBS=N                             parallel build jobs (default: nproc)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,6 +24,10 @@ root=$(pwd)
 seconds=${1:-60}
 harnesses=(${FUZZ_HARNESSES:-config trace trace_sim hlo sweep_spec run_description})
 parallel=${FUZZ_PARALLEL:-2}
+fork_args=()
+if ((${FUZZ_FORK:-0} > 0)); then
+    fork_args=(-fork="$FUZZ_FORK" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+fi
 out=build-fuzz
 
 targets=""
@@ -47,7 +54,7 @@ fuzz_one() {
     local rc=0
     nice -n 10 "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -dict="$(dict_of "$h")" -artifact_prefix="$art" -print_final_stats=1 \
-        -detect_leaks=1 "$work" "tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?
+        -detect_leaks=1 "${fork_args[@]}" "$work" "tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?
     # Findings go to the regressions the normal build replays; crashes minimised first.
     for f in "$art"crash-* "$art"leak-* "$art"timeout-* "$art"oom-*; do
         [[ -f $f ]] || continue
@@ -61,6 +68,8 @@ fuzz_one() {
         [[ -f $keep ]] || cp "$f" "$keep"
         rm -f "$f"
         echo "fuzz: $h: kept $keep" >>"$log"
+        # Fork mode goes on past a finding and may exit 0: a kept input is a finding.
+        [[ $rc != 0 ]] || rc=1
     done
     # The working corpus, minimised: the inputs that reach new coverage.
     local merged=$out/corpus/$h.merged
@@ -96,6 +105,9 @@ for h in "${harnesses[@]}"; do
     eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
+    # Fork mode prints no final stats: its last status line has the runs and the rate.
+    [[ -n $runs ]] || runs=$(sed -n 's/^#\([0-9]*\):.*/\1/p' <<<"$last")
+    [[ -n $eps ]] || eps=$(sed -n 's/.* exec\/s \([0-9]*\).*/\1/p' <<<"$last")
     result=ok
     if [[ $rc != 0 ]]; then
         result="FINDING (exit $rc): $(grep -m1 -E '^==[0-9]+==ERROR|^SUMMARY|runtime error|fuzz: ' \
