@@ -97,11 +97,15 @@ def run_trace_file(tpusim, config, path, sets=()):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
+# --set overrides for every run of this script (what-ifs: never written to docs/VALIDATION.md).
+OVERRIDES = []
+
+
 def run_report(tpusim, config, trace, tmp, name):
     path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(trace, f)
-    return run_trace_file(tpusim, config, path)
+    return run_trace_file(tpusim, config, path, OVERRIDES)
 
 
 def run_trace(tpusim, config, trace, tmp, name):
@@ -195,7 +199,13 @@ def main():
                     help="print the one-core sets' residuals ordered by simulated HBM traffic")
     ap.add_argument("--only", default="", help="comma-separated sets: gemm,gelu,layernorm,"
                     "allreduce,resnet50,resnet50_v3_32,bert_large_v3_32 (default: all)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for every run, as tpusim run --set (a what-if: not "
+                    "with --write), e.g. sim.hbm_model=burst")
     a = ap.parse_args()
+    if a.set and a.write:
+        ap.error("--write records the committed configs' figures: not with --set")
+    OVERRIDES[:] = a.set
     only = set(x for x in a.only.split(",") if x)
     want = lambda name: not only or name in only  # noqa: E731
     v3 = os.path.join(ROOT, "configs", "tpu_v3_8.json")
