@@ -16,7 +16,7 @@ namespace tpusim::cli {
 void add_hlo_options(CLI::App* cmd, HloCliOptions& o) {
     cmd->add_option("--hlo-passes", o.passes,
                     "passes for modules without fusions: all (default), none, or a comma list "
-                    "of fusion, tile-padding (docs/hlo.md)");
+                    "of fusion, kernel-graphs, tile-padding (docs/hlo.md)");
     cmd->add_option("--while-trips", o.while_trips,
                     "trips of a while loop whose trip count the module does not tell");
     cmd->add_flag("--unroll-loops", o.unroll_loops,

@@ -111,7 +111,10 @@ def main():
         out = subprocess.run([sys.argv[2], "trace", "check", "--hlo", sys.argv[1], "--json"] +
                              sys.argv[3:], capture_output=True, text=True, check=True).stdout
         j = json.loads(out)
-        got = int(j["flops_by_kind"].get("matmul", "0")) // int(j["cores"])
+        # Matrix FLOPs: dots and implicit-GEMM convolutions are `matmul` ops, 2-D
+        # convolutions that the import runs directly are `conv2d` ops.
+        kinds = j["flops_by_kind"]
+        got = (int(kinds.get("matmul", "0")) + int(kinds.get("conv2d", "0"))) // int(j["cores"])
         if got != count:
             print(f"FAIL {sys.argv[1]}: tpusim counts {got} matrix FLOPs per core, "
                   f"independent count {count}")

@@ -64,10 +64,22 @@ ENTRY e {
   dw = bf16[3,3,1,64]{3,2,1,0} parameter(2)
   ROOT d = bf16[8,56,56,64]{3,2,1,0} convolution(x, dw), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=64
 })");
+    // The dense one runs as a conv2d (its input read once); its implicit GEMM is the same
+    // matrix work.
     const TraceOp& c = op_named(t, "c");
-    CHECK(c.matmul.m == 8 * 28 * 28);
-    CHECK(c.matmul.k == 3 * 3 * 64);
-    CHECK(c.matmul.n == 128);
+    REQUIRE(c.kind == OpKind::Conv2d);
+    CHECK(c.conv.batch == 8);
+    CHECK(c.conv.h == 56);
+    CHECK(c.conv.c_in == 64);
+    CHECK(c.conv.c_out == 128);
+    CHECK(c.conv.kh == 3);
+    CHECK(c.conv.stride_h == 2);
+    CHECK(c.conv.out_h() == 28);
+    const MatmulShape cm = conv_as_matmul(c.conv);
+    CHECK(cm.m == 8 * 28 * 28);
+    CHECK(cm.k == 3 * 3 * 64);
+    CHECK(cm.n == 128);
+    CHECK(op_flops(c) == 2 * (8 * 28 * 28 * 128) * (3 * 3 * 64));
     const TraceOp& d = op_named(t, "d");
     CHECK(d.matmul.batch * d.matmul.n == 64);  // every group computed once
     CHECK(d.matmul.batch == 64 / 8);

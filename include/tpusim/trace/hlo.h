@@ -100,6 +100,15 @@ inline constexpr std::int64_t kMaxHloTrips = std::int64_t{1} << 40;
 struct HloImportOptions {
     bool fusion = true;            // fuse producers into consumers in modules that have no fusions
     bool tile_padding = true;      // pad the minor two dimensions to the (8, 128) tile in bytes
+    // A fusion is a graph: a value that a member computes for another member as its second
+    // operand stays in registers (not written to HBM and read back), as in XLA's kernel.
+    bool kernel_graphs = true;
+    // Producer-consumer multi-output fusion: a fusion takes an operand on chip from the
+    // kernel that computes it when that kernel stores it for other readers anyway.
+    bool producer_fusion = true;
+    // 2-D convolutions without dilation as `conv2d` (the input read once, the taps applied in
+    // VMEM) instead of their implicit GEMM (an im2col matrix streamed from HBM).
+    bool direct_convolutions = true;
     std::int64_t while_trips = 0;  // trips of a while whose count cannot be found; 0: error
     // Write every trip of a while loop out as trace ops ("<name>@t"), as before trace loops;
     // otherwise a loop of 2 or more trips is one trace loop (its body once).
@@ -110,7 +119,8 @@ struct HloImportOptions {
     std::int64_t max_instructions = kMaxHloInstructions;  // visited; more is an InputError
 };
 
-// Parses "--hlo-passes" values: "all", "none" or a comma list of "fusion", "tile-padding".
+// Parses "--hlo-passes" values: "all", "none" or a comma list of "fusion", "kernel-graphs",
+// "tile-padding".
 // Throws InputError("--hlo-passes", "", ...) for an unknown name.
 void apply_hlo_passes(const std::string& list, HloImportOptions& opts);
 
@@ -121,6 +131,7 @@ struct HloImportStats {
     std::int64_t while_trips = 0;
     std::int64_t unmodelled_custom_calls = 0;  // as visited (see `instructions`)
     std::int64_t multi_output_fusions = 0;     // pass-made fusions that joined a sibling's kernel
+    std::int64_t producer_fusions = 0;  // kernels that take an operand from its producer's tiles
     std::vector<std::string> warnings;         // located, one line per instruction (custom-calls)
 };
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <unordered_map>
 
@@ -299,6 +300,83 @@ std::optional<TraceOp> dot_op(const HloInstr& in, const HloComputation& comp,
     return t;
 }
 
+// A 2-D convolution as the TPU runs it (`conv2d`, the kind the hand-written traces use): the
+// input is read from HBM once and the kernel's taps are applied to its tiles in VMEM, not an
+// im2col matrix of kernel-size times the input streamed from HBM. For one group, batch and
+// features in the input's and the output's labels, no dilation and an output of the size that
+// "same" (ceil(in / stride)) or "valid" padding gives; anything else stays the implicit GEMM.
+std::optional<TraceOp> direct_conv(const HloInstr& in, const HloShape& lhs, const HloShape& ker,
+                                   const std::string& il, const std::string& kl,
+                                   const std::string& ol) {
+    // (labels are only b, f and the spatial digits here: "0" and "1")
+    if (il.size() != 4 || il != ol || kl.size() != 4) return std::nullopt;
+    std::array<std::int64_t, 2> size{1, 1}, stride{1, 1};
+    if (const HloAttr* w = in.attr("window")) {
+        // size=3x3 stride=2x2 pad=1_1x1_1; any dilation (lhs_dilate, rhs_dilate) is left to
+        // the implicit GEMM.
+        const std::string_view v = w->value;
+        if (v.find("dilate") != std::string_view::npos) return std::nullopt;
+        auto dims = [&](std::string_view key, std::array<std::int64_t, 2>& out) {
+            const std::size_t p = v.find(key);
+            if (p == std::string_view::npos) return true;
+            std::size_t i = p + key.size();
+            for (std::size_t d = 0; d < 2; ++d) {
+                std::int64_t x = 0;
+                std::size_t start = i;
+                while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])) != 0 &&
+                       x < kMaxDim)
+                    x = x * 10 + (v[i++] - '0');
+                if (i == start || x < 1) return false;
+                out[d] = x;
+                if (d == 0 && (i >= v.size() || v[i++] != 'x')) return false;
+            }
+            return true;
+        };
+        if (!dims("size=", size) || !dims("stride=", stride)) return std::nullopt;
+    }
+    TraceOp t;
+    t.kind = OpKind::Conv2d;
+    Conv2dShape& c = t.conv;
+    std::array<std::int64_t, 2> ih{0, 0}, oh{0, 0}, kh{0, 0};
+    std::size_t sp = 0;
+    for (std::size_t i = 0; i < il.size(); ++i) {
+        const char l = il[i];
+        if (l == 'b') {
+            c.batch = lhs.dims[i];
+        } else if (l == 'f') {
+            c.c_in = lhs.dims[i];
+        } else if (l >= '0' && l <= '1') {
+            ih[static_cast<std::size_t>(l - '0')] = lhs.dims[i];
+            oh[static_cast<std::size_t>(l - '0')] = in.shape.dims[ol.find(l)];
+            ++sp;
+        }
+    }
+    for (std::size_t i = 0; i < kl.size(); ++i) {
+        if (kl[i] == 'o') c.c_out = ker.dims[i];
+        if (kl[i] == '0' || kl[i] == '1') kh[static_cast<std::size_t>(kl[i] - '0')] = ker.dims[i];
+    }
+    if (sp != 2 || kh[0] != size[0] || kh[1] != size[1] ||
+        in.shape.dims[ol.find('b')] != c.batch || in.shape.dims[ol.find('f')] != c.c_out)
+        return std::nullopt;
+    c.h = ih[0];
+    c.w = ih[1];
+    c.kh = kh[0];
+    c.kw = kh[1];
+    c.stride_h = stride[0];
+    c.stride_w = stride[1];
+    for (Padding p : {Padding::Same, Padding::Valid}) {
+        c.padding = p;
+        if (c.h >= c.kh && c.w >= c.kw && c.out_h() == oh[0] && c.out_w() == oh[1]) {
+            if (c.batch < 1 || c.c_in < 1 || c.c_out < 1) return std::nullopt;
+            t.dtype = trace_dtype(lhs.type).first;
+            t.rhs_dtype = trace_dtype(ker.type).first;
+            t.out_dtype = trace_dtype(first_array(in.shape).type).first;
+            return t;
+        }
+    }
+    return std::nullopt;
+}
+
 // The implicit GEMM of a convolution: per group (feature_group_count x batch_group_count),
 // m = output batch x output spatial, k = kernel spatial x kernel input features, n = output
 // features per group; 2*groups*m*k*n = 2 x output elements x kernel spatial x input features.
@@ -371,6 +449,8 @@ std::optional<TraceOp> conv_op(const HloInstr& in, const HloComputation& comp,
     std::int64_t bpack = 1;
     for (std::int64_t q = 2; fgc == 1 && q <= bgc; ++q)
         if (bgc % q == 0 && q * n <= ctx.opts.mxu_cols) bpack = q;
+    if (groups == 1 && ctx.opts.direct_convolutions)
+        if (auto c = direct_conv(in, lhs, ker, il, kl, ol)) return c;
     TraceOp t;
     t.kind = OpKind::Matmul;
     t.matmul.batch = groups / pack / bpack;

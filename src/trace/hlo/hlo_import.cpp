@@ -30,6 +30,13 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         return read_key(o);
     };
     std::vector<std::uint32_t> unfused, ext_deps;
+    // Vector ops of the kernel whose result a later member takes in registers (not as a dep):
+    // not written to HBM unless the fusion outputs them or another member reads them from HBM.
+    std::vector<std::uint32_t> side;
+    const auto first_op = static_cast<std::uint32_t>(trace_.ops.size());
+    auto side_ok = [&](std::uint32_t d) {
+        return opts_.kernel_graphs && d >= first_op && trace_.ops[d].kind == OpKind::Vector;
+    };
     // The trace op that holds each HBM operand of an op (in operand order; -1: a parameter
     // or constant no op produces), made into the op's `operands` once its deps are final.
     std::unordered_map<std::uint32_t, std::vector<std::int64_t>> reads;
@@ -124,6 +131,16 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         // Only vector ops run on their producer's tiles (docs/trace-format.md): a dot or
         // convolution whose operand the fusion computes reads it from HBM.
         op->fused = chained && !internal.empty() && op->kind == OpKind::Vector;
+        // Producer-consumer multi-output fusion: a vector op that reads its primary operand
+        // from HBM takes it on chip from the kernel that computes it, which also stores it
+        // for its other readers.
+        if (!op->fused && op->kind == OpKind::Vector && internal.empty() && !ps.empty())
+            if (auto e = producer_to_join(c, in, ps)) {
+                op->fused = true;
+                internal = {*e};
+                ps[0].internal = {*e};
+                ++stats_.producer_fusions;
+            }
         // S(1) (VMEM) operands of a matmul or convolution are not read from HBM, and an S(1)
         // result is not written back (elementwise ops already leave S(1) operands out).
         if (op->kind == OpKind::Matmul || op->kind == OpKind::Conv2d)
@@ -155,8 +172,19 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
                     free_one = it;
             if (free_one != internal.end()) {
                 std::vector<std::uint32_t> keep{*free_one};
-                for (std::uint32_t d : internal)
-                    if (d != *free_one && !claimed_.count(d)) keep.push_back(d);
+                for (std::uint32_t d : internal) {
+                    if (d == *free_one || claimed_.count(d)) continue;
+                    // Another value the kernel computes (a second chain of the same loop
+                    // over the tiles, as in XLA's fused kernel, which is a graph, not a
+                    // chain): it stays in registers for this op when nothing outside the
+                    // fusion reads it, instead of going through HBM.
+                    if (side_ok(d)) {
+                        side.push_back(d);
+                        claimed_.insert(d);
+                        continue;
+                    }
+                    keep.push_back(d);
+                }
                 internal = std::move(keep);
                 claimed_.insert(internal.front());
             } else {
@@ -192,6 +220,16 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
     Value out;
     const auto it = st.find(root);
     out.ops = it == st.end() || it->second.internal.empty() ? ext_deps : it->second.internal;
+    if (!side.empty()) {
+        std::unordered_set<std::uint32_t> written(out.ops.begin(), out.ops.end());
+        for (std::uint32_t u = first_op; u < trace_.ops.size(); ++u) {
+            const TraceOp& t = trace_.ops[u];
+            for (std::size_t k = 0; k < t.deps.size(); ++k)
+                if (!(t.fused && k == 0)) written.insert(static_cast<std::uint32_t>(t.deps[k]));
+        }
+        for (std::uint32_t d : side)
+            if (!written.count(d)) trace_.ops[d].result_in_vmem = true;
+    }
     return out;
 }
 

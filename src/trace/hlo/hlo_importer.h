@@ -107,8 +107,14 @@ class Importer {
         ++depth_;
         struct Leave {
             int& depth;
-            ~Leave() { --depth; }
-        } leave{depth_};
+            std::uint32_t& floor;
+            const std::vector<TraceOp>& ops;
+            ~Leave() {
+                --depth;
+                floor = static_cast<std::uint32_t>(ops.size());
+            }
+        } leave{depth_, mof_floor_, trace_.ops};
+        mof_floor_ = static_cast<std::uint32_t>(trace_.ops.size());
         std::vector<Value> vals(c.instrs.size());
         std::vector<std::vector<std::int32_t>> cluster;
         std::unordered_map<std::int32_t, std::vector<std::int32_t>> members;
@@ -336,6 +342,42 @@ class Importer {
     std::optional<Value> repeat(const HloInstr& w, std::int32_t body, const Value& state,
                                 std::int64_t trips, const std::string& suffix);
 
+    // The kernel a vector op `in` can join as the consumer of a multi-output fusion, as XLA's
+    // multi-output fusion fuses a producer with several users into one of them (the value is
+    // still stored for the others): the trace op that computes its primary operand (operand
+    // 0, read from HBM), if that op is a vector op or a dot/convolution of this computation
+    // whose tiles no fused consumer takes yet, its result has as many elements as the operand
+    // (one tile of it per tile of the consumer), and every other operand of `in` is ready
+    // before it starts (the consumer runs inside its loop over the tiles). Else none.
+    std::optional<std::uint32_t> producer_to_join(const HloComputation& c, const HloInstr& in,
+                                                  const std::vector<Place>& ps) const {
+        if (!pass_ || !opts_.producer_fusion || ps[0].on_chip || !ps[0].internal.empty() ||
+            ps[0].external.empty())
+            return std::nullopt;
+        // The op that holds the operand: the largest producer of its value (operand_sources).
+        std::uint32_t e = ps[0].external.front();
+        for (std::uint32_t x : ps[0].external)
+            if (op_bytes_out(trace_.ops[x]) > op_bytes_out(trace_.ops[e])) e = x;
+        if (e < mof_floor_ || claimed_.count(e)) return std::nullopt;
+        const TraceOp& p = trace_.ops[e];
+        std::int64_t elems = 0;
+        if (p.kind == OpKind::Matmul) {
+            elems = p.matmul.batch * p.matmul.m * p.matmul.n;
+        } else if (p.kind == OpKind::Conv2d) {
+            elems = p.conv.batch * p.conv.out_h() * p.conv.out_w() * p.conv.c_out;
+        } else if (p.kind == OpKind::Vector && !p.result_in_vmem &&
+                   !vector_op_info(p.vector.op).reduces) {
+            elems = p.vector.elements();
+        }
+        const HloInstr* x = &c.instrs[static_cast<std::size_t>(in.operands[0].instr)];
+        if (elems <= 0 || x->shape.tuple || x->shape.elements_count() != elems)
+            return std::nullopt;
+        for (std::size_t k = 1; k < ps.size(); ++k)
+            for (std::uint32_t d : ps[k].external)
+                if (!ps[k].on_chip && ps[k].internal.empty() && d >= e) return std::nullopt;
+        return e;
+    }
+
     // `on_chip`: the fusion's operands (keys of read_key) already on chip when it starts (a
     // sibling of the same multi-output fusion read them); the operands it reads from HBM are
     // added to it. Null: none.
@@ -355,6 +397,9 @@ class Importer {
     // consumer per producer; docs/trace-format.md).
     std::unordered_set<std::uint32_t> claimed_;
     int depth_ = 0;         // walk() calls open
+    // Trace ops before this index belong to another computation's walk or to a loop: a
+    // multi-output fusion does not join them (producer_to_join).
+    std::uint32_t mof_floor_ = 0;
     bool in_loop_ = false;  // walking the body of a repeated loop: inner loops are unrolled
     bool has_fusions_ = false, pass_ = false;
     mutable std::size_t line_pos_ = 0;

@@ -147,28 +147,44 @@ Trace hlo_to_checked_trace(const HloModule& m, const HloImportOptions& opts,
     return out;
 }
 
+namespace {
+
+// The passes "--hlo-passes" names, each with the option it turns on (docs/hlo.md, "Passes").
+struct HloPass {
+    const char* name;
+    bool HloImportOptions::*flag;
+};
+constexpr HloPass kHloPasses[] = {
+    {"direct-convolutions", &HloImportOptions::direct_convolutions},
+    {"fusion", &HloImportOptions::fusion},
+    {"kernel-graphs", &HloImportOptions::kernel_graphs},
+    {"producer-fusion", &HloImportOptions::producer_fusion},
+    {"tile-padding", &HloImportOptions::tile_padding},
+};
+
+}  // namespace
+
 void apply_hlo_passes(const std::string& list, HloImportOptions& opts) {
-    if (list == "all") {
-        opts.fusion = opts.tile_padding = true;
-        return;
-    }
-    opts.fusion = opts.tile_padding = false;
-    if (list == "none") return;
+    const bool all = list == "all";
+    for (const auto& p : kHloPasses) opts.*p.flag = all;
+    if (all || list == "none") return;
     std::size_t i = 0;
     while (i <= list.size()) {
         std::size_t j = list.find(',', i);
         if (j == std::string::npos) j = list.size();
-        const std::string p = list.substr(i, j - i);
-        if (p == "fusion") {
-            opts.fusion = true;
-        } else if (p == "tile-padding") {
-            opts.tile_padding = true;
-        } else {
+        const std::string name = list.substr(i, j - i);
+        const HloPass* found = nullptr;
+        std::string names;
+        for (const auto& p : kHloPasses) {
+            if (name == p.name) found = &p;
+            names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+        }
+        if (!found)
             throw InputError("--hlo-passes", "",
                              fmt::format("unknown pass \"{}\" (expected all, none, or a comma "
-                                         "list of: fusion, tile-padding)",
-                                         p));
-        }
+                                         "list of: {})",
+                                         name, names));
+        opts.*found->flag = true;
         i = j + 1;
     }
 }
