@@ -13,6 +13,8 @@
 #     cycles = c(2) + (N - 2) x s, s = c(3) - c(2): every trip after the first issues the same
 #     instructions, waiting on the previous trip's result (the carried tanh), so the steady
 #     trip s is the same for every trip; c(2) holds the prologue, the first trip and the end.
+#  5. The TPU form of jax.lax.fori_loop, with no known_trip_count, counts its 10 trips without
+#     --while-trips (docs/hlo.md, "Control flow").
 #  Under the sanitizers (TPUSIM_SANITIZED=1, set by tests/CMakeLists.txt) the run uses 10,000
 #  trips and the memory bounds are not checked; wall time is never checked here (benchmarks
 #  measure speed: scripts/bench.sh).
@@ -22,6 +24,7 @@ source "$(dirname "$0")/lib.sh"
 v3=configs/tpu_v3_8.json
 rnn=tests/data/hlo_loops/rnn_while.hlo
 million=tests/data/hlo_loops/million_trips.hlo
+fori=tests/data/hlo_loops/fori_loop_tpu.hlo
 
 cycles() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["cycles"])' "$1"; }
 check() {  # name, command status
@@ -198,4 +201,12 @@ sed 's/"deps": \["ln"\], "carried": \["ar"\]/"deps": ["ln", "out"], "carried": [
     "$tmp/hand.json" > "$tmp/bad.json"
 expect_error crossing "op \"out\" is not in the body but must run between body ops" -- \
     trace check --trace "$tmp/bad.json" --config $v3
+
+# 5. The fori_loop counter: init copy(constant(0)), compare LT constant(10), add of a constant
+#    sunk into the body: one trace loop of 10 trips, and the run needs no --while-trips.
+"$bin" import hlo --config $v3 $fori -o "$tmp/fori.json" 2>/dev/null &&
+    python3 -c 'import json,sys; l = json.load(open(sys.argv[1]))["loops"]; sys.exit(not (len(l) == 1 and l[0]["trips"] == 10))' \
+        "$tmp/fori.json" &&
+    "$bin" run --config $v3 -q --json --hlo $fori > "$tmp/fori_run.json"
+check "$fori: 10 trips counted from the condition" $?
 finish

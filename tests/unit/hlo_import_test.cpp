@@ -275,6 +275,187 @@ ENTRY e {
     CHECK(op_trips(t) == std::vector<std::int64_t>{1000000});
 }
 
+// The trip count the import finds for a while loop over (s32[] i, s32[] k, f32[8,128] x): the
+// condition's instructions after p, the body's update j of i (i, k and x read, y = tanh(x)),
+// the entry's a and b that start i and k. The count comes from the analysis (no --while-trips).
+std::int64_t while_trips(const std::string& cond, const std::string& update,
+                         const std::string& init, const std::string& counter = "s32") {
+    std::string text = R"(HloModule m
+cond {
+  p = (s32[], s32[], f32[8,128]) parameter(0)
+)" + cond + R"(
+}
+body {
+  p = (s32[], s32[], f32[8,128]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  k = s32[] get-tuple-element(p), index=1
+  x = f32[8,128] get-tuple-element(p), index=2
+  y = f32[8,128] tanh(x)
+)" + update + R"(
+  ROOT t = (s32[], s32[], f32[8,128]) tuple(j, k, y)
+}
+ENTRY e {
+  x = f32[8,128] parameter(0)
+)" + init + R"(
+  s = (s32[], s32[], f32[8,128]) tuple(a, b, x)
+  ROOT w = (s32[], s32[], f32[8,128]) while(s), condition=cond, body=body
+})";
+    for (auto at = text.find("s32[]"); at != std::string::npos; at = text.find("s32[]", at + 1))
+        text.replace(at, 3, counter);
+    HloImportStats st;
+    const Trace t = hlo_to_trace(parse_hlo(text, "t.hlo"), HloImportOptions{}, 8, &st);
+    std::int64_t tanhs = 0;
+    for (const auto& op : t.ops)
+        tanhs += op.kind == OpKind::Vector && op.vector.op == VectorOp::Tanh;
+    CHECK(tanhs == std::min<std::int64_t>(st.while_trips, 1));  // the body once, as a loop
+    if (st.while_trips >= 2) CHECK((t.loops.size() == 1 && t.loops[0].trips == st.while_trips));
+    return st.while_trips;
+}
+
+TEST_CASE("HLO while: the TPU fori_loop form counts its trips", "[hlo]") {
+    // What jax.lax.fori_loop(0, 10, ...) becomes after XLA's TPU passes: the counter starts
+    // from a copy of a constant, the body adds a constant sunk into it and passes the counter
+    // through copies, the condition reads it as p#0 through a bitcast.
+    const std::string text = R"(HloModule fori
+%cond (p: (s32[], f32[8,128])) -> pred[] {
+  %p = (s32[], f32[8,128]) parameter(0)
+  %c = s32[] bitcast(%p#0)
+  %n = s32[] constant(10)
+  ROOT %lt = pred[] compare(%c, %n), direction=LT
+}
+%body (p: (s32[], f32[8,128])) -> (s32[], f32[8,128]) {
+  %p = (s32[], f32[8,128]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  %i.1 = s32[] copy(%i)
+  %one = s32[] constant(1)
+  %j = s32[] add(%i.1, %one)
+  %x = f32[8,128] get-tuple-element(%p), index=1
+  %y = f32[8,128] tanh(%x)
+  %u = (s32[], f32[8,128]) tuple(%j, %y)
+  %j.1 = s32[] get-tuple-element(%u), index=0
+  %j.2 = s32[] copy(%j.1)
+  ROOT %t = (s32[], f32[8,128]) tuple(%j.2, %y)
+}
+ENTRY %e (x: f32[8,128]) -> (s32[], f32[8,128]) {
+  %x = f32[8,128] parameter(0)
+  %z = s32[] constant(0)
+  %z.1 = s32[] copy(%z)
+  %s = (s32[], f32[8,128]) tuple(%z.1, %x)
+  %s.1 = (s32[], f32[8,128]) copy(%s)
+  ROOT %w = (s32[], f32[8,128]) while(%s.1), condition=%cond, body=%body
+})";
+    HloImportStats st;
+    const Trace t = hlo_to_trace(parse_hlo(text, "t.hlo"), HloImportOptions{}, 8, &st);
+    CHECK(st.while_trips == 10);
+    REQUIRE(t.loops.size() == 1);
+    CHECK(t.loops[0].trips == 10);
+    // known_trip_count still decides when it is there.
+    const std::string known = text.substr(0, text.size() - 2) +
+                              R"(, backend_config={"known_trip_count":{"n":"4"}}
+})";
+    const Trace k = import(known);
+    REQUIRE(k.loops.size() == 1);
+    CHECK(k.loops[0].trips == 4);
+}
+
+TEST_CASE("HLO while: trip counts as XLA's while-loop analysis finds them", "[hlo]") {
+    const std::string cmp_i = "  i = s32[] get-tuple-element(p), index=0\n";
+    const std::string inc = "  one = s32[] constant(1)\n  j = s32[] add(i, one)";
+    const std::string from0 = "  a = s32[] constant(0)\n  b = s32[] constant(0)";
+    // GT with a counter that goes down by a subtract: 10, 9, ..., 1.
+    CHECK(while_trips(
+              cmp_i + "  n = s32[] constant(0)\n  ROOT c = pred[] compare(i, n), direction=GT",
+              "  one = s32[] constant(1)\n  j = s32[] subtract(i, one)",
+              "  a = s32[] constant(10)\n  b = s32[] constant(0)") == 10);
+    // GE with the add of a negative step: 10, 7, 4, 1.
+    CHECK(while_trips(
+              cmp_i + "  n = s32[] constant(0)\n  ROOT c = pred[] compare(i, n), direction=GE",
+              "  m = s32[] constant(-3)\n  j = s32[] add(m, i)",
+              "  a = s32[] constant(10)\n  b = s32[] constant(0)") == 4);
+    // LE by 2: 0, 2, 4, 6, 8 (the bound through a copy of a constant sunk into the condition).
+    CHECK(while_trips(cmp_i + "  n0 = s32[] constant(9)\n  n = s32[] copy(n0)\n"
+                              "  ROOT c = pred[] compare(i, n), direction=LE",
+                      "  two = s32[] constant(2)\n  j = s32[] add(i, two)", from0) == 5);
+    // NE by 3 from 0 to 12: 0, 3, 6, 9.
+    CHECK(while_trips(
+              cmp_i + "  n = s32[] constant(12)\n  ROOT c = pred[] compare(i, n), direction=NE",
+              "  s = s32[] constant(3)\n  j = s32[] add(i, s)", from0) == 4);
+    // The bound on the left, a tuple element the body passes on unchanged (k = 10): k > i.
+    CHECK(while_trips(cmp_i + "  k = s32[] get-tuple-element(p), index=1\n"
+                              "  ROOT c = pred[] compare(k, i), direction=GT",
+                      inc, "  a = s32[] constant(0)\n  b = s32[] constant(10)") == 10);
+    // The step a loop-invariant tuple element (k = 2): 0, 2, ..., 8 below 10.
+    CHECK(while_trips(
+              cmp_i + "  n = s32[] constant(10)\n  ROOT c = pred[] compare(i, n), direction=LT",
+              "  j = s32[] add(k, i)", "  a = s32[] constant(0)\n  b = s32[] constant(2)") == 5);
+    // The init through a convert and a copy: 3 up to 10.
+    CHECK(while_trips(
+              cmp_i + "  n = s32[] constant(10)\n  ROOT c = pred[] compare(i, n), direction=LT",
+              inc,
+              "  a0 = s64[] constant(3)\n  a1 = s32[] convert(a0)\n  a = s32[] copy(a1)\n"
+              "  b = s32[] constant(0)") == 7);
+    // False at the start: no trip, whichever way the counter goes (GT, counting up from 0;
+    // EQ 5 from 0).
+    CHECK(while_trips(
+              cmp_i + "  n = s32[] constant(10)\n  ROOT c = pred[] compare(i, n), direction=GT",
+              inc, from0) == 0);
+    CHECK(while_trips(
+              cmp_i + "  n = s32[] constant(5)\n  ROOT c = pred[] compare(i, n), direction=EQ", inc,
+              from0) == 0);
+}
+
+TEST_CASE("HLO while: loops XLA cannot count still need --while-trips", "[hlo]") {
+    const std::string cmp_i = "  i = s32[] get-tuple-element(p), index=0\n";
+    const std::string lt10 =
+        cmp_i + "  n = s32[] constant(10)\n  ROOT c = pred[] compare(i, n), direction=LT";
+    const std::string inc = "  one = s32[] constant(1)\n  j = s32[] add(i, one)";
+    const auto needs_trips =
+        Catch::Matches(".*cannot find the trip count of while w .*: give --while-trips N");
+    // The counter starts from an entry parameter.
+    CHECK_THROWS_WITH(while_trips(lt10, inc, "  a = s32[] parameter(1)\n  b = s32[] constant(0)"),
+                      needs_trips);
+    // A data-dependent condition: the bound read from the loop's data.
+    CHECK_THROWS_WITH(while_trips(cmp_i + "  x = f32[8,128] get-tuple-element(p), index=2\n"
+                                          "  x1 = f32[1,1] slice(x), slice={[0:1], [0:1]}\n"
+                                          "  x2 = f32[] reshape(x1)\n  n = s32[] convert(x2)\n"
+                                          "  ROOT c = pred[] compare(i, n), direction=LT",
+                                  inc, "  a = s32[] constant(0)\n  b = s32[] constant(0)"),
+                      needs_trips);
+    // NE that steps over its bound (0, 3, 6, 9, 12, ...), and a counter that goes the wrong
+    // way (counts down below 10 until it wraps).
+    CHECK_THROWS_WITH(
+        while_trips(
+            cmp_i + "  n = s32[] constant(10)\n  ROOT c = pred[] compare(i, n), direction=NE",
+            "  s = s32[] constant(3)\n  j = s32[] add(i, s)",
+            "  a = s32[] constant(0)\n  b = s32[] constant(0)"),
+        needs_trips);
+    CHECK_THROWS_WITH(while_trips(lt10, "  one = s32[] constant(1)\n  j = s32[] subtract(i, one)",
+                                  "  a = s32[] constant(0)\n  b = s32[] constant(0)"),
+                      needs_trips);
+    // Overflow: i <= INT32_MAX holds for every s32 (the counter wraps), and an s64 count past
+    // INT64_MAX is no count; one that fits but is absurd is rejected as more than 2^40 trips.
+    CHECK_THROWS_WITH(while_trips(cmp_i + "  n = s32[] constant(2147483647)\n"
+                                          "  ROOT c = pred[] compare(i, n), direction=LE",
+                                  inc, "  a = s32[] constant(0)\n  b = s32[] constant(0)"),
+                      needs_trips);
+    const std::string lt_max = cmp_i +
+                               "  n = s32[] constant(9223372036854775807)\n"
+                               "  ROOT c = pred[] compare(i, n), direction=LT";
+    CHECK_THROWS_WITH(while_trips(lt_max, inc,
+                                  "  a = s32[] constant(-9223372036854775808)\n"
+                                  "  b = s32[] constant(0)",
+                                  "s64"),
+                      needs_trips);
+    const std::string lt_4e18 = cmp_i +
+                                "  n = s32[] constant(4000000000000000000)\n"
+                                "  ROOT c = pred[] compare(i, n), direction=LT";
+    CHECK_THROWS_WITH(while_trips(lt_4e18, inc,
+                                  "  a = s32[] constant(-4000000000000000000)\n"
+                                  "  b = s32[] constant(0)",
+                                  "s64"),
+                      Catch::Contains("while w runs more than 2^40 trips"));
+}
+
 TEST_CASE("HLO collectives: iota replica groups and SPMD cores", "[hlo]") {
     // [2,4]<=[4,2]T(1,0): iota 0..7 as 4x2, transposed to 2x4: {0,2,4,6}, {1,3,5,7}.
     const Trace t = import(R"(HloModule m, num_partitions=8

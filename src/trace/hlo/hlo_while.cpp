@@ -1,7 +1,10 @@
 // Trip counts of while loops: XLA's known_trip_count in the backend_config, else the
-// induction variable: the condition compares a tuple element with a constant, the element
-// starts at a constant in the loop's initial tuple and the body adds a constant to it.
+// induction variable as XLA's while_loop_analysis.cc finds it: the condition compares a tuple
+// element with a loop constant, the element starts at a constant in the loop's initial tuple
+// and the body adds a loop constant to it or subtracts one (docs/hlo.md, "Control flow").
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -11,17 +14,137 @@ namespace tpusim::hlo_detail {
 
 namespace {
 
-// Index of the tuple element an instruction reads from the computation's parameter: a
-// get-tuple-element of the parameter, or param#i.
-std::optional<std::int64_t> counter_index(const HloComputation& c, const HloOperand& o) {
-    const HloInstr& x = c.instrs[static_cast<std::size_t>(o.instr)];
-    if (o.tuple_index >= 0 && x.opcode == "parameter") return o.tuple_index;
-    if (x.opcode == "get-tuple-element" && !x.operands.empty() &&
-        c.instrs[static_cast<std::size_t>(x.operands[0].instr)].opcode == "parameter") {
-        if (const HloAttr* a = x.attr("index"))
-            return std::strtoll(std::string(a->value).c_str(), nullptr, 10);
+// What a scalar of a loop's computation is, followed back through the instructions that pass
+// a value on unchanged: a constant, an element of the computation's tuple parameter, or
+// another instruction (`instr`, to look at further).
+struct Term {
+    enum Kind { Unknown, Constant, Element, Instr } kind = Unknown;
+    std::int64_t value = 0;  // Constant: the integer; Element: the tuple index
+    std::int32_t instr = -1;
+};
+
+bool is_int(const HloType& t) {
+    return !t.is_float && !t.name.empty() && t.bits >= 8 && t.bits <= 64 &&
+           (t.name[0] == 's' || t.name[0] == 'u');
+}
+
+bool is_scalar(const HloShape& s) {
+    return !s.tuple && std::all_of(s.dims.begin(), s.dims.end(), [](auto d) { return d == 1; });
+}
+
+// The integer of a scalar integer constant; nullopt for a float, a u64 over INT64_MAX or a
+// literal that is not one integer.
+std::optional<std::int64_t> int_literal(const HloInstr& in) {
+    if (in.opcode != "constant" || !is_scalar(in.shape) || !is_int(in.shape.type))
+        return std::nullopt;
+    std::string_view s = in.literal;
+    while (!s.empty() && (s.front() == '{' || s.front() == ' ')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == '}' || s.back() == ' ')) s.remove_suffix(1);
+    std::int64_t v = 0;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc{} || r.ptr != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+// Follows operand `o` of computation `c` back through copy, bitcast, reshape and convert of
+// integer scalars, get-tuple-element and tuple; `path` holds the tuple indices still to take
+// (the last one first). Stops at a constant, at element i of the parameter, or at the first
+// instruction that computes something.
+Term follow(const HloComputation& c, HloOperand o, std::vector<std::int64_t> path = {}) {
+    for (int steps = 0; steps < 256; ++steps) {  // a chain of 256 copies is not a counter
+        if (o.instr < 0 || static_cast<std::size_t>(o.instr) >= c.instrs.size()) return {};
+        if (o.tuple_index >= 0) path.push_back(o.tuple_index);
+        const HloInstr& x = c.instrs[static_cast<std::size_t>(o.instr)];
+        if (x.opcode == "parameter") {
+            if (path.size() != 1) return {};  // the whole tuple, or a nested element
+            return {Term::Element, path[0], o.instr};
+        }
+        if (x.opcode == "tuple") {
+            if (path.empty()) return {};
+            const auto i = static_cast<std::size_t>(path.back());
+            if (i >= x.operands.size()) return {};
+            path.pop_back();
+            o = x.operands[i];
+            continue;
+        }
+        if (x.opcode == "get-tuple-element") {
+            const HloAttr* a = x.attr("index");
+            std::int64_t i = -1;
+            if (a) std::from_chars(a->value.data(), a->value.data() + a->value.size(), i);
+            if (i < 0 || x.operands.empty()) return {};
+            path.push_back(i);
+            o = x.operands[0];
+            continue;
+        }
+        if (x.opcode == "copy" && !x.operands.empty()) {
+            o = x.operands[0];
+            continue;
+        }
+        if (!path.empty()) return {};  // an element of a tuple some instruction computes
+        if (!is_scalar(x.shape) || !is_int(x.shape.type)) return {};
+        if (x.opcode == "constant") {
+            const auto v = int_literal(x);
+            return v ? Term{Term::Constant, *v, o.instr} : Term{};
+        }
+        if ((x.opcode == "bitcast" || x.opcode == "reshape" || x.opcode == "convert") &&
+            x.operands.size() == 1) {
+            o = x.operands[0];
+            continue;
+        }
+        return {Term::Instr, 0, o.instr};
     }
-    return std::nullopt;
+    return {};
+}
+
+// The smallest and largest value of an integer type (u64 up to INT64_MAX: XLA's
+// LiteralAsScalarInt64 counts no further).
+std::pair<std::int64_t, std::int64_t> int_range(const HloType& t) {
+    const int bits = std::min(t.bits, 64);
+    if (t.name[0] == 'u')
+        return {0, bits >= 64 ? INT64_MAX : static_cast<std::int64_t>((1ULL << bits) - 1)};
+    if (bits >= 64) return {INT64_MIN, INT64_MAX};
+    return {-(std::int64_t{1} << (bits - 1)), (std::int64_t{1} << (bits - 1)) - 1};
+}
+
+// Trips of `for (i = init; i <dir> bound; i += step)` over integers in [lo, hi]; nullopt when
+// the counter would leave the type (wrap) before the condition fails, the step never ends
+// the loop, or (NE) the counter steps over the bound.
+std::optional<std::int64_t> count_trips(std::string_view dir, std::int64_t init, std::int64_t bound,
+                                        std::int64_t step, std::int64_t lo, std::int64_t hi) {
+    if (dir != "LT" && dir != "LE" && dir != "GT" && dir != "GE" && dir != "NE" && dir != "EQ")
+        return std::nullopt;
+    const bool runs = dir == "LT"   ? init < bound
+                      : dir == "LE" ? init <= bound
+                      : dir == "GT" ? init > bound
+                      : dir == "GE" ? init >= bound
+                      : dir == "NE" ? init != bound
+                                    : init == bound;
+    if (init < lo || init > hi) return std::nullopt;
+    if (!runs) return 0;
+    if (step == 0) return std::nullopt;  // true at the start and for ever
+    if (dir == "EQ") return 1;           // init + step is not init, even wrapped
+    // Distances as unsigned: bound - init of two int64s fits in a uint64.
+    const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+    const std::uint64_t up = step > 0 ? u(step) : 0 - u(step);  // |step|
+    const bool rising = dir == "LT" || dir == "LE" || (dir == "NE" && bound > init);
+    if ((step > 0) != rising) return std::nullopt;  // moves away from the bound: wraps
+    const std::uint64_t span = rising ? u(bound) - u(init) : u(init) - u(bound);
+    std::uint64_t trips = 0, past = 0;  // past: how far beyond the bound the loop ends
+    if (dir == "NE") {
+        if (span % up != 0) return std::nullopt;  // steps over the bound
+        trips = span / up;
+    } else if (dir == "LT" || dir == "GT") {
+        trips = (span - 1) / up + 1;
+        past = span % up == 0 ? 0 : up - span % up;
+    } else {
+        trips = span / up + 1;
+        past = up - span % up;
+    }
+    if (trips > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+    // The value that ends the loop, bound + past (rising) or bound - past, must be of the type.
+    if (rising ? bound > hi || u(hi) - u(bound) < past : bound < lo || u(bound) - u(lo) < past)
+        return std::nullopt;
+    return static_cast<std::int64_t>(trips);
 }
 
 // The value of a backend_config as written: XLA prints it as JSON ({"known_trip_count":...}),
@@ -83,7 +206,7 @@ std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComput
     if (auto k = known_trip_count(m, w)) return k;
     const HloAttr* ca = w.attr("condition");
     const HloAttr* ba = w.attr("body");
-    if (!ca || !ba || w.operands.empty()) return std::nullopt;
+    if (!ca || !ba || w.operands.size() != 1) return std::nullopt;
     auto comp_of = [&](std::string_view v) {
         if (!v.empty() && v.front() == '%') v.remove_prefix(1);
         return m.find_computation(v);
@@ -91,64 +214,67 @@ std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComput
     const std::int32_t ci = comp_of(ca->value), bi = comp_of(ba->value);
     if (ci < 0 || bi < 0) return std::nullopt;
     const HloComputation& cond = m.computations[static_cast<std::size_t>(ci)];
-    const HloInstr& cmp = cond.instrs[static_cast<std::size_t>(cond.root)];
-    if (cmp.opcode != "compare" || cmp.operands.size() != 2) return std::nullopt;
-    const HloAttr* dir = cmp.attr("direction");
-    if (!dir) return std::nullopt;
-    std::string d(dir->value);
-    auto limit = constant_int(cond.instrs[static_cast<std::size_t>(cmp.operands[1].instr)]);
-    auto idx = counter_index(cond, cmp.operands[0]);
-    if (!limit || !idx) {  // constant on the left: swap the sides and the direction
-        limit = constant_int(cond.instrs[static_cast<std::size_t>(cmp.operands[0].instr)]);
-        idx = counter_index(cond, cmp.operands[1]);
-        if (d == "LT")
-            d = "GT";
-        else if (d == "GT")
-            d = "LT";
-        else if (d == "LE")
-            d = "GE";
-        else if (d == "GE")
-            d = "LE";
-    }
-    if (!limit || !idx || *idx < 0) return std::nullopt;
-    // Initial value: element idx of the tuple the loop starts from.
-    const HloInstr& init = parent.instrs[static_cast<std::size_t>(w.operands[0].instr)];
-    if (init.opcode != "tuple" || static_cast<std::size_t>(*idx) >= init.operands.size())
-        return std::nullopt;
-    const auto start =
-        constant_int(parent.instrs[static_cast<std::size_t>(init.operands[*idx].instr)]);
-    if (!start) return std::nullopt;
-    // Step: body root element idx = add(counter, constant), else 1.
-    std::int64_t step = 1;
     const HloComputation& body = m.computations[static_cast<std::size_t>(bi)];
-    const HloInstr& broot = body.instrs[static_cast<std::size_t>(body.root)];
-    if (broot.opcode == "tuple" && static_cast<std::size_t>(*idx) < broot.operands.size()) {
-        const HloInstr& upd = body.instrs[static_cast<std::size_t>(broot.operands[*idx].instr)];
-        if (upd.opcode == "add" && upd.operands.size() == 2) {
-            for (const auto& o : upd.operands)
-                if (auto c = constant_int(body.instrs[static_cast<std::size_t>(o.instr)]))
-                    step = *c;
-        } else if (upd.opcode == "subtract" && upd.operands.size() == 2) {
-            if (auto c = constant_int(body.instrs[static_cast<std::size_t>(upd.operands[1].instr)]))
-                step = -*c;
-        }
+    if (cond.root < 0 || body.root < 0) return std::nullopt;
+    const HloInstr& cmp = cond.instrs[static_cast<std::size_t>(cond.root)];
+    const HloAttr* dir = cmp.attr("direction");
+    if (cmp.opcode != "compare" || cmp.operands.size() != 2 || !dir) return std::nullopt;
+    if (body.instrs[static_cast<std::size_t>(body.root)].opcode != "tuple") return std::nullopt;
+    const HloOperand body_root{body.root, -1};
+    // Element i's value on entry: a constant in the tuple the loop starts from.
+    auto init_of = [&](std::int64_t i) -> std::optional<std::int64_t> {
+        const Term t = follow(parent, w.operands[0], {i});
+        if (t.kind != Term::Constant) return std::nullopt;
+        return t.value;
+    };
+    // A value the same in every trip: a constant (sunk into the condition or the body), or a
+    // tuple element the body passes on unchanged that starts at a constant.
+    auto loop_constant = [&](const Term& t) -> std::optional<std::int64_t> {
+        if (t.kind == Term::Constant) return t.value;
+        if (t.kind != Term::Element) return std::nullopt;
+        const Term next = follow(body, body_root, {t.value});
+        if (next.kind != Term::Element || next.value != t.value) return std::nullopt;
+        return init_of(t.value);
+    };
+    // The body's update of element i: add(i, step), add(step, i) or subtract(i, step), step a
+    // loop constant; its instruction gives the counter's type.
+    struct Update {
+        std::int64_t step;
+        const HloInstr* instr;
+    };
+    auto update_of = [&](std::int64_t i) -> std::optional<Update> {
+        const Term t = follow(body, body_root, {i});
+        if (t.kind != Term::Instr) return std::nullopt;
+        const HloInstr& x = body.instrs[static_cast<std::size_t>(t.instr)];
+        if (x.operands.size() != 2) return std::nullopt;
+        const Term l = follow(body, x.operands[0]), r = follow(body, x.operands[1]);
+        auto is_i = [&](const Term& s) { return s.kind == Term::Element && s.value == i; };
+        std::optional<std::int64_t> step;
+        if (x.opcode == "add" && is_i(l))
+            step = loop_constant(r);
+        else if (x.opcode == "add" && is_i(r))
+            step = loop_constant(l);
+        else if (x.opcode == "subtract" && is_i(l) && (step = loop_constant(r)))
+            step = *step == INT64_MIN ? std::nullopt : std::optional<std::int64_t>{-*step};
+        if (!step) return std::nullopt;
+        return Update{*step, &x};
+    };
+    // The counter on either side of the compare, the bound on the other (the direction swapped
+    // when the counter is on the right).
+    for (std::size_t side = 0; side < 2; ++side) {
+        const Term counter = follow(cond, cmp.operands[side]);
+        if (counter.kind != Term::Element) continue;
+        const auto upd = update_of(counter.value);
+        const auto bound = loop_constant(follow(cond, cmp.operands[1 - side]));
+        const auto init = init_of(counter.value);
+        if (!upd || !bound || !init) continue;
+        std::string_view d = dir->value;
+        if (side == 1)
+            d = d == "LT" ? "GT" : d == "GT" ? "LT" : d == "LE" ? "GE" : d == "GE" ? "LE" : d;
+        const auto [lo, hi] = int_range(upd->instr->shape.type);
+        return count_trips(d, *init, *bound, upd->step, lo, hi);
     }
-    if (step == 0) return std::nullopt;
-    const std::int64_t span = *limit - *start;
-    std::int64_t trips = 0;
-    if (d == "LT" && step > 0)
-        trips = (span + step - 1) / step;
-    else if (d == "LE" && step > 0)
-        trips = span / step + 1;
-    else if (d == "GT" && step < 0)
-        trips = (-span + (-step) - 1) / (-step);
-    else if (d == "GE" && step < 0)
-        trips = -span / (-step) + 1;
-    else if (d == "NE")
-        trips = span / step;
-    else
-        return std::nullopt;
-    return trips < 0 ? 0 : trips;
+    return std::nullopt;
 }
 
 // A while loop as a trace loop: the body's ops once, run `trips` times. The body is walked
