@@ -128,7 +128,8 @@ namespace {
 
 // A small program: a matmul with a bias and an activation (one output fusion), then a softmax-
 // like pair of reductions, with a layout-only copy in between.
-const char* kUnfused = R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
+const char* kUnfused =
+    R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
 max {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
@@ -184,7 +185,8 @@ TEST_CASE("HLO after passes: the fusion pass written as fusions imports to the s
 TEST_CASE("HLO defusion: another backend's fused module runs as its unfused program", "[hlo]") {
     // What XLA's CPU backend writes for kUnfused-like code: loop fusions over {1,0} layouts
     // with no TPU tiling, one multi-output fusion read through get-tuple-element.
-    const char* cpu = R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
+    const char* cpu =
+        R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
 max {
   a = f32[] parameter(0)
   b = f32[] parameter(1)

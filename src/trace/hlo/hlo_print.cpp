@@ -23,8 +23,8 @@ constexpr const char* kTpusimFusion = "tpusim_fusion_pass";
 // Named, not anonymous: the layer compiles in unity batches.
 namespace hlo_print {
 
-using hlo_detail::OpClass;
 using hlo_detail::op_class;
+using hlo_detail::OpClass;
 
 void put_shape(std::string& out, const HloShape& s) {
     if (s.tuple) {
@@ -63,7 +63,8 @@ std::string shape_text(const HloShape& s) {
 // The shape of an operand's value: the instruction's, or its tuple element.
 const HloShape& value_shape(const HloComputation& c, const HloOperand& o) {
     const HloShape& s = c.instrs[static_cast<std::size_t>(o.instr)].shape;
-    if (o.tuple_index >= 0 && s.tuple && static_cast<std::size_t>(o.tuple_index) < s.elements.size())
+    if (o.tuple_index >= 0 && s.tuple &&
+        static_cast<std::size_t>(o.tuple_index) < s.elements.size())
         return s.elements[static_cast<std::size_t>(o.tuple_index)];
     return s;
 }
@@ -142,8 +143,8 @@ std::vector<Line> plain_lines(const HloComputation& c) {
         const HloInstr& in = c.instrs[i];
         std::vector<std::string> ops;
         for (const auto& o : in.operands)
-            ops.push_back(operand_ref(c.instrs[static_cast<std::size_t>(o.instr)].name,
-                                      o.tuple_index));
+            ops.push_back(
+                operand_ref(c.instrs[static_cast<std::size_t>(o.instr)].name, o.tuple_index));
         lines.push_back(make_line(in, std::string(in.name), ops));
         lines.back().root = static_cast<std::int32_t>(i) == c.root;
     }
@@ -216,8 +217,8 @@ class Defuser {
     // returns its root's value.
     Ref inline_computation(const HloComputation& c, const std::vector<Ref>& args, bool top) {
         if (++depth_ > kMaxHloCallDepth)
-            m_.fail(c.offset, fmt::format("fusions nest more than {} levels deep",
-                                          kMaxHloCallDepth));
+            m_.fail(c.offset,
+                    fmt::format("fusions nest more than {} levels deep", kMaxHloCallDepth));
         std::vector<Ref> val(c.instrs.size());
         for (std::size_t i = 0; i < c.instrs.size(); ++i) {
             const HloInstr& in = c.instrs[i];
@@ -227,8 +228,8 @@ class Defuser {
                     if (static_cast<std::size_t>(o.tuple_index) < r.elements.size())
                         return whole(r.elements[static_cast<std::size_t>(o.tuple_index)]);
                     const Ref w = whole(r);
-                    return {fmt::format("{}#{}", w.text, o.tuple_index), w.name, {}, true,
-                            nullptr, {}};
+                    return {
+                        fmt::format("{}#{}", w.text, o.tuple_index), w.name, {}, true, nullptr, {}};
                 }
                 return whole(r);
             };
@@ -388,8 +389,7 @@ class PassWriter {
     bool clonable(const HloComputation& c, std::int32_t i) const {
         const HloInstr& in = at(c, i);
         if (in.opcode == "constant" || op_class(in.opcode) == OpClass::Generated) return true;
-        return hlo_detail::is_view(c, in, true) &&
-               clonable(c, resolve(c, in.operands[0]).instr);
+        return hlo_detail::is_view(c, in, true) && clonable(c, resolve(c, in.operands[0]).instr);
     }
 
     std::vector<Line> fuse(const HloComputation& c, std::string& fused_out) {
@@ -446,12 +446,14 @@ class PassWriter {
             std::vector<std::string> ops;
             if (is_root[i]) {
                 for (const auto& o : externals[ii])
-                    ops.push_back(operand_ref(top[static_cast<std::size_t>(o.instr)], o.tuple_index));
+                    ops.push_back(
+                        operand_ref(top[static_cast<std::size_t>(o.instr)], o.tuple_index));
                 lines.push_back(fusion_line(c, ii, ops));
             } else {
                 for (const auto& o : in.operands) {
                     const HloOperand x = resolve(c, o);
-                    ops.push_back(operand_ref(top[static_cast<std::size_t>(x.instr)], x.tuple_index));
+                    ops.push_back(
+                        operand_ref(top[static_cast<std::size_t>(x.instr)], x.tuple_index));
                 }
                 lines.push_back(make_line(in, top[i], ops));
             }
@@ -470,7 +472,7 @@ class PassWriter {
         const auto& mem = fusion_members_[r];
         bool heavy = false;
         for (std::int32_t j : mem) heavy = heavy || op_class(at(c, j).opcode) == OpClass::Heavy;
-        const char* kind = heavy ? "kOutput"
+        const char* kind = heavy                                             ? "kOutput"
                            : op_class(at(c, r).opcode) == OpClass::Reduction ? "kInput"
                                                                              : "kLoop";
         Line l;
@@ -478,8 +480,8 @@ class PassWriter {
         l.shape = shape_text(at(c, r).shape);
         l.body = fmt::format("= {} fusion(", l.shape);
         for (std::size_t i = 0; i < ops.size(); ++i) l.body += (i > 0 ? ", " : "") + ops[i];
-        l.body += fmt::format("), kind={}, calls=%{}, frontend_attributes={{{}=\"true\"}}",
-                              kind, fusion_names_[r].second, kTpusimFusion);
+        l.body += fmt::format("), kind={}, calls=%{}, frontend_attributes={{{}=\"true\"}}", kind,
+                              fusion_names_[r].second, kTpusimFusion);
         return l;
     }
 
@@ -559,7 +561,8 @@ std::string print_hlo(const HloModule& m) {
     for (std::size_t ci = 0; ci < m.computations.size(); ++ci) {
         const HloComputation& c = m.computations[ci];
         if (hlo_print::in_place(c)) continue;
-        hlo_print::put_computation(out, c.name, static_cast<std::int32_t>(ci) == m.entry, hlo_print::plain_lines(c));
+        hlo_print::put_computation(out, c.name, static_cast<std::int32_t>(ci) == m.entry,
+                                   hlo_print::plain_lines(c));
     }
     return out;
 }
@@ -583,7 +586,9 @@ HloModule defuse_hlo(const HloModule& m, std::int64_t* fusions) {
     return parse_hlo(std::move(text), m.path);
 }
 
-HloModule apply_fusion_pass(const HloModule& m) { return parse_hlo(hlo_print::PassWriter(m).run(), m.path); }
+HloModule apply_fusion_pass(const HloModule& m) {
+    return parse_hlo(hlo_print::PassWriter(m).run(), m.path);
+}
 
 HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts) {
     std::optional<HloModule> d;
