@@ -13,6 +13,7 @@ struct HloCliOptions {
     std::string passes = "all";
     std::int64_t while_trips = 0;
     bool unroll_loops = false;
+    std::string after_passes;  // --after-passes FILE: the module as tpusim runs it, as HLO text
 };
 
 void add_hlo_options(CLI::App* cmd, HloCliOptions& o);

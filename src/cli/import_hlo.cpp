@@ -22,6 +22,9 @@ void add_hlo_options(CLI::App* cmd, HloCliOptions& o) {
     cmd->add_flag("--unroll-loops", o.unroll_loops,
                   "write every trip of a while loop out as trace ops instead of one trace loop "
                   "(docs/hlo.md)");
+    cmd->add_option("--after-passes", o.after_passes,
+                    "also write the module as tpusim runs it, after its passes, as HLO text "
+                    "(fusions made by the pass written as fusion instructions; docs/hlo.md)");
 }
 
 Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig& cfg,
@@ -34,7 +37,18 @@ Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig&
     if (o.while_trips < 0) throw InputError("--while-trips", "", "must be a positive integer");
     opts.while_trips = o.while_trips;
     opts.unroll_loops = o.unroll_loops;
-    Trace t = read_hlo_trace(path, opts, board_cores, &stats);
+    Trace t;
+    if (o.after_passes.empty()) {
+        t = read_hlo_trace(path, opts, board_cores, &stats);
+    } else {
+        const HloModule m = read_hlo(path);
+        const std::string text = print_hlo(hlo_after_passes(m, opts));
+        std::ofstream f(o.after_passes);
+        if (!f) throw InputError(o.after_passes, "", "cannot write file");
+        f << text;
+        if (!f) throw InputError(o.after_passes, "", "error while writing file");
+        t = hlo_to_checked_trace(m, opts, board_cores, &stats);
+    }
     if (!quiet)
         for (const auto& w : stats.warnings) std::cerr << w << "\n";
     return t;

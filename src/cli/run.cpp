@@ -117,6 +117,7 @@ void add_run_command(CLI::App& app) {
                            {"unmodelled_custom_calls", hlo_stats.unmodelled_custom_calls},
                            {"multi_output_fusions", hlo_stats.multi_output_fusions},
                            {"producer_fusions", hlo_stats.producer_fusions},
+                           {"defused_fusions", hlo_stats.defused_fusions},
                            {"warnings", hlo_stats.warnings}};
         body["wall_seconds"] = r.wall_seconds;
         const nlohmann::json report = make_report("run", cfg, body);

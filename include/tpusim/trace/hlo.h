@@ -34,6 +34,7 @@ struct HloShape {
     std::vector<std::int64_t> minor_to_major;  // the layout's dimension order, if written
     int memory_space = 0;  // S(n) in the layout: 1 is VMEM on a TPU, 5 host memory
     bool tiled = false;    // the layout has a T(..) tiling: the TPU compiler chose it
+    std::string_view text;  // an array shape as written (type, dims, layout); empty if inferred
     std::int64_t elements_count() const;  // array elements (1 for a scalar, 0 for a tuple)
     std::int64_t bytes() const;           // array or every tuple leaf, rounded up per array
 };
@@ -87,6 +88,22 @@ struct HloModule {
 HloModule parse_hlo(std::string text, const std::string& path);
 HloModule read_hlo(const std::string& path);
 
+// The module as HLO text that parse_hlo reads back to the same computations, instructions,
+// shapes (as written), operands, attributes and literals (hlo_print.cpp). Computations written
+// in place (calls={...}) stay in their attribute; metadata tables are not written.
+std::string print_hlo(const HloModule& m);
+
+// Whether the module is another backend's optimised module (docs/hlo.md, "Passes"): it has
+// fusions, its HloModule line carries entry_computation_layout (XLA wrote it) and no layout
+// has a TPU tiling, and no fusion carries frontend_attributes={tpusim_fusion_pass="true"} (the
+// mark of apply_fusion_pass's fusions). The import inlines its fusions back (defuse_hlo) and
+// runs its own passes.
+bool is_foreign_fused(const HloModule& m);
+// Every fusion replaced by its fused computation's instructions (parameters bound to the
+// fusion's operands, users reading the fused root, get-tuple-element of a tuple root reading
+// that element); `fusions` counts them. The result owns new text (print + parse).
+HloModule defuse_hlo(const HloModule& m, std::int64_t* fusions = nullptr);
+
 // Limits of the import (docs/limits.md): how deep computations may call each other (the import
 // recurses once per level), and how many instructions it visits by default, counting a loop
 // body once per trip and a computation once per call (so that a while loop of 10^12 trips or
@@ -124,6 +141,14 @@ struct HloImportOptions {
 // Throws InputError("--hlo-passes", "", ...) for an unknown name.
 void apply_hlo_passes(const std::string& list, HloImportOptions& opts);
 
+// The fusion pass written out (hlo_print.cpp): each fusion cluster of the computations the
+// import walks becomes a fusion calling fused_computation.N, duplicated producers inside each
+// of them, broadcasts / iotas / constants cloned in, no-op copies removed.
+HloModule apply_fusion_pass(const HloModule& m);
+// The module as tpusim runs it under opts: defused when is_foreign_fused, then the fusion pass
+// when opts.fusion and it has no fusions (what `--after-passes FILE` writes, printed).
+HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts);
+
 struct HloImportStats {
     std::int64_t instructions = 0;  // HLO instructions visited (a trace loop's body twice;
                                     // unrolled loops once per trip)
@@ -132,6 +157,7 @@ struct HloImportStats {
     std::int64_t unmodelled_custom_calls = 0;  // as visited (see `instructions`)
     std::int64_t multi_output_fusions = 0;     // pass-made fusions that joined a sibling's kernel
     std::int64_t producer_fusions = 0;  // kernels that take an operand from its producer's tiles
+    std::int64_t defused_fusions = 0;  // fusions of another backend's module inlined back
     std::vector<std::string> warnings;         // located, one line per instruction (custom-calls)
 };
 

@@ -229,6 +229,8 @@ HloShape Cursor::shape() {
         expect(']', "to close the dimensions");
     }
     if (peek_raw() == '{') layout(s);
+    s.text = text_.substr(static_cast<std::size_t>(tn.data() - text_.data()),
+                          p_ - static_cast<std::size_t>(tn.data() - text_.data()));
     return s;
 }
 

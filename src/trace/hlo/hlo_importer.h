@@ -24,10 +24,12 @@ namespace tpusim::hlo_detail {
 class Importer {
  public:
     Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores, HloImportStats& st)
-        : m_(m), opts_(o), stats_(st) {
+        : own_(defused(m, st)), m_(own_ ? *own_ : m), opts_(o), stats_(st) {
         trace_.cores = cores;
-        for (const auto& c : m.computations)
+        for (const auto& c : m_.computations)
             for (const auto& in : c.instrs) has_fusions_ = has_fusions_ || in.opcode == "fusion";
+        // Another backend's optimised module has had its fusions inlined back (defused): the
+        // pass runs on it as on a module written before optimisation.
         pass_ = opts_.fusion && !has_fusions_;
     }
 
@@ -66,6 +68,15 @@ class Importer {
         for (; line_pos_ < offset && line_pos_ < t.size(); ++line_pos_)
             if (t[line_pos_] == '\n') ++line_no_;
         return line_no_;
+    }
+
+    // The module with its fusions inlined when it is another backend's (is_foreign_fused).
+    static std::optional<HloModule> defused(const HloModule& m, HloImportStats& st) {
+        if (!is_foreign_fused(m)) return std::nullopt;
+        std::int64_t n = 0;
+        HloModule d = defuse_hlo(m, &n);
+        st.defused_fusions += n;
+        return d;
     }
 
     static std::int64_t hbm_bytes(const HloShape& s) {
@@ -386,6 +397,7 @@ class Importer {
                        const std::function<Place(const HloOperand&)>& ext,
                        std::unordered_set<std::int64_t>* on_chip = nullptr);
 
+    std::optional<HloModule> own_;  // the defused module, if any (before m_: m_ refers to it)
     const HloModule& m_;
     const HloImportOptions& opts_;
     HloImportStats& stats_;
