@@ -378,6 +378,26 @@ class PassWriter {
         return c.instrs[static_cast<std::size_t>(i)];
     }
 
+    // A while loop whose trip count the import finds from its induction variable gets it
+    // written as XLA's TPU pipeline records it (WhileLoopBackendConfig known_trip_count):
+    // once the pass has fused the counter's increment, the written body no longer shows it.
+    void annotate_trip_count(const HloComputation& c, const HloInstr& in, Line& l) const {
+        if (in.opcode != "while") return;
+        const HloAttr* b = in.attr("backend_config");
+        if (b && b->value.find("known_trip_count") != std::string_view::npos) return;
+        const auto n = hlo_detail::while_trip_count(m_, c, in);
+        if (!n) return;
+        const std::string config =
+            fmt::format("backend_config={{\"known_trip_count\":{{\"n\":\"{}\"}}}}", *n);
+        if (!b) {
+            l.body += ", " + config;
+            return;
+        }
+        const std::string old = fmt::format("backend_config={}", b->value);
+        const std::size_t at = l.body.find(old);
+        if (at != std::string::npos) l.body.replace(at, old.size(), config);
+    }
+
     // The value an operand reads once no-op copies are gone.
     HloOperand resolve(const HloComputation& c, HloOperand o) const {
         while (hlo_detail::is_noop_copy(c, at(c, o.instr))) o = at(c, o.instr).operands[0];
@@ -456,6 +476,7 @@ class PassWriter {
                         operand_ref(top[static_cast<std::size_t>(x.instr)], x.tuple_index));
                 }
                 lines.push_back(make_line(in, top[i], ops));
+                annotate_trip_count(c, in, lines.back());
             }
             lines.back().root = ii == root.instr && root.tuple_index < 0;
         }
