@@ -8,9 +8,9 @@
 # Cycles do not agree: the pass path shares operands between sibling fusions and runs a kernel
 # on a stored producer's tiles (multi-output fusion, hlo.multi_output_fusions and
 # hlo.producer_fusions), which the written module does not express, and the kept
-# broadcasts cost their writes. Measured on a v3-8: LSTM 10,215,325 (pass) vs 11,179,635
-# (written), +9.4%; mlp_softmax 7,074 vs 7,896, +11.6%. The CPU-fused mlp_softmax is defused
-# and runs as the unfused module: 7,074 cycles.
+# broadcasts cost their writes. Measured on a v3-8: LSTM 8,771,287 (pass) vs 10,550,174
+# (written), +20.3%; mlp_softmax 6,076 vs 7,896, +30.0%. The CPU-fused mlp_softmax is defused
+# and runs as the unfused module: 6,076 cycles.
 # Usage: hlo_after_passes.sh path/to/tpusim (run from the source root).
 set -u
 bin=$1
