@@ -15,8 +15,9 @@ namespace tpusim::cli {
 
 void add_hlo_options(CLI::App* cmd, HloCliOptions& o) {
     cmd->add_option("--hlo-passes", o.passes,
-                    "passes for modules without fusions: all (default), none, or a comma list "
-                    "of fusion, kernel-graphs, tile-padding (docs/hlo.md)");
+                    fmt::format("passes of XLA's TPU pipeline to apply: all (default), none, or "
+                                "a comma list of {} (docs/hlo.md)",
+                                hlo_pass_names()));
     cmd->add_option("--while-trips", o.while_trips,
                     "trips of a while loop whose trip count the module does not tell");
     cmd->add_flag("--unroll-loops", o.unroll_loops,

@@ -105,8 +105,7 @@ ENTRY e {
     CHECK(op_hbm_bytes_in(op_named(u, "e1")) - op_hbm_bytes_in(e1) == 1024 * 512 * 4);
 }
 
-TEST_CASE("HLO convolution: dilated or disabled, a convolution stays its implicit GEMM",
-          "[hlo]") {
+TEST_CASE("HLO convolution: dilated or disabled, a convolution stays its implicit GEMM", "[hlo]") {
     // The input gradient of a stride-2 convolution dilates its input (lhs_dilate): its taps
     // do not slide over the array in HBM, so it stays the implicit GEMM, as does any
     // convolution with --hlo-passes without direct-convolutions.

@@ -32,8 +32,8 @@ struct HloShape {
     std::vector<std::int64_t> dims;            // dynamic dims (<=N) count at their bound
     std::vector<HloShape> elements;            // tuple elements
     std::vector<std::int64_t> minor_to_major;  // the layout's dimension order, if written
-    int memory_space = 0;  // S(n) in the layout: 1 is VMEM on a TPU, 5 host memory
-    bool tiled = false;    // the layout has a T(..) tiling: the TPU compiler chose it
+    int memory_space = 0;   // S(n) in the layout: 1 is VMEM on a TPU, 5 host memory
+    bool tiled = false;     // the layout has a T(..) tiling: the TPU compiler chose it
     std::string_view text;  // an array shape as written (type, dims, layout); empty if inferred
     std::int64_t elements_count() const;  // array elements (1 for a scalar, 0 for a tuple)
     std::int64_t bytes() const;           // array or every tuple leaf, rounded up per array
@@ -115,8 +115,8 @@ inline constexpr std::int64_t kMaxHloTrips = std::int64_t{1} << 40;
 
 // What the import does besides translating opcodes (docs/hlo.md, "Passes").
 struct HloImportOptions {
-    bool fusion = true;            // fuse producers into consumers in modules that have no fusions
-    bool tile_padding = true;      // pad the minor two dimensions to the (8, 128) tile in bytes
+    bool fusion = true;        // fuse producers into consumers in modules that have no fusions
+    bool tile_padding = true;  // pad the minor two dimensions to the (8, 128) tile in bytes
     // A fusion is a graph: a value that a member computes for another member as its second
     // operand stays in registers (not written to HBM and read back), as in XLA's kernel.
     bool kernel_graphs = true;
@@ -136,10 +136,11 @@ struct HloImportOptions {
     std::int64_t max_instructions = kMaxHloInstructions;  // visited; more is an InputError
 };
 
-// Parses "--hlo-passes" values: "all", "none" or a comma list of "fusion", "kernel-graphs",
-// "tile-padding".
-// Throws InputError("--hlo-passes", "", ...) for an unknown name.
+// Parses "--hlo-passes" values: "all", "none" or a comma list of the names hlo_pass_names
+// gives. Throws InputError("--hlo-passes", "", ...) for an unknown name.
 void apply_hlo_passes(const std::string& list, HloImportOptions& opts);
+// The pass names "--hlo-passes" takes, comma-separated ("direct-convolutions, fusion, ...").
+std::string hlo_pass_names();
 
 // The fusion pass written out (hlo_print.cpp): each fusion cluster of the computations the
 // import walks becomes a fusion calling fused_computation.N, duplicated producers inside each
@@ -157,8 +158,8 @@ struct HloImportStats {
     std::int64_t unmodelled_custom_calls = 0;  // as visited (see `instructions`)
     std::int64_t multi_output_fusions = 0;     // pass-made fusions that joined a sibling's kernel
     std::int64_t producer_fusions = 0;  // kernels that take an operand from its producer's tiles
-    std::int64_t defused_fusions = 0;  // fusions of another backend's module inlined back
-    std::vector<std::string> warnings;         // located, one line per instruction (custom-calls)
+    std::int64_t defused_fusions = 0;   // fusions of another backend's module inlined back
+    std::vector<std::string> warnings;  // located, one line per instruction (custom-calls)
 };
 
 // The module as a trace: op ids are HLO instruction names. A while loop of 2 or more trips is a

@@ -68,22 +68,6 @@ const std::unordered_map<std::string_view, OpClass>& class_table() {
 }
 // clang-format on
 
-// The trace dtype that stores `t`, and how many trace elements one HLO element takes (64-bit
-// types are pairs of 32-bit words on the TPU's 32-bit VPU).
-std::pair<DType, std::int64_t> trace_dtype(const HloType& t) {
-    if (t.bits > 32) return {t.is_float ? DType::F32 : DType::S32, t.bits / 32};
-    if (t.bits == 32) return {t.is_float ? DType::F32 : DType::S32, 1};
-    if (t.bits == 16) return {t.name == "f16" ? DType::F16 : DType::BF16, 1};
-    if (t.name == "pred") return {DType::Pred, 1};
-    return {t.is_float ? DType::U8 : DType::S8, 1};  // 8 bits and sub-byte types (rounded up)
-}
-
-const HloShape& first_array(const HloShape& s) {
-    const HloShape* p = &s;
-    while (p->tuple && !p->elements.empty()) p = &p->elements.front();
-    return *p;
-}
-
 // The largest array of a (tuple) result: the data of rng-bit-generator's (state, data), the
 // output of batch-norm-training's (output, mean, variance).
 const HloShape& largest_array(const HloShape& s) {
@@ -196,22 +180,6 @@ VectorOp elementwise_op(std::string_view o, bool two_streams) {
     return VectorOp::Add;  // logic, shifts, compare, complex: one ALU operation, two streams
 }
 
-// Operand k's shape, through %name#i for an element of a tuple-shaped operand.
-const HloShape& operand_shape(const HloInstr& in, const HloComputation& comp, std::size_t k) {
-    const HloOperand& o = in.operands[k];
-    const HloShape& s = comp.instrs[static_cast<std::size_t>(o.instr)].shape;
-    if (o.tuple_index >= 0 && s.tuple &&
-        static_cast<std::size_t>(o.tuple_index) < s.elements.size())
-        return s.elements[static_cast<std::size_t>(o.tuple_index)];
-    return s;
-}
-
-std::int64_t product(const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& at) {
-    std::int64_t p = 1;
-    for (std::int64_t i : at) p *= dims[static_cast<std::size_t>(i)];
-    return p;
-}
-
 TraceOp vector_op(VectorOp op, const HloType& in_t, const HloType& out_t, std::int64_t rows,
                   std::int64_t cols) {
     TraceOp t;
@@ -241,230 +209,67 @@ bool max_reducer(const HloModule& m, const HloInstr& in) {
 }
 
 std::int64_t window_size(const HloInstr& in, const HloModule& m) {
+    std::int64_t n = 1;
+    for (std::int64_t d : window_field(in, m, "size")) n *= std::max<std::int64_t>(d, 1);
+    return n;
+}
+
+}  // namespace
+
+// The trace dtype that stores `t`, and how many trace elements one HLO element takes (64-bit
+// types are pairs of 32-bit words on the TPU's 32-bit VPU).
+std::pair<DType, std::int64_t> trace_dtype(const HloType& t) {
+    if (t.bits > 32) return {t.is_float ? DType::F32 : DType::S32, t.bits / 32};
+    if (t.bits == 32) return {t.is_float ? DType::F32 : DType::S32, 1};
+    if (t.bits == 16) return {t.name == "f16" ? DType::F16 : DType::BF16, 1};
+    if (t.name == "pred") return {DType::Pred, 1};
+    return {t.is_float ? DType::U8 : DType::S8, 1};  // 8 bits and sub-byte types (rounded up)
+}
+
+const HloShape& first_array(const HloShape& s) {
+    const HloShape* p = &s;
+    while (p->tuple && !p->elements.empty()) p = &p->elements.front();
+    return *p;
+}
+
+const HloShape& value_shape(const HloComputation& comp, const HloOperand& o) {
+    const HloShape& s = comp.instrs[static_cast<std::size_t>(o.instr)].shape;
+    if (o.tuple_index >= 0 && s.tuple &&
+        static_cast<std::size_t>(o.tuple_index) < s.elements.size())
+        return s.elements[static_cast<std::size_t>(o.tuple_index)];
+    return s;
+}
+
+// Operand k's shape, through %name#i for an element of a tuple-shaped operand.
+const HloShape& operand_shape(const HloInstr& in, const HloComputation& comp, std::size_t k) {
+    return value_shape(comp, in.operands[k]);
+}
+
+std::vector<std::int64_t> window_field(const HloInstr& in, const HloModule& m,
+                                       std::string_view key) {
+    std::vector<std::int64_t> out;
     const HloAttr* w = in.attr("window");
-    if (!w) return 1;
-    const std::size_t p = w->value.find("size=");
-    if (p == std::string_view::npos) return 1;
-    std::int64_t n = 1, cur = 0;
-    for (std::size_t i = p + 5; i <= w->value.size(); ++i) {
+    if (!w) return out;
+    const std::string k = std::string(key) + "=";
+    std::size_t p = w->value.find(k);
+    // "size=" must not match the tail of another field's name.
+    while (p != std::string_view::npos && p > 0 && w->value[p - 1] != ' ' && w->value[p - 1] != '{')
+        p = w->value.find(k, p + 1);
+    if (p == std::string_view::npos) return out;
+    std::int64_t cur = 0;
+    for (std::size_t i = p + k.size(); i <= w->value.size(); ++i) {
         const char c = i < w->value.size() ? w->value[i] : ' ';
         if (std::isdigit(static_cast<unsigned char>(c)) != 0) {
             cur = cur * 10 + (c - '0');
-            if (cur > kMaxDim) m.fail(w->offset, "window size is absurdly large");
+            if (cur > kMaxDim) m.fail(w->offset, fmt::format("window {} is absurdly large", key));
         } else {
-            n *= std::max<std::int64_t>(cur, 1);
+            out.push_back(cur);
             cur = 0;
             if (c != 'x') break;
         }
     }
-    return n;
+    return out;
 }
-
-std::optional<TraceOp> dot_op(const HloInstr& in, const HloComputation& comp,
-                              const CostContext& ctx) {
-    if (in.operands.size() < 2) ctx.m.fail(in.offset, "dot needs two operands");
-    const HloShape& lhs = operand_shape(in, comp, 0);
-    const HloShape& rhs = operand_shape(in, comp, 1);
-    auto dims = [&](const char* name, const HloShape& s) {
-        const HloAttr* a = in.attr(name);
-        std::vector<std::int64_t> v =
-            a ? int_list(a->value, ctx.m, a->offset) : std::vector<std::int64_t>{};
-        for (std::int64_t d : v)
-            if (d >= static_cast<std::int64_t>(s.dims.size()))
-                ctx.m.fail(a->offset, fmt::format("{}: dimension {} is outside the operand's {} "
-                                                  "dimensions",
-                                                  name, d, s.dims.size()));
-        return v;
-    };
-    if (lhs.tuple || rhs.tuple) ctx.m.fail(in.offset, "dot operands must be arrays");
-    const auto lc = dims("lhs_contracting_dims", lhs), rc = dims("rhs_contracting_dims", rhs);
-    const auto lb = dims("lhs_batch_dims", lhs), rb = dims("rhs_batch_dims", rhs);
-    TraceOp t;
-    t.kind = OpKind::Matmul;
-    t.matmul.batch = product(lhs.dims, lb);
-    t.matmul.k = product(lhs.dims, lc);
-    if (t.matmul.k != product(rhs.dims, rc) || t.matmul.batch != product(rhs.dims, rb))
-        ctx.m.fail(in.offset, "dot: the contracting or batch dimensions of lhs and rhs differ");
-    if (t.matmul.batch == 0 || t.matmul.k == 0) return std::nullopt;
-    t.matmul.m = lhs.elements_count() / (t.matmul.batch * t.matmul.k);
-    t.matmul.n = rhs.elements_count() / (t.matmul.batch * t.matmul.k);
-    if (t.matmul.m == 0 || t.matmul.n == 0) return std::nullopt;
-    // Stored transposed when the contracting dimension is not where a plain GEMM has it
-    // (last of lhs, first non-batch of rhs).
-    t.matmul.transpose_lhs =
-        !lc.empty() && lc.back() != static_cast<std::int64_t>(lhs.dims.size()) - 1;
-    t.matmul.transpose_rhs = !rc.empty() && rc.front() != static_cast<std::int64_t>(rb.size());
-    t.dtype = trace_dtype(lhs.type).first;
-    t.rhs_dtype = trace_dtype(rhs.type).first;
-    t.out_dtype = trace_dtype(first_array(in.shape).type).first;
-    return t;
-}
-
-// A 2-D convolution as the TPU runs it (`conv2d`, the kind the hand-written traces use): the
-// input is read from HBM once and the kernel's taps are applied to its tiles in VMEM, not an
-// im2col matrix of kernel-size times the input streamed from HBM. For one group, batch and
-// features in the input's and the output's labels, no dilation and an output of the size that
-// "same" (ceil(in / stride)) or "valid" padding gives; anything else stays the implicit GEMM.
-std::optional<TraceOp> direct_conv(const HloInstr& in, const HloShape& lhs, const HloShape& ker,
-                                   const std::string& il, const std::string& kl,
-                                   const std::string& ol) {
-    // (labels are only b, f and the spatial digits here: "0" and "1")
-    if (il.size() != 4 || il != ol || kl.size() != 4) return std::nullopt;
-    std::array<std::int64_t, 2> size{1, 1}, stride{1, 1};
-    if (const HloAttr* w = in.attr("window")) {
-        // size=3x3 stride=2x2 pad=1_1x1_1; any dilation (lhs_dilate, rhs_dilate) is left to
-        // the implicit GEMM.
-        const std::string_view v = w->value;
-        if (v.find("dilate") != std::string_view::npos) return std::nullopt;
-        auto dims = [&](std::string_view key, std::array<std::int64_t, 2>& out) {
-            const std::size_t p = v.find(key);
-            if (p == std::string_view::npos) return true;
-            std::size_t i = p + key.size();
-            for (std::size_t d = 0; d < 2; ++d) {
-                std::int64_t x = 0;
-                std::size_t start = i;
-                while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i])) != 0 &&
-                       x < kMaxDim)
-                    x = x * 10 + (v[i++] - '0');
-                if (i == start || x < 1) return false;
-                out[d] = x;
-                if (d == 0 && (i >= v.size() || v[i++] != 'x')) return false;
-            }
-            return true;
-        };
-        if (!dims("size=", size) || !dims("stride=", stride)) return std::nullopt;
-    }
-    TraceOp t;
-    t.kind = OpKind::Conv2d;
-    Conv2dShape& c = t.conv;
-    std::array<std::int64_t, 2> ih{0, 0}, oh{0, 0}, kh{0, 0};
-    std::size_t sp = 0;
-    for (std::size_t i = 0; i < il.size(); ++i) {
-        const char l = il[i];
-        if (l == 'b') {
-            c.batch = lhs.dims[i];
-        } else if (l == 'f') {
-            c.c_in = lhs.dims[i];
-        } else if (l >= '0' && l <= '1') {
-            ih[static_cast<std::size_t>(l - '0')] = lhs.dims[i];
-            oh[static_cast<std::size_t>(l - '0')] = in.shape.dims[ol.find(l)];
-            ++sp;
-        }
-    }
-    for (std::size_t i = 0; i < kl.size(); ++i) {
-        if (kl[i] == 'o') c.c_out = ker.dims[i];
-        if (kl[i] == '0' || kl[i] == '1') kh[static_cast<std::size_t>(kl[i] - '0')] = ker.dims[i];
-    }
-    if (sp != 2 || kh[0] != size[0] || kh[1] != size[1] ||
-        in.shape.dims[ol.find('b')] != c.batch || in.shape.dims[ol.find('f')] != c.c_out)
-        return std::nullopt;
-    c.h = ih[0];
-    c.w = ih[1];
-    c.kh = kh[0];
-    c.kw = kh[1];
-    c.stride_h = stride[0];
-    c.stride_w = stride[1];
-    for (Padding p : {Padding::Same, Padding::Valid}) {
-        c.padding = p;
-        if (c.h >= c.kh && c.w >= c.kw && c.out_h() == oh[0] && c.out_w() == oh[1]) {
-            if (c.batch < 1 || c.c_in < 1 || c.c_out < 1) return std::nullopt;
-            t.dtype = trace_dtype(lhs.type).first;
-            t.rhs_dtype = trace_dtype(ker.type).first;
-            t.out_dtype = trace_dtype(first_array(in.shape).type).first;
-            return t;
-        }
-    }
-    return std::nullopt;
-}
-
-// The implicit GEMM of a convolution: per group (feature_group_count x batch_group_count),
-// m = output batch x output spatial, k = kernel spatial x kernel input features, n = output
-// features per group; 2*groups*m*k*n = 2 x output elements x kernel spatial x input features.
-std::optional<TraceOp> conv_op(const HloInstr& in, const HloComputation& comp,
-                               const CostContext& ctx) {
-    if (in.operands.size() < 2) ctx.m.fail(in.offset, "convolution needs two operands");
-    const HloShape& ker = operand_shape(in, comp, 1);
-    const HloShape& lhs = operand_shape(in, comp, 0);
-    const HloShape& out = in.shape;
-    std::string labels;
-    if (const HloAttr* a = in.attr("dim_labels")) {
-        labels = std::string(a->value);
-    } else {  // XLA's default: bf01_oi01->bf01
-        std::string sp;
-        for (std::size_t i = 2; i < out.dims.size(); ++i) sp += static_cast<char>('0' + i - 2);
-        labels = "bf" + sp + "_oi" + sp + "->bf" + sp;
-    }
-    const std::size_t u = labels.find('_'), arrow = labels.find("->");
-    if (u == std::string::npos || arrow == std::string::npos || arrow < u)
-        ctx.m.fail(in.offset,
-                   fmt::format("dim_labels {}: expected <input>_<kernel>-><output>", labels));
-    const std::string il = labels.substr(0, u), kl = labels.substr(u + 1, arrow - u - 1),
-                      ol = labels.substr(arrow + 2);
-    if (il.size() != lhs.dims.size() || kl.size() != ker.dims.size() ||
-        ol.size() != out.dims.size())
-        ctx.m.fail(in.offset, fmt::format("dim_labels {} do not match the operand and result "
-                                          "ranks",
-                                          labels));
-    std::int64_t kspatial = 1, kin = 1, kout = 1, obatch = 1, ospatial = 1;
-    for (std::size_t i = 0; i < kl.size(); ++i) {
-        if (kl[i] == 'i')
-            kin = ker.dims[i];
-        else if (kl[i] == 'o')
-            kout = ker.dims[i];
-        else
-            kspatial *= ker.dims[i];
-    }
-    for (std::size_t i = 0; i < ol.size(); ++i) {
-        if (ol[i] == 'b')
-            obatch = out.dims[i];
-        else if (ol[i] != 'f')
-            ospatial *= out.dims[i];
-    }
-    auto count = [&](const char* name) {
-        const HloAttr* a = in.attr(name);
-        if (!a) return std::int64_t{1};
-        const auto v = int_list(a->value, ctx.m, a->offset);
-        if (v.size() != 1 || v[0] < 1) ctx.m.fail(a->offset, fmt::format("{} must be >= 1", name));
-        return v[0];
-    };
-    const std::int64_t fgc = count("feature_group_count");
-    const std::int64_t bgc = count("batch_group_count");
-    const std::int64_t groups = fgc * bgc;
-    if (kout % groups != 0)
-        ctx.m.fail(in.offset, "convolution: output features do not split into the groups");
-    // Feature groups too narrow for the array share its passes: P groups side by side in a
-    // block-diagonal weight tile (P divides the groups, P x k fits the rows, P x n the
-    // columns), so a depthwise convolution is G / P passes, not G. FLOPs stay the useful ones.
-    std::int64_t pack = 1;
-    const std::int64_t k = kspatial * kin, n = kout / groups;
-    for (std::int64_t p = 2; fgc > 1 && p <= fgc; ++p)
-        if (fgc % p == 0 && p * k <= ctx.opts.mxu_rows && p * n <= ctx.opts.mxu_cols) pack = p;
-    // Batch groups (a depthwise weight gradient: one output feature per group) share the
-    // contraction (kernel spatial x input features), not only its size: XLA's
-    // ConvolutionGroupConverter expands such a convolution into one dense convolution over
-    // all pairs of groups, masked to the diagonal. Kept within one pass of the array's
-    // columns, Q groups side by side (Q divides the groups, Q x n fits the columns) stream
-    // their Q x m rows through the same weight tiles, so a weight tile swap serves Q x m
-    // rows instead of m (9 for a 3x3 filter). FLOPs stay the useful (diagonal) ones.
-    std::int64_t bpack = 1;
-    for (std::int64_t q = 2; fgc == 1 && q <= bgc; ++q)
-        if (bgc % q == 0 && q * n <= ctx.opts.mxu_cols) bpack = q;
-    if (groups == 1 && ctx.opts.direct_convolutions)
-        if (auto c = direct_conv(in, lhs, ker, il, kl, ol)) return c;
-    TraceOp t;
-    t.kind = OpKind::Matmul;
-    t.matmul.batch = groups / pack / bpack;
-    t.matmul.m = obatch * ospatial * bpack;
-    t.matmul.k = k;
-    t.matmul.n = n * pack;
-    if (t.matmul.m == 0 || t.matmul.k == 0 || t.matmul.n == 0) return std::nullopt;
-    t.dtype = trace_dtype(lhs.type).first;
-    t.rhs_dtype = trace_dtype(ker.type).first;
-    t.out_dtype = trace_dtype(out.type).first;
-    return t;
-}
-
-}  // namespace
 
 OpClass op_class(std::string_view opcode) {
     const auto& t = class_table();

@@ -1,8 +1,8 @@
 #pragma once
 // Internals of the HLO import shared by its files: how each opcode is classified and costed
-// (hlo_cost.cpp), the fusion pass (hlo_fusion.cpp), while trip counts (hlo_while.cpp) and
-// which buffer each operand of an imported op reads (hlo_operands.cpp). The walker itself is
-// hlo_importer.h.
+// (hlo_cost.cpp; the MXU's instructions in hlo_matrix.cpp), the fusion pass (hlo_fusion.cpp), while
+// trip counts (hlo_while.cpp) and which buffer each operand of an imported op reads
+// (hlo_operands.cpp). The walker itself is hlo_importer.h.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -32,6 +32,8 @@ enum class OpClass {
 };
 OpClass op_class(std::string_view opcode);
 bool is_known_opcode(std::string_view opcode);
+// Whether any computation of the module holds a fusion instruction (hlo_print.cpp).
+bool has_fusions(const HloModule& m);
 
 // A copy whose result has its operand's shape and layout: XLA's algebraic simplifier removes
 // it (HandleCopy), so the fusion pass treats it as the value itself. Modules after SPMD
@@ -77,6 +79,26 @@ struct CostContext {
 std::optional<TraceOp> cost_instruction(const HloInstr& in, const HloComputation& comp,
                                         const std::vector<OperandPlace>& places,
                                         const CostContext& ctx);
+
+// Shapes and element types the costing shares (hlo_cost.cpp): the trace dtype that stores `t`
+// and how many trace elements one HLO element takes (64-bit types are pairs of 32-bit words on
+// the TPU's 32-bit VPU); the first array of a (tuple) shape; the shape of the value an operand
+// reads (its instruction's, or the element of a tuple-shaped one); operand k's shape.
+std::pair<DType, std::int64_t> trace_dtype(const HloType& t);
+const HloShape& first_array(const HloShape& s);
+const HloShape& value_shape(const HloComputation& comp, const HloOperand& o);
+const HloShape& operand_shape(const HloInstr& in, const HloComputation& comp, std::size_t k);
+// The numbers of one field of a window attribute ("size" of window={size=3x3 stride=2x2}:
+// {3, 3}); empty when the instruction has no window or the window no such field.
+std::vector<std::int64_t> window_field(const HloInstr& in, const HloModule& m,
+                                       std::string_view key);
+
+// The MXU's instructions (hlo_matrix.cpp): a dot as a batched GEMM; a convolution as a conv2d
+// (direct-convolutions) or as its implicit GEMM per group.
+std::optional<TraceOp> dot_op(const HloInstr& in, const HloComputation& comp,
+                              const CostContext& ctx);
+std::optional<TraceOp> conv_op(const HloInstr& in, const HloComputation& comp,
+                               const CostContext& ctx);
 
 // A collective (all-reduce, all-gather, ...) with its replica groups as core ids
 // (hlo_collective.cpp).
@@ -138,6 +160,10 @@ struct SiblingFusions {
 // condition tells.
 std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComputation& parent,
                                              const HloInstr& w);
+
+// The trace op that holds an operand's value: the op of the same fusion that produces it,
+// else the largest of the outside ops it waits for; -1 when no op does (a parameter).
+std::int64_t value_holder(const Place& p, const std::vector<TraceOp>& ops);
 
 // The trace op that holds each HBM operand of `op`, the op imported for `in` (its operands'
 // places `ps`; `ops` the trace so far), in the op's operand order; -1 for a parameter or

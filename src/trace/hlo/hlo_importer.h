@@ -26,8 +26,7 @@ class Importer {
     Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores, HloImportStats& st)
         : own_(defused(m, st)), m_(own_ ? *own_ : m), opts_(o), stats_(st) {
         trace_.cores = cores;
-        for (const auto& c : m_.computations)
-            for (const auto& in : c.instrs) has_fusions_ = has_fusions_ || in.opcode == "fusion";
+        has_fusions_ = has_fusions(m_);
         // Another backend's optimised module has had its fusions inlined back (defused): the
         // pass runs on it as on a module written before optimisation.
         pass_ = opts_.fusion && !has_fusions_;
@@ -362,13 +361,11 @@ class Importer {
     // before it starts (the consumer runs inside its loop over the tiles). Else none.
     std::optional<std::uint32_t> producer_to_join(const HloComputation& c, const HloInstr& in,
                                                   const std::vector<Place>& ps) const {
-        if (!pass_ || !opts_.producer_fusion || ps[0].on_chip || !ps[0].internal.empty() ||
-            ps[0].external.empty())
+        if (!pass_ || !opts_.producer_fusion || ps[0].on_chip || !ps[0].internal.empty())
             return std::nullopt;
-        // The op that holds the operand: the largest producer of its value (operand_sources).
-        std::uint32_t e = ps[0].external.front();
-        for (std::uint32_t x : ps[0].external)
-            if (op_bytes_out(trace_.ops[x]) > op_bytes_out(trace_.ops[e])) e = x;
+        const std::int64_t held = value_holder(ps[0], trace_.ops);
+        if (held < 0) return std::nullopt;
+        const auto e = static_cast<std::uint32_t>(held);
         if (e < mof_floor_ || claimed_.count(e)) return std::nullopt;
         const TraceOp& p = trace_.ops[e];
         std::int64_t elems = 0;
@@ -381,8 +378,7 @@ class Importer {
             elems = p.vector.elements();
         }
         const HloInstr* x = &c.instrs[static_cast<std::size_t>(in.operands[0].instr)];
-        if (elems <= 0 || x->shape.tuple || x->shape.elements_count() != elems)
-            return std::nullopt;
+        if (elems <= 0 || x->shape.tuple || x->shape.elements_count() != elems) return std::nullopt;
         for (std::size_t k = 1; k < ps.size(); ++k)
             for (std::uint32_t d : ps[k].external)
                 if (!ps[k].on_chip && ps[k].internal.empty() && d >= e) return std::nullopt;
@@ -408,7 +404,7 @@ class Importer {
     // Trace ops that already hand their tiles to a fused consumer (the program runs one fused
     // consumer per producer; docs/trace-format.md).
     std::unordered_set<std::uint32_t> claimed_;
-    int depth_ = 0;         // walk() calls open
+    int depth_ = 0;  // walk() calls open
     // Trace ops before this index belong to another computation's walk or to a loop: a
     // multi-output fusion does not join them (producer_to_join).
     std::uint32_t mof_floor_ = 0;

@@ -164,6 +164,13 @@ constexpr HloPass kHloPasses[] = {
 
 }  // namespace
 
+std::string hlo_pass_names() {
+    std::string names;
+    for (const auto& p : kHloPasses)
+        names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+    return names;
+}
+
 void apply_hlo_passes(const std::string& list, HloImportOptions& opts) {
     const bool all = list == "all";
     for (const auto& p : kHloPasses) opts.*p.flag = all;
@@ -174,16 +181,13 @@ void apply_hlo_passes(const std::string& list, HloImportOptions& opts) {
         if (j == std::string::npos) j = list.size();
         const std::string name = list.substr(i, j - i);
         const HloPass* found = nullptr;
-        std::string names;
-        for (const auto& p : kHloPasses) {
+        for (const auto& p : kHloPasses)
             if (name == p.name) found = &p;
-            names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
-        }
         if (!found)
             throw InputError("--hlo-passes", "",
                              fmt::format("unknown pass \"{}\" (expected all, none, or a comma "
                                          "list of: {})",
-                                         name, names));
+                                         name, hlo_pass_names()));
         opts.*found->flag = true;
         i = j + 1;
     }

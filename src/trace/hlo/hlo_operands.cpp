@@ -7,20 +7,19 @@
 
 namespace tpusim::hlo_detail {
 
+std::int64_t value_holder(const Place& p, const std::vector<TraceOp>& ops) {
+    if (!p.internal.empty()) return p.internal.front();
+    std::int64_t best = -1;
+    for (std::uint32_t e : p.external)
+        if (best < 0 || op_bytes_out(ops[e]) > op_bytes_out(ops[static_cast<std::size_t>(best)]))
+            best = e;
+    return best;
+}
+
 std::vector<std::int64_t> operand_sources(const HloInstr& in, const TraceOp& op,
                                           const std::vector<Place>& ps,
                                           const std::vector<TraceOp>& ops) {
-    // The op of the same fusion that produces the operand, else the largest of the outside
-    // ops it waits for.
-    auto holder = [&](const Place& p) -> std::int64_t {
-        if (!p.internal.empty()) return p.internal.front();
-        std::int64_t best = -1;
-        for (std::uint32_t e : p.external)
-            if (best < 0 ||
-                op_bytes_out(ops[e]) > op_bytes_out(ops[static_cast<std::size_t>(best)]))
-                best = e;
-        return best;
-    };
+    auto holder = [&](const Place& p) { return value_holder(p, ops); };
     std::vector<std::int64_t> r;
     if (op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d) {
         for (std::size_t k = 0; k < 2 && k < ps.size(); ++k) r.push_back(holder(ps[k]));
