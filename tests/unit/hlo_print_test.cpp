@@ -128,8 +128,8 @@ namespace {
 
 // A small program: a matmul with a bias and an activation (one output fusion), then a softmax-
 // like pair of reductions, with a layout-only copy in between.
-const char* kUnfused =
-    R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
+// The header and the two scalar reducers of kUnfused and its CPU-fused form.
+const std::string kHeaderAndReducers = R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
 max {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
@@ -140,7 +140,9 @@ add {
   b = f32[] parameter(1)
   ROOT s = f32[] add(a, b)
 }
-ENTRY e {
+)";
+
+const std::string kUnfused = kHeaderAndReducers + R"(ENTRY e {
   x = f32[256,512]{1,0} parameter(0)
   w = f32[512,256]{1,0} parameter(1)
   bias = f32[256]{0} parameter(2)
@@ -189,19 +191,7 @@ TEST_CASE("HLO after passes: the fusion pass written as fusions imports to the s
 TEST_CASE("HLO defusion: another backend's fused module runs as its unfused program", "[hlo]") {
     // What XLA's CPU backend writes for kUnfused-like code: loop fusions over {1,0} layouts
     // with no TPU tiling, one multi-output fusion read through get-tuple-element.
-    const char* cpu =
-        R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
-max {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT m = f32[] maximum(a, b)
-}
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
-}
-fused_relu {
+    const std::string cpu = kHeaderAndReducers + R"(fused_relu {
   p0 = f32[256,256]{1,0} parameter(0)
   p1 = f32[256]{0} parameter(1)
   bb = f32[256,256]{1,0} broadcast(p1), dimensions={1}
