@@ -4,9 +4,7 @@
 # spans several weight tiles with ragged edges (K and N not multiples of the array).
 # Usage: array_shapes.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 v3=configs/tpu_v3_8.json
 status=0
 printf '{"format": "tpusim.trace", "version": 1, "name": "mm", "cores": 1, "ops": [{"id": "mm", "kind": "matmul", "m": 64, "k": 200, "n": 150, "dtype": "bf16"}]}\n' > "$tmp/mm.json"

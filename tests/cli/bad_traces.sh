@@ -4,37 +4,8 @@
 # file of traces/bad/ (docs/trace-format.md, "Errors"). Also checks that every good trace in
 # traces/ passes. Usage: bad_traces.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-# A hang detector, not a time bound: each command takes seconds here and about 10x that
-# under the sanitizers, on a machine that may be loaded (TPUSIM_HANG_SECONDS overrides).
-hang=${TPUSIM_HANG_SECONDS:-300}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-passes=0
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 v3=configs/tpu_v3_8.json
-
-# expect_error NAME EXPECTED_SUBSTRING -- ARGS...
-expect_error() {
-    local name=$1 want=$2
-    shift 3
-    local err rc
-    err=$(timeout "$hang" "$bin" "$@" 2>&1 >/dev/null)
-    rc=$?
-    local lines
-    lines=$(printf '%s\n' "$err" | grep -c .)
-    # The line is printable UTF-8 whatever bytes the input held.
-    local printable=ok
-    printf '%s' "$err" | python3 -c 'import sys; s = sys.stdin.buffer.read().decode("utf-8")
-sys.exit(any(ord(c) < 32 for c in s))' || printable=no
-    if [ "$rc" -ne 2 ] || [ "$lines" -ne 1 ] || [[ "$err" != error:* ]] || [[ "$err" != *"$want"* ]] ||
-        [ "$printable" != ok ]; then
-        echo "FAIL $name: rc=$rc lines=$lines want '$want' got: $err"
-        fails=$((fails + 1))
-    else
-        passes=$((passes + 1))
-    fi
-}
 
 # expect_bad FILE_STEM EXPECTED_SUBSTRING: traces/bad/STEM.json through every command that
 # reads traces. The file name is part of the expected line.

@@ -13,15 +13,8 @@
 # and runs as the unfused module: 6,076 cycles.
 # Usage: hlo_after_passes.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 v3=configs/tpu_v3_8.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() {
-    echo "FAIL $*"
-    fails=$((fails + 1))
-}
 
 kernels() {
     python3 - "$1" "$2" <<'PY'

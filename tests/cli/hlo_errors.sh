@@ -4,12 +4,9 @@
 # never a crash, a signal or a hang, through every command that reads HLO (docs/hlo.md,
 # "Errors and warnings"). Usage: hlo_errors.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # A hang detector, not a time bound: each command takes seconds here and about 10x that
 # under the sanitizers, on a machine that may be loaded (TPUSIM_HANG_SECONDS overrides).
-hang=${TPUSIM_HANG_SECONDS:-300}
-fails=0
-passes=0
 v3=configs/tpu_v3_8.json
 dir=tests/data/hlo_bad
 

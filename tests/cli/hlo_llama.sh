@@ -11,12 +11,10 @@
 # takes about 32 s per board, so scripts/hlo_replay.sh runs it (docs/hlo.md has its figures).
 # Usage: hlo_llama.sh path/to/tpusim (from the source root).
 set -u
-bin=$1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 f=tests/data/hlo/xla_repo_models_preopt/hlo_llama3_8b_cp_bf16_1x4.hlo
 want=$(python3 tests/cli/hlo_flops.py "$f") || exit 1
-errf=$(mktemp)
-trap 'rm -f "$errf"' EXIT
-fails=0
+errf=$tmp/err
 for chip in v2 v3; do
     # The real board: the footprint check refuses the program, naming the op and the sizes.
     err=$("$bin" trace check --config configs/tpu_${chip}_8.json --hlo "$f" 2>&1 >/dev/null)

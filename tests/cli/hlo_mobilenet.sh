@@ -6,10 +6,9 @@
 # size), not from tpusim's implicit GEMMs. About 5-15 s: label hlo_replay, not
 # run under ASan. Usage: hlo_mobilenet.sh path/to/tpusim (from the source root).
 set -u
-bin=$1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 f=tests/data/hlo/xla_repo_models_preopt/mobilenet_v2.hlo
-report=$(mktemp)
-trap 'rm -f "$report"' EXIT
+report=$tmp/report.json
 err=$("$bin" run -q --config configs/tpu_v3_8.json --hlo "$f" --json 2>&1 >"$report")
 rc=$?
 if [ $rc -ne 0 ] || grep -qi 'unknown' <<<"$err"; then

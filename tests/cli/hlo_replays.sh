@@ -6,12 +6,9 @@
 # the list below says which, and the test fails if one of them starts to fit (update the list)
 # or one that fits stops fitting. Usage: hlo_replays.sh path/to/tpusim (from the source root).
 set -u
-bin=$1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # A hang detector, not a time bound: each command takes seconds here and about 10x that
 # under the sanitizers, on a machine that may be loaded (TPUSIM_HANG_SECONDS overrides).
-hang=${TPUSIM_HANG_SECONDS:-300}
-fails=0
-passes=0
 v3=configs/tpu_v3_8.json
 d=tests/data/hlo
 fits="$d/jax_seed_workloads/lstm_imdb_dp8.after_spmd_partitioning.hlo
@@ -41,8 +38,7 @@ $d/xla_repo_models_preopt/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo
 # the HBM (dma.hbm_errors: the lowering keeps every descriptor inside its buffer; RoBERTa's
 # replay had 70 per odd core, reads past the end of the chip's HBM, before the import said
 # which buffer each operand is in).
-report=$(mktemp)
-trap 'rm -f "$report"' EXIT
+report=$tmp/report.json
 expect_clean() {  # COMMAND FILES...
     local cmd=$1 f out rc errs
     shift

@@ -8,21 +8,12 @@
 # equal an independent count (hlo_flops.py).
 # Usage: hlo_samples.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # A hang detector, not a time bound: each command takes seconds here and about 10x that
 # under the sanitizers, on a machine that may be loaded (TPUSIM_HANG_SECONDS overrides).
-hang=${TPUSIM_HANG_SECONDS:-300}
-fails=0
-passes=0
 v3=configs/tpu_v3_8.json
 v2=configs/tpu_v2_8.json
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
-fail() {
-    echo "FAIL $*"
-    fails=$((fails + 1))
-}
 
 # Checked by import + lowering (trace check) instead of a full replay, because their replay
 # takes more than a few seconds each (docs/hlo.md, "Limits").

@@ -4,11 +4,8 @@
 # CSV has a row per op; --fidelity pe gives the cycles of --fidelity tile.
 # Usage: run_reports.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 v3=configs/tpu_v3_8.json
-fail() { echo "FAIL $*"; exit 1; }
 
 # A small two-layer MLP with a fused epilogue, on one core: small enough for PE fidelity.
 cat > "$tmp/mlp.json" <<'JSON'
@@ -24,10 +21,10 @@ JSON
 for i in 1 2; do
     "$bin" run --config $v3 --trace "$tmp/mlp.json" --quiet --report "$tmp/r$i.json" \
         --timeline "$tmp/t$i.json" --ops "$tmp/o$i.csv" > "$tmp/out$i.txt" ||
-        fail "tpusim run exited with $?"
+        fatal "tpusim run exited with $?"
 done
 "$bin" run --config $v3 --trace "$tmp/mlp.json" --quiet --fidelity pe --report "$tmp/pe.json" \
-    > /dev/null || fail "tpusim run --fidelity pe exited with $?"
+    > /dev/null || fatal "tpusim run --fidelity pe exited with $?"
 
 python3 - "$tmp" <<'PY' || exit 1
 import csv, json, sys
@@ -82,9 +79,9 @@ cat > "$tmp/remat.json" <<'JSON'
 JSON
 small=(--config $v3 --set hbm.rows=64)
 "$bin" run "${small[@]}" --trace "$tmp/remat.json" --quiet --report "$tmp/remat_r.json" \
-    > /dev/null 2> "$tmp/remat_err.txt" || fail "run with rematerialisation exited with $?"
+    > /dev/null 2> "$tmp/remat_err.txt" || fatal "run with rematerialisation exited with $?"
 grep -q "^warning: .* 1 vector op recomputed before its late consumers" "$tmp/remat_err.txt" ||
-    fail "no rematerialisation warning: $(cat "$tmp/remat_err.txt")"
+    fatal "no rematerialisation warning: $(cat "$tmp/remat_err.txt")"
 python3 - "$tmp/remat_r.json" <<'PY' || exit 1
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -95,9 +92,9 @@ if not any("recomputed" in w for w in r["warnings"]): sys.exit("FAIL no warning 
 if r["trace"]["rematerialized_ops"] != 1: sys.exit(f"FAIL trace.rematerialized_ops {r['trace']}")
 PY
 "$bin" trace check "${small[@]}" --trace "$tmp/remat.json" | grep -q "after recomputing 1 op as XLA rematerialises" ||
-    fail "trace check does not report the rematerialisation"
+    fatal "trace check does not report the rematerialisation"
 "$bin" run "${small[@]}" --set lowering.rematerialize=false --trace "$tmp/remat.json" --quiet \
-    > /dev/null 2> "$tmp/remat_off.txt" && fail "rematerialize=false: the program ran"
+    > /dev/null 2> "$tmp/remat_off.txt" && fatal "rematerialize=false: the program ran"
 grep -q 'op "big": resource exhausted' "$tmp/remat_off.txt" ||
-    fail "rematerialize=false: $(cat "$tmp/remat_off.txt")"
+    fatal "rematerialize=false: $(cat "$tmp/remat_off.txt")"
 echo "ok: rematerialisation recomputes b before g, reported by run and trace check"

@@ -5,28 +5,27 @@
 # file's. Also checks that the set of slices of docs/pods.md is complete.
 # Usage: slice_configs.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-fail() { echo "FAIL $*"; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 expected="tpu_v2_8 tpu_v2_32 tpu_v2_128 tpu_v2_256 tpu_v2_512 tpu_v3_8 tpu_v3_32 tpu_v3_64
 tpu_v3_128 tpu_v3_256 tpu_v3_512 tpu_v3_1024 tpu_v3_2048"
 for name in $expected; do
-    [[ -f configs/$name.json ]] || fail "configs/$name.json is missing"
+    [[ -f configs/$name.json ]] || fatal "configs/$name.json is missing"
 done
 n=0
 for f in configs/tpu_v[0-9]_*.json; do
     name=$(basename "$f" .json)
     [[ $name =~ ^tpu_v([0-9])_([0-9]+)$ ]] || continue  # what-if variants (e.g. _mxu256)
     cores=${BASH_REMATCH[2]}
-    out=$("$bin" info --config "$f") || fail "info --config $f exited with $?"
-    line=$(grep -E '^  board ' <<< "$out") || fail "$f: no board line"
+    out=$("$bin" info --config "$f") || fatal "info --config $f exited with $?"
+    line=$(grep -E '^  board ' <<< "$out") || fatal "$f: no board line"
     [[ $line =~ ([0-9]+)\ chips\ \(([0-9]+)\ x\ ([0-9]+).*\),\ ([0-9]+)\ TensorCores ]] ||
-        fail "$f: unexpected board line: $line"
+        fatal "$f: unexpected board line: $line"
     chips=${BASH_REMATCH[1]} x=${BASH_REMATCH[2]} y=${BASH_REMATCH[3]} got=${BASH_REMATCH[4]}
-    [[ $got == "$cores" ]] || fail "$f: info prints $got TensorCores, the name says $cores"
+    [[ $got == "$cores" ]] || fatal "$f: info prints $got TensorCores, the name says $cores"
     [[ $chips == $((cores / 2)) && $((x * y)) == "$chips" ]] ||
-        fail "$f: $chips chips on $x x $y for $cores cores"
-    head -1 <<< "$out" | grep -q "^$name: " || fail "$f: config name is not $name"
+        fatal "$f: $chips chips on $x x $y for $cores cores"
+    head -1 <<< "$out" | grep -q "^$name: " || fatal "$f: config name is not $name"
     n=$((n + 1))
 done
-[[ $n == 13 ]] || fail "expected 13 slice configs, found $n"
+[[ $n == 13 ]] || fatal "expected 13 slice configs, found $n"
 echo "slice configs ok ($n)"

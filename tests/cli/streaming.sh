@@ -6,9 +6,7 @@
 # also compares a symmetric run with a full one.
 # Usage: streaming.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 status=0
 for t in bert_base_train_step data_parallel_step; do
     for mode in held streamed; do

@@ -6,10 +6,8 @@
 # prose is checked against the new figures. About 20 s on two cores.
 # Usage: studies_sync.sh path/to/tpusim (from the source root).
 set -u
-bin=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fails=0
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+work=$tmp
 for spec in docs/studies/*/spec.json; do
     dir=$(dirname "$spec")
     name=$(basename "$dir")

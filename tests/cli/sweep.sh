@@ -5,18 +5,12 @@
 # refused meanwhile, and --resume ending with 64 rows, each point once; shards merged equal the
 # whole. Usage: sweep.sh path/to/tpusim (run from the source root).
 set -u
-bin=$(realpath "$1")
-tmp=$(mktemp -d)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 driver=""
 trap '[ -n "$driver" ] && kill -9 "$driver" 2>/dev/null; rm -rf "$tmp"' EXIT
-fails=0
 d=tests/data/sweep
 src=$(pwd)
 
-fail() {
-    echo "FAIL $*"
-    fails=$((fails + 1))
-}
 # q DB SQL: one value (or rows, one per line, fields joined by |)
 q() {
     python3 - "$1" "$2" <<'EOF'

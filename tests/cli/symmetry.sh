@@ -6,9 +6,7 @@
 # why (report field and one info line on stderr).
 # Usage: symmetry.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 status=0
 fail() {
     echo "FAIL $*"

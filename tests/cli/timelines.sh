@@ -4,10 +4,8 @@
 # only processes and threads that carry events are declared (and every event's are).
 # Usage: timelines.sh path/to/tpusim [config] (run from the source root).
 set -u
-bin=$1
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 config=${2:-configs/tpu_v3_8.json}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 status=0
 for trace in traces/*.json; do
     tl="$tmp/$(basename "$trace" .json).trace.json"

@@ -5,9 +5,7 @@
 # and the op's from its busy cycles and bytes over its duration (docs/program.md).
 # Usage: verdicts.sh path/to/tpusim (run from the source root).
 set -u
-bin=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 v3=configs/tpu_v3_8.json
 status=0
 
