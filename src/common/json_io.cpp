@@ -27,86 +27,88 @@ std::pair<std::size_t, std::size_t> line_col(const std::string& text, std::size_
     return {line, col};
 }
 
-// Nesting depth check before parsing, so that a file of a million '[' cannot exhaust the
-// stack in the parser or in the destructor of the parsed value.
-void check_nesting(const std::string& text, const std::string& name) {
-    int depth = 0;
-    bool in_string = false, escaped = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-            }
-            continue;
-        }
-        if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > kMaxJsonNesting) {
-                auto [l, col] = line_col(text, i);
-                throw InputError(name, fmt::format("line {}, column {}", l, col),
-                                 fmt::format("JSON nested deeper than {} levels", kMaxJsonNesting));
-            }
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-}
+// The one pass over the text that nlohmann::json does not make for us, since it keeps no
+// source positions: nesting depth (checked before parsing, so that a file of a million '['
+// cannot exhaust the stack in the parser or in the destructor of the parsed value), the first
+// key an object names twice (JSON keeps the last; in a config or a trace that is a mistake, an
+// edit that did not take, reported once the text has parsed), and the line on which each
+// element of one top-level array begins (`lines`).
+struct JsonScan {
+    std::size_t duplicate_at = std::string::npos;  // byte offset of the second key
+    std::string duplicate_key;
+};
 
-// JSON lets an object name a key twice and keeps the last; in a config or a trace that is a
-// mistake (an edit that did not take), so it is bad input, located at the second key. Runs
-// on text the parser has accepted.
-void check_duplicate_keys(const std::string& text, const std::string& name) {
+JsonScan scan_json(const std::string& text, const std::string& name, JsonLines* lines) {
     struct Frame {
         bool object;
         bool expect_key;
         std::set<std::string> keys;
+        std::string last_key;  // the key whose value comes next (objects)
     };
+    JsonScan scan;
     std::vector<Frame> stack;
+    int line = 1;
+    bool in_lines_array = false;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (c == '"') {
+        if (c == '\n') {
+            ++line;
+        } else if (c == '"') {
             const std::size_t start = i;
             std::string raw;
             for (++i; i < text.size() && text[i] != '"'; ++i) {
                 if (text[i] == '\\') raw += text[i++];
-                raw += text[i];
-            }
-            if (!stack.empty() && stack.back().object && stack.back().expect_key) {
-                stack.back().expect_key = false;
-                if (!stack.back().keys.insert(raw).second) {
-                    auto [l, col] = line_col(text, start);
-                    throw InputError(name, fmt::format("line {}, column {}", l, col),
-                                     fmt::format("duplicate key \"{}\" (an object names each key "
-                                                 "once)",
-                                                 raw));
+                if (i < text.size()) {
+                    if (text[i] == '\n') ++line;
+                    raw += text[i];
                 }
             }
+            if (stack.empty() || !stack.back().object || !stack.back().expect_key) continue;
+            Frame& f = stack.back();
+            f.expect_key = false;
+            if (!f.keys.insert(raw).second && scan.duplicate_at == std::string::npos) {
+                scan.duplicate_at = start;
+                scan.duplicate_key = raw;
+            }
+            f.last_key = std::move(raw);
         } else if (c == '{' || c == '[') {
-            stack.push_back({c == '{', c == '{', {}});
+            if (in_lines_array && stack.size() == 2) lines->element_lines.push_back(line);
+            if (lines && c == '[' && stack.size() == 1 && stack.back().object &&
+                stack.back().last_key == lines->array_key)
+                in_lines_array = true;
+            stack.push_back({c == '{', c == '{', {}, {}});
+            if (stack.size() > static_cast<std::size_t>(kMaxJsonNesting)) {
+                auto [l, col] = line_col(text, i);
+                throw InputError(name, fmt::format("line {}, column {}", l, col),
+                                 fmt::format("JSON nested deeper than {} levels", kMaxJsonNesting));
+            }
         } else if (c == '}' || c == ']') {
             if (!stack.empty()) stack.pop_back();
+            if (stack.size() <= 1) in_lines_array = false;
         } else if (c == ',' && !stack.empty() && stack.back().object) {
             stack.back().expect_key = true;
         }
     }
+    return scan;
 }
 
 }  // namespace
 
-nlohmann::json parse_json_text(const std::string& text, const std::string& name) {
+nlohmann::json parse_json_text(const std::string& text, const std::string& name,
+                               JsonLines* lines) {
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
         throw InputError(name, "", "empty file (expected a JSON object)");
     }
-    check_nesting(text, name);
+    if (lines) lines->element_lines.clear();
+    const JsonScan scan = scan_json(text, name, lines);
     try {
         nlohmann::json j = nlohmann::json::parse(text);
-        check_duplicate_keys(text, name);
+        if (scan.duplicate_at != std::string::npos) {
+            auto [l, col] = line_col(text, scan.duplicate_at);
+            throw InputError(name, fmt::format("line {}, column {}", l, col),
+                             fmt::format("duplicate key \"{}\" (an object names each key once)",
+                                         scan.duplicate_key));
+        }
         return j;
     } catch (const nlohmann::json::parse_error& e) {
         // e.byte is 1-based; point at the offending byte.

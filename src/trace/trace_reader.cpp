@@ -16,52 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-// The 1-based line on which each object in the top-level "ops" array starts (a non-object
-// element fails before lines matter). nlohmann::json
-// keeps no source positions, so this is one pass over the (already valid) text.
-std::vector<int> op_lines(const std::string& text) {
-    std::vector<int> lines;
-    int line = 1, depth = 0;
-    bool in_string = false, escaped = false, in_ops = false;
-    std::size_t key_start = 0;
-    std::string_view last_key;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (c == '\n') ++line;
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-                if (depth == 1) last_key = std::string_view(text).substr(key_start, i - key_start);
-            }
-            continue;
-        }
-        switch (c) {
-            case '"':
-                in_string = true;
-                key_start = i + 1;
-                break;
-            case '[':
-            case '{':
-                if (in_ops && depth == 2) lines.push_back(line);
-                if (depth == 1 && c == '[' && last_key == "ops") in_ops = true;
-                ++depth;
-                break;
-            case ']':
-            case '}':
-                --depth;
-                if (depth == 1) in_ops = false;
-                break;
-            default:
-                break;
-        }
-    }
-    return lines;
-}
-
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
 }  // namespace
@@ -186,8 +140,9 @@ Trace read_trace(const std::string& path, std::int64_t board_cores) {
 }
 
 Trace parse_trace_text(const std::string& text, const std::string& name, std::int64_t board_cores) {
-    const json j = parse_json_text(text, name);
-    return parse_trace(j, name, board_cores, op_lines(text));
+    JsonLines op_lines{"ops", {}};
+    const json j = parse_json_text(text, name, &op_lines);
+    return parse_trace(j, name, board_cores, op_lines.element_lines);
 }
 
 }  // namespace tpusim

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace tpusim {
 
@@ -19,7 +20,15 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes, cons
 
 // Throws InputError(path, "line L, column C" or "", what). At most max_bytes are read.
 nlohmann::json read_json_file(const std::string& path, std::size_t max_bytes = kMaxConfigFileBytes);
-nlohmann::json parse_json_text(const std::string& text, const std::string& name);
+// Where parse_json_text also reports the 1-based line on which each element (object or
+// array) of the top-level object's array `array_key` begins: nlohmann::json keeps no source
+// positions, and a trace's errors name an op's line.
+struct JsonLines {
+    std::string array_key;
+    std::vector<int> element_lines;
+};
+nlohmann::json parse_json_text(const std::string& text, const std::string& name,
+                               JsonLines* lines = nullptr);
 
 // "/a/b" for {"a","b"}; escapes '~' and '/' per RFC 6901.
 std::string json_pointer_child(const std::string& parent, const std::string& key);
