@@ -280,3 +280,35 @@ TEST_CASE("operands name the dep each HBM operand reads, or null for a parameter
                   "operands": [3]})"))
               .find("\"operands\" must list op ids of \"deps\" or null") == 0);
 }
+
+TEST_CASE("one JSON scan: element lines of the named array, duplicate keys, nesting", "[trace]") {
+    // "ops" as a value and in a nested object must not count; only the top-level key's array.
+    const std::string text =
+        "{\"name\": \"ops\", \"meta\": {\"ops\": [{}]},\n"
+        " \"ops\": [\n"
+        "  {\"id\": \"a\\\"[{\"},\n"
+        "  {\"id\": \"b\",\n"
+        "   \"x\": [1, {\"y\": 2}]}, {\"id\": \"c\"}\n"
+        " ]}\n";
+    tpusim::JsonLines lines{"ops", {}};
+    const auto j = tpusim::parse_json_text(text, "t.json", &lines);
+    CHECK(j["ops"].size() == 3);
+    CHECK(lines.element_lines == std::vector<int>{3, 4, 5});
+    // The second "b" is at line 2, column 13; reported after the text parses.
+    auto message = [](const std::string& json) {
+        try {
+            tpusim::parse_json_text(json, "x.json");
+        } catch (const tpusim::InputError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    CHECK(message("{\"a\": {\"b\": 1,\n \"c\": 2, \"b\": 3}}") ==
+          "x.json: line 2, column 10: duplicate key \"b\" (an object names each key once)");
+    // A malformed text with a duplicate key is reported as malformed, where it breaks.
+    CHECK(message("{\"a\": 1, \"a\": }").find("malformed JSON") != std::string::npos);
+    const std::string deep(tpusim::kMaxJsonNesting + 1, '[');
+    CHECK(message(deep) == "x.json: line 1, column " + std::to_string(tpusim::kMaxJsonNesting + 1) +
+                               ": JSON nested deeper than " +
+                               std::to_string(tpusim::kMaxJsonNesting) + " levels");
+}
