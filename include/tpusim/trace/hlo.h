@@ -39,6 +39,28 @@ struct HloShape {
     std::int64_t bytes() const;           // array or every tuple leaf, rounded up per array
 };
 
+// The HLO opcodes the import knows, by their spelling in HLO text ("get-tuple-element" is
+// GetTupleElement); Unknown for any other. One row per opcode in src/trace/hlo/hlo_opcode.cpp
+// gives its spelling, how the import treats it and how it is costed.
+enum class HloOpcode : std::uint8_t {
+    Parameter, Constant, Tuple, GetTupleElement, Bitcast, Reshape, AfterAll, PartitionId,
+    ReplicaId, OptBarrier, AddDependency, Domain, GetDimensionSize, SetDimensionSize,
+    RngGetAndUpdateState, CopyStart, SendDone, RecvDone, InfeedDone, OutfeedDone, Broadcast, Iota,
+    Add, Subtract, Multiply, Divide, Maximum, Minimum, Remainder, Power, Atan2, And, Or, Xor,
+    ShiftLeft, ShiftRightLogical, ShiftRightArithmetic, Compare, Complex, Select, Clamp, Negate,
+    Abs, Exponential, ExponentialMinusOne, Log, LogPlusOne, Tanh, Logistic, Sqrt, Cbrt, Rsqrt,
+    Sine, Cosine, Tan, Acos, Asin, Atan, Acosh, Asinh, Atanh, Cosh, Sinh, Erf, Floor, Ceil,
+    RoundNearestAfz, RoundNearestEven, Sign, Not, Popcnt, CountLeadingZeros, IsFinite, Real, Imag,
+    ReducePrecision, StochasticConvert, Convert, BitcastConvert, Map, Rng, RngBitGenerator, Copy,
+    Transpose, Slice, DynamicSlice, DynamicUpdateSlice, Concatenate, Pad, Reverse, Gather, Scatter,
+    Dot, Convolution, TriangularSolve, Cholesky, Fft, Reduce, ReduceWindow, SelectAndScatter,
+    BatchNormTraining, BatchNormInference, BatchNormGrad, Sort, Topk, Scan, AllReduce,
+    AllReduceStart, AllGather, AllGatherStart, ReduceScatter, AllToAll, RaggedAllToAll,
+    CollectivePermute, CollectivePermuteStart, CollectiveBroadcast, Infeed, Outfeed, Send, Recv,
+    Call, While, Conditional, Fusion, AsyncStart, AllReduceDone, AllGatherDone,
+    CollectivePermuteDone, AsyncDone, AsyncUpdate, CopyDone, CustomCall, Unknown,
+};
+
 struct HloAttr {
     std::string_view name, value;  // raw text of the value, as written
     std::uint32_t offset = 0;      // of the name, for error messages
@@ -51,7 +73,8 @@ struct HloOperand {
 
 struct HloInstr {
     std::string_view name;  // without the leading %
-    std::string_view opcode;
+    std::string_view opcode;  // as written
+    HloOpcode op = HloOpcode::Unknown;
     HloShape shape;
     std::vector<HloOperand> operands;
     std::vector<HloAttr> attrs;

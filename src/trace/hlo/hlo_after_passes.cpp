@@ -36,15 +36,15 @@ class PassWriter {
             stack.pop_back();
             for (const auto& in : c.instrs) {
                 std::vector<std::int32_t> next;
-                if (in.opcode == "while") {
+                if (in.op == HloOpcode::While) {
                     if (const HloAttr* a = in.attr("body")) {
                         std::string_view v = a->value;
                         if (!v.empty() && v.front() == '%') v.remove_prefix(1);
                         const std::int32_t k = m_.find_computation(v);
                         if (k >= 0) next.push_back(k);
                     }
-                } else if (in.opcode == "call" || in.opcode == "async-start" ||
-                           in.opcode == "conditional") {
+                } else if (in.op == HloOpcode::Call || in.op == HloOpcode::AsyncStart ||
+                           in.op == HloOpcode::Conditional) {
                     next = in.callees;
                 }
                 for (std::int32_t k : next)
@@ -81,7 +81,7 @@ class PassWriter {
     // written as XLA's TPU pipeline records it (WhileLoopBackendConfig known_trip_count):
     // once the pass has fused the counter's increment, the written body no longer shows it.
     void annotate_trip_count(const HloComputation& c, const HloInstr& in, Line& l) const {
-        if (in.opcode != "while") return;
+        if (in.op != HloOpcode::While) return;
         const HloAttr* b = in.attr("backend_config");
         if (b && b->value.find("known_trip_count") != std::string_view::npos) return;
         const auto n = hlo_detail::while_trip_count(m_, c, in);
@@ -107,7 +107,7 @@ class PassWriter {
     // bitcast / reshape of one.
     bool clonable(const HloComputation& c, std::int32_t i) const {
         const HloInstr& in = at(c, i);
-        if (in.opcode == "constant" || op_class(in.opcode) == OpClass::Generated) return true;
+        if (in.op == HloOpcode::Constant || op_class(in.op) == OpClass::Generated) return true;
         return hlo_detail::is_view(c, in, true) && clonable(c, resolve(c, in.operands[0]).instr);
     }
 
@@ -191,9 +191,9 @@ class PassWriter {
     Line fusion_line(const HloComputation& c, std::int32_t r, const std::vector<std::string>& ops) {
         const auto& mem = fusion_members_[r];
         bool heavy = false;
-        for (std::int32_t j : mem) heavy = heavy || op_class(at(c, j).opcode) == OpClass::Heavy;
+        for (std::int32_t j : mem) heavy = heavy || op_class(at(c, j).op) == OpClass::Heavy;
         const char* kind = heavy                                             ? "kOutput"
-                           : op_class(at(c, r).opcode) == OpClass::Reduction ? "kInput"
+                           : op_class(at(c, r).op) == OpClass::Reduction ? "kInput"
                                                                              : "kLoop";
         Line l;
         l.name = fusion_names_[r].first;

@@ -8,26 +8,13 @@
 
 namespace tpusim::hlo_detail {
 
-namespace {
-
-OpKind collective_kind(std::string_view o) {
-    if (o == "all-gather" || o == "all-gather-start") return OpKind::AllGather;
-    if (o == "reduce-scatter") return OpKind::ReduceScatter;
-    if (o == "all-to-all" || o == "ragged-all-to-all") return OpKind::AllToAll;
-    if (o == "collective-permute" || o == "collective-permute-start")
-        return OpKind::CollectivePermute;
-    return OpKind::AllReduce;  // all-reduce(-start), collective-broadcast
-}
-
-}  // namespace
-
 std::optional<TraceOp> collective_op(const HloInstr& in, const CostContext& ctx,
                                      const std::vector<const HloShape*>& operands) {
     TraceOp t;
-    t.kind = collective_kind(in.opcode);
+    t.kind = opcode_info(in.op).collective;
     // ragged-all-to-all and collective-permute carry output buffers as operands: the data is
     // the first operand; the others send the sum of theirs.
-    const bool first_only = t.kind == OpKind::CollectivePermute || in.opcode == "ragged-all-to-all";
+    const bool first_only = t.kind == OpKind::CollectivePermute || in.op == HloOpcode::RaggedAllToAll;
     std::int64_t bytes = 0;
     const HloType* type = nullptr;
     for (std::size_t k = 0; k < operands.size() && (!first_only || k == 0); ++k) {

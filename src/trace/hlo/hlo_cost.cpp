@@ -17,57 +17,6 @@ namespace {
 
 constexpr std::int64_t kMaxReduceCols = 32768;
 
-// clang-format off
-const std::unordered_map<std::string_view, OpClass>& class_table() {
-    static const std::unordered_map<std::string_view, OpClass> t = [] {
-        std::unordered_map<std::string_view, OpClass> m;
-        for (const char* o : {"parameter", "constant", "tuple", "get-tuple-element", "bitcast",
-                              "reshape", "after-all", "partition-id", "replica-id",
-                              "opt-barrier", "add-dependency", "domain", "get-dimension-size",
-                              "set-dimension-size", "rng-get-and-update-state", "copy-start",
-                              "send-done", "recv-done", "infeed-done", "outfeed-done"})
-            m[o] = OpClass::Free;
-        for (const char* o : {"broadcast", "iota"}) m[o] = OpClass::Generated;
-        for (const char* o : {"add", "subtract", "multiply", "divide", "maximum", "minimum",
-                              "remainder", "power", "atan2", "and", "or", "xor", "shift-left",
-                              "shift-right-logical", "shift-right-arithmetic", "compare",
-                              "complex", "select", "clamp", "negate", "abs", "exponential",
-                              "exponential-minus-one", "log", "log-plus-one", "tanh",
-                              "logistic", "sqrt", "cbrt", "rsqrt", "sine", "cosine", "tan",
-                              "acos", "asin", "atan", "acosh", "asinh", "atanh", "cosh", "sinh",
-                              "erf", "floor", "ceil", "round-nearest-afz", "round-nearest-even",
-                              "sign", "not", "popcnt", "count-leading-zeros", "is-finite",
-                              "real", "imag", "reduce-precision", "stochastic-convert",
-                              "convert", "bitcast-convert", "map", "rng", "rng-bit-generator"})
-            m[o] = OpClass::Elementwise;
-        for (const char* o : {"copy", "transpose", "slice", "dynamic-slice",
-                              "dynamic-update-slice", "concatenate", "pad", "reverse", "gather",
-                              "scatter"})
-            m[o] = OpClass::Movement;
-        for (const char* o : {"dot", "convolution", "triangular-solve", "cholesky", "fft"})
-            m[o] = OpClass::Heavy;
-        for (const char* o : {"reduce", "reduce-window", "select-and-scatter",
-                              "batch-norm-training", "batch-norm-inference", "batch-norm-grad",
-                              "sort", "topk", "scan"})
-            m[o] = OpClass::Reduction;
-        for (const char* o : {"all-reduce", "all-reduce-start", "all-gather", "all-gather-start",
-                              "reduce-scatter", "all-to-all", "ragged-all-to-all",
-                              "collective-permute", "collective-permute-start",
-                              "collective-broadcast"})
-            m[o] = OpClass::Collective;
-        for (const char* o : {"infeed", "outfeed", "send", "recv"}) m[o] = OpClass::Host;
-        for (const char* o : {"call", "while", "conditional", "fusion", "async-start"})
-            m[o] = OpClass::Control;
-        for (const char* o : {"all-reduce-done", "all-gather-done", "collective-permute-done",
-                              "async-done", "async-update", "copy-done"})
-            m[o] = OpClass::PassThrough;
-        m["custom-call"] = OpClass::CustomCall;
-        return m;
-    }();
-    return t;
-}
-// clang-format on
-
 // The largest array of a (tuple) result: the data of rng-bit-generator's (state, data), the
 // output of batch-norm-training's (output, mean, variance).
 const HloShape& largest_array(const HloShape& s) {
@@ -138,48 +87,6 @@ std::int64_t padded_elements(const HloShape& s, bool pad) {
     return with(minor, second);
 }
 
-VectorOp elementwise_op(std::string_view o, bool two_streams) {
-    static const std::unordered_map<std::string_view, VectorOp> unary = {
-        {"negate", VectorOp::Neg},
-        {"abs", VectorOp::Abs},
-        {"exponential", VectorOp::Exp},
-        {"exponential-minus-one", VectorOp::Exp},
-        {"log", VectorOp::Log},
-        {"log-plus-one", VectorOp::Log},
-        {"tanh", VectorOp::Tanh},
-        {"logistic", VectorOp::Sigmoid},
-        {"sqrt", VectorOp::Sqrt},
-        {"cbrt", VectorOp::Sqrt},
-        {"rsqrt", VectorOp::Rsqrt},
-        {"sine", VectorOp::Tanh},
-        {"cosine", VectorOp::Tanh},
-        {"tan", VectorOp::Tanh},
-        {"acos", VectorOp::Tanh},
-        {"asin", VectorOp::Tanh},
-        {"atan", VectorOp::Tanh},
-        {"acosh", VectorOp::Tanh},
-        {"asinh", VectorOp::Tanh},
-        {"atanh", VectorOp::Tanh},
-        {"cosh", VectorOp::Tanh},
-        {"sinh", VectorOp::Tanh},
-        {"erf", VectorOp::Tanh},
-        {"power", VectorOp::Exp},
-        {"convert", VectorOp::Convert},
-        {"bitcast-convert", VectorOp::Convert},
-        {"rng", VectorOp::Dropout},
-        {"rng-bit-generator", VectorOp::Dropout},
-        {"stochastic-convert", VectorOp::Dropout}};
-    static const std::unordered_map<std::string_view, VectorOp> binary = {
-        {"add", VectorOp::Add},     {"subtract", VectorOp::Sub},  {"multiply", VectorOp::Mul},
-        {"divide", VectorOp::Div},  {"remainder", VectorOp::Div}, {"atan2", VectorOp::Div},
-        {"maximum", VectorOp::Max}, {"minimum", VectorOp::Min},   {"select", VectorOp::Max},
-        {"clamp", VectorOp::Max}};
-    if (const auto it = unary.find(o); it != unary.end()) return it->second;
-    if (!two_streams) return VectorOp::Scale;  // one stream in, one ALU operation per element
-    if (const auto it = binary.find(o); it != binary.end()) return it->second;
-    return VectorOp::Add;  // logic, shifts, compare, complex: one ALU operation, two streams
-}
-
 TraceOp vector_op(VectorOp op, const HloType& in_t, const HloType& out_t, std::int64_t rows,
                   std::int64_t cols) {
     TraceOp t;
@@ -204,8 +111,8 @@ TraceOp bytes_op(OpKind k, std::int64_t bytes) {
 bool max_reducer(const HloModule& m, const HloInstr& in) {
     if (in.callees.empty()) return false;
     const auto& c = m.computations[static_cast<std::size_t>(in.callees.front())];
-    const std::string_view op = c.instrs[static_cast<std::size_t>(c.root)].opcode;
-    return op == "maximum" || op == "minimum" || op == "select";
+    const HloOpcode op = c.instrs[static_cast<std::size_t>(c.root)].op;
+    return op == HloOpcode::Maximum || op == HloOpcode::Minimum || op == HloOpcode::Select;
 }
 
 std::int64_t window_size(const HloInstr& in, const HloModule& m) {
@@ -271,16 +178,8 @@ std::vector<std::int64_t> window_field(const HloInstr& in, const HloModule& m,
     return out;
 }
 
-OpClass op_class(std::string_view opcode) {
-    const auto& t = class_table();
-    const auto it = t.find(opcode);
-    return it == t.end() ? OpClass::Elementwise : it->second;
-}
-
-bool is_known_opcode(std::string_view opcode) { return class_table().count(opcode) != 0; }
-
 bool is_noop_copy(const HloComputation& comp, const HloInstr& in) {
-    if (in.opcode != "copy" || in.operands.size() != 1 || in.shape.tuple) return false;
+    if (in.op != HloOpcode::Copy || in.operands.size() != 1 || in.shape.tuple) return false;
     const HloShape& a = operand_shape(in, comp, 0);
     const HloShape& b = in.shape;
     if (a.tuple || a.tiled || b.tiled || a.type.name != b.type.name || a.dims != b.dims ||
@@ -298,7 +197,8 @@ bool is_noop_copy(const HloComputation& comp, const HloInstr& in) {
 
 bool is_view(const HloComputation& comp, const HloInstr& in, bool copies) {
     if (in.operands.empty()) return false;
-    return in.opcode == "bitcast" || in.opcode == "reshape" || (copies && is_noop_copy(comp, in));
+    return in.op == HloOpcode::Bitcast || in.op == HloOpcode::Reshape ||
+           (copies && is_noop_copy(comp, in));
 }
 
 bool free_custom_call(std::string_view t) {
@@ -310,132 +210,184 @@ bool free_custom_call(std::string_view t) {
     return t.substr(0, 4) == "xla." || t.substr(0, 4) == "sdy.";
 }
 
+const HloShape& CostArgs::operand(std::size_t k) const {
+    if (k >= in.operands.size())
+        ctx.m.fail(in.offset, fmt::format("{} needs at least {} operands", in.opcode, k + 1));
+    return operand_shape(in, comp, k);
+}
+
+std::int64_t CostArgs::pad_bytes(const HloShape& s) const {
+    const std::int64_t n = padded_elements(first_array(s), ctx.opts.tile_padding);
+    const HloType& t = first_array(s).type;
+    return t.bits >= 8 ? n * (t.bits / 8) : (n * t.bits + 7) / 8;
+}
+
+std::optional<TraceOp> CostArgs::vec(VectorOp op, const HloType& in_t, std::int64_t rows,
+                                     std::int64_t cols) const {
+    if (rows <= 0 || cols <= 0) return std::nullopt;
+    return vector_op(op, in_t, out.type, rows, cols);
+}
+
 std::optional<TraceOp> cost_instruction(const HloInstr& in, const HloComputation& comp,
                                         const std::vector<OperandPlace>& places,
                                         const CostContext& ctx) {
-    const bool pad = ctx.opts.tile_padding;
-    auto operand = [&](std::size_t k) -> const HloShape& {
-        if (k >= in.operands.size())
-            ctx.m.fail(in.offset, fmt::format("{} needs at least {} operands", in.opcode, k + 1));
-        return operand_shape(in, comp, k);
-    };
+    const OpcodeInfo& info = opcode_info(in.op);
+    if (!info.cost) return std::nullopt;
     const HloShape& out = largest_array(in.shape);
-    const std::string_view o = in.opcode;
-    auto pad_bytes = [&](const HloShape& s) {
-        const std::int64_t n = padded_elements(first_array(s), pad);
-        const HloType& t = first_array(s).type;
-        return t.bits >= 8 ? n * (t.bits / 8) : (n * t.bits + 7) / 8;
-    };
-    auto vec = [&](VectorOp op, const HloType& in_t, std::int64_t rows,
-                   std::int64_t cols) -> std::optional<TraceOp> {
-        if (rows <= 0 || cols <= 0) return std::nullopt;
-        return vector_op(op, in_t, out.type, rows, cols);
-    };
-    const HloType& in_type = in.operands.empty() ? out.type : first_array(operand(0)).type;
-    switch (op_class(o)) {
-        case OpClass::Heavy: {
-            if (o == "dot") return dot_op(in, comp, ctx);
-            if (o == "convolution") return conv_op(in, comp, ctx);
-            const HloShape& a = first_array(operand(0));
-            const std::int64_t nn = a.dims.empty() ? 1 : a.dims.back();
-            if (o == "fft") {
-                std::int64_t stages = 1;
-                while ((std::int64_t{1} << stages) < nn) ++stages;
-                return vec(VectorOp::Mul, a.type, 1, a.elements_count() * stages);
-            }
-            if (a.dims.size() < 2) ctx.m.fail(in.offset, fmt::format("{} needs a matrix", o));
-            if (nn == 0) return std::nullopt;
-            TraceOp t;
-            t.kind = OpKind::Matmul;
-            t.matmul.batch = std::max<std::int64_t>(1, a.elements_count() / (nn * nn));
-            t.matmul.m = nn;
-            t.matmul.k = nn;
-            t.matmul.n = o == "cholesky"
-                             ? std::max<std::int64_t>(1, nn / 3)
-                             : first_array(operand(1)).elements_count() / (t.matmul.batch * nn);
-            if (t.matmul.n < 1 || nn < 1) return std::nullopt;
-            t.dtype = t.out_dtype = trace_dtype(a.type).first;
-            return t;
-        }
-        case OpClass::Elementwise: {
-            std::vector<std::int32_t> hbm;
-            for (std::size_t k = 0; k < in.operands.size(); ++k)
-                if (k < places.size() && !places[k].on_chip &&
-                    std::find(hbm.begin(), hbm.end(), in.operands[k].instr) == hbm.end())
-                    hbm.push_back(in.operands[k].instr);
-            const bool two = ctx.fused ? !hbm.empty() : hbm.size() >= 2;
-            return vec(elementwise_op(o, two), in_type, 1, padded_elements(out, pad));
-        }
-        case OpClass::Generated:
-        case OpClass::Movement: {
-            std::int64_t bytes = pad_bytes(in.shape);
-            if (o == "dynamic-update-slice") bytes = pad_bytes(operand(1));
-            if (o == "scatter") bytes = pad_bytes(operand(in.operands.size() - 1));
-            if (ctx.chained) {
-                if (op_class(o) == OpClass::Generated) return std::nullopt;
-                const std::int64_t eb = std::max(1, out.type.bits / 8);
-                return vec(VectorOp::Transpose, out.type, 1, bytes / eb);
-            }
-            if (out.memory_space == 1 &&
-                std::all_of(places.begin(), places.end(), [](auto p) { return p.on_chip; }))
-                return std::nullopt;  // VMEM to VMEM
-            if (bytes <= 0) return std::nullopt;
-            return bytes_op(OpKind::Copy, bytes);
-        }
-        case OpClass::Reduction: {
-            const HloShape& a = first_array(operand(0));
-            const std::int64_t n_in = a.elements_count();
-            if (o == "reduce") {
-                // Rows of at most kMaxReduceCols: a long reduction is tiled into partial sums
-                // (one per tile, as XLA's TPU reductions do), so a row fits VMEM.
-                std::int64_t rows = std::max<std::int64_t>(1, out.elements_count());
-                std::int64_t cols = n_in / rows;
-                if (cols > kMaxReduceCols) {
-                    rows *= (cols + kMaxReduceCols - 1) / kMaxReduceCols;
-                    cols = kMaxReduceCols;
-                }
-                return vec(max_reducer(ctx.m, in) ? VectorOp::ReduceMax : VectorOp::ReduceSum,
-                           a.type, rows, cols);
-            }
-            if (o == "reduce-window")
-                return vec(max_reducer(ctx.m, in) ? VectorOp::ReduceMax : VectorOp::ReduceSum,
-                           a.type, out.elements_count(), window_size(in, ctx.m));
-            if (o == "select-and-scatter")
-                return vec(VectorOp::ReduceMax, a.type, first_array(operand(1)).elements_count(),
-                           window_size(in, ctx.m));
-            if (o.substr(0, 10) == "batch-norm") {
-                const HloAttr* f = in.attr("feature_index");
-                const auto fi =
-                    f ? int_list(f->value, ctx.m, f->offset) : std::vector<std::int64_t>{};
-                if (fi.size() != 1 || fi[0] >= static_cast<std::int64_t>(a.dims.size()))
-                    ctx.m.fail(in.offset, "batch-norm needs a feature_index inside the operand");
-                const std::int64_t c = a.dims[static_cast<std::size_t>(fi[0])];
-                if (c == 0) return std::nullopt;
-                return vec(o == "batch-norm-grad" ? VectorOp::BatchnormGrad : VectorOp::Batchnorm,
-                           a.type, n_in / c, c);
-            }
-            // sort, topk: a bitonic network of s(s+1)/2 compare-exchange stages, s = log2 n.
-            std::int64_t s = 1;
-            const std::int64_t len = a.dims.empty() ? 1 : a.dims.back();
-            while ((std::int64_t{1} << s) < len) ++s;
-            if (o == "scan") return vec(VectorOp::Add, a.type, 1, n_in);
-            return vec(VectorOp::Max, a.type, 1,
-                       n_in * s * (s + 1) / 2 * static_cast<std::int64_t>(in.operands.size()));
-        }
-        case OpClass::Collective: {
-            std::vector<const HloShape*> shapes;
-            for (std::size_t k = 0; k < in.operands.size(); ++k) shapes.push_back(&operand(k));
-            return collective_op(in, ctx, shapes);
-        }
-        case OpClass::Host: {
-            if (o == "infeed" || o == "recv")
-                return bytes_op(OpKind::Infeed,
-                                std::max<std::int64_t>(1, first_array(in.shape).bytes()));
-            return bytes_op(OpKind::Outfeed, std::max<std::int64_t>(1, operand(0).bytes()));
-        }
-        default:
-            return std::nullopt;
+    const HloType& in_type =
+        in.operands.empty() ? out.type : first_array(operand_shape(in, comp, 0)).type;
+    return info.cost(CostArgs{in, comp, places, ctx, out, in_type});
+}
+
+std::optional<TraceOp> cost_dot(const CostArgs& a) { return dot_op(a.in, a.comp, a.ctx); }
+
+std::optional<TraceOp> cost_convolution(const CostArgs& a) {
+    return conv_op(a.in, a.comp, a.ctx);
+}
+
+// fft: log2(n) butterfly stages over every element, on the VPU.
+std::optional<TraceOp> cost_fft(const CostArgs& a) {
+    const HloShape& x = first_array(a.operand(0));
+    const std::int64_t nn = x.dims.empty() ? 1 : x.dims.back();
+    std::int64_t stages = 1;
+    while ((std::int64_t{1} << stages) < nn) ++stages;
+    return a.vec(VectorOp::Mul, x.type, 1, x.elements_count() * stages);
+}
+
+// triangular-solve, cholesky: n x n matrices (batched) on the MXU.
+std::optional<TraceOp> cost_solve(const CostArgs& a) {
+    const HloShape& x = first_array(a.operand(0));
+    const std::int64_t nn = x.dims.empty() ? 1 : x.dims.back();
+    if (x.dims.size() < 2) a.ctx.m.fail(a.in.offset, fmt::format("{} needs a matrix", a.in.opcode));
+    if (nn == 0) return std::nullopt;
+    TraceOp t;
+    t.kind = OpKind::Matmul;
+    t.matmul.batch = std::max<std::int64_t>(1, x.elements_count() / (nn * nn));
+    t.matmul.m = nn;
+    t.matmul.k = nn;
+    t.matmul.n = a.in.op == HloOpcode::Cholesky
+                     ? std::max<std::int64_t>(1, nn / 3)
+                     : first_array(a.operand(1)).elements_count() / (t.matmul.batch * nn);
+    if (t.matmul.n < 1 || nn < 1) return std::nullopt;
+    t.dtype = t.out_dtype = trace_dtype(x.type).first;
+    return t;
+}
+
+// One VPU op per element: the row's op for one stream in from HBM, or for two or more.
+std::optional<TraceOp> cost_elementwise(const CostArgs& a) {
+    std::vector<std::int32_t> hbm;
+    for (std::size_t k = 0; k < a.in.operands.size(); ++k)
+        if (k < a.places.size() && !a.places[k].on_chip &&
+            std::find(hbm.begin(), hbm.end(), a.in.operands[k].instr) == hbm.end())
+            hbm.push_back(a.in.operands[k].instr);
+    const bool two = a.ctx.fused ? !hbm.empty() : hbm.size() >= 2;
+    const OpcodeInfo& info = opcode_info(a.in.op);
+    const VectorOp op = info.unary ? *info.unary
+                        : !two     ? VectorOp::Scale  // one stream in, one ALU op per element
+                                   : info.binary.value_or(VectorOp::Add);
+    return a.vec(op, a.in_type, 1, padded_elements(a.out, a.ctx.opts.tile_padding));
+}
+
+namespace {
+
+// Data movement of `bytes`: a copy through HBM, or a VPU transpose/shuffle inside a fusion.
+std::optional<TraceOp> movement(const CostArgs& a, std::int64_t bytes) {
+    if (a.ctx.chained) {
+        if (op_class(a.in.op) == OpClass::Generated) return std::nullopt;
+        const std::int64_t eb = std::max(1, a.out.type.bits / 8);
+        return a.vec(VectorOp::Transpose, a.out.type, 1, bytes / eb);
     }
+    if (a.out.memory_space == 1 &&
+        std::all_of(a.places.begin(), a.places.end(), [](auto p) { return p.on_chip; }))
+        return std::nullopt;  // VMEM to VMEM
+    if (bytes <= 0) return std::nullopt;
+    return bytes_op(OpKind::Copy, bytes);
+}
+
+}  // namespace
+
+std::optional<TraceOp> cost_movement(const CostArgs& a) {
+    return movement(a, a.pad_bytes(a.in.shape));
+}
+
+// dynamic-update-slice moves the update (operand 1), not the whole buffer.
+std::optional<TraceOp> cost_update_slice(const CostArgs& a) {
+    return movement(a, a.pad_bytes(a.operand(1)));
+}
+
+// scatter moves its updates (the last operand).
+std::optional<TraceOp> cost_scatter(const CostArgs& a) {
+    return movement(a, a.pad_bytes(a.operand(a.in.operands.size() - 1)));
+}
+
+// Rows of at most kMaxReduceCols: a long reduction is tiled into partial sums (one per tile,
+// as XLA's TPU reductions do), so a row fits VMEM.
+std::optional<TraceOp> cost_reduce(const CostArgs& a) {
+    const HloShape& x = first_array(a.operand(0));
+    std::int64_t rows = std::max<std::int64_t>(1, a.out.elements_count());
+    std::int64_t cols = x.elements_count() / rows;
+    if (cols > kMaxReduceCols) {
+        rows *= (cols + kMaxReduceCols - 1) / kMaxReduceCols;
+        cols = kMaxReduceCols;
+    }
+    return a.vec(max_reducer(a.ctx.m, a.in) ? VectorOp::ReduceMax : VectorOp::ReduceSum, x.type,
+                 rows, cols);
+}
+
+std::optional<TraceOp> cost_reduce_window(const CostArgs& a) {
+    const HloShape& x = first_array(a.operand(0));
+    return a.vec(max_reducer(a.ctx.m, a.in) ? VectorOp::ReduceMax : VectorOp::ReduceSum, x.type,
+                 a.out.elements_count(), window_size(a.in, a.ctx.m));
+}
+
+std::optional<TraceOp> cost_select_and_scatter(const CostArgs& a) {
+    const HloShape& x = first_array(a.operand(0));
+    return a.vec(VectorOp::ReduceMax, x.type, first_array(a.operand(1)).elements_count(),
+                 window_size(a.in, a.ctx.m));
+}
+
+// Statistics per feature (feature_index) over the other dimensions.
+std::optional<TraceOp> cost_batch_norm(const CostArgs& a) {
+    const HloShape& x = first_array(a.operand(0));
+    const HloAttr* f = a.in.attr("feature_index");
+    const auto fi = f ? int_list(f->value, a.ctx.m, f->offset) : std::vector<std::int64_t>{};
+    if (fi.size() != 1 || fi[0] >= static_cast<std::int64_t>(x.dims.size()))
+        a.ctx.m.fail(a.in.offset, "batch-norm needs a feature_index inside the operand");
+    const std::int64_t c = x.dims[static_cast<std::size_t>(fi[0])];
+    if (c == 0) return std::nullopt;
+    return a.vec(a.in.op == HloOpcode::BatchNormGrad ? VectorOp::BatchnormGrad
+                                                     : VectorOp::Batchnorm,
+                 x.type, x.elements_count() / c, c);
+}
+
+// sort, topk: a bitonic network of s(s+1)/2 compare-exchange stages, s = log2 n, per operand.
+std::optional<TraceOp> cost_sort(const CostArgs& a) {
+    const HloShape& x = first_array(a.operand(0));
+    std::int64_t s = 1;
+    const std::int64_t len = x.dims.empty() ? 1 : x.dims.back();
+    while ((std::int64_t{1} << s) < len) ++s;
+    return a.vec(VectorOp::Max, x.type, 1,
+                 x.elements_count() * s * (s + 1) / 2 *
+                     static_cast<std::int64_t>(a.in.operands.size()));
+}
+
+std::optional<TraceOp> cost_scan(const CostArgs& a) {
+    const HloShape& x = first_array(a.operand(0));
+    return a.vec(VectorOp::Add, x.type, 1, x.elements_count());
+}
+
+std::optional<TraceOp> cost_collective(const CostArgs& a) {
+    std::vector<const HloShape*> shapes;
+    for (std::size_t k = 0; k < a.in.operands.size(); ++k) shapes.push_back(&a.operand(k));
+    return collective_op(a.in, a.ctx, shapes);
+}
+
+std::optional<TraceOp> cost_infeed(const CostArgs& a) {
+    return bytes_op(OpKind::Infeed, std::max<std::int64_t>(1, first_array(a.in.shape).bytes()));
+}
+
+std::optional<TraceOp> cost_outfeed(const CostArgs& a) {
+    return bytes_op(OpKind::Outfeed, std::max<std::int64_t>(1, a.operand(0).bytes()));
 }
 
 }  // namespace tpusim::hlo_detail

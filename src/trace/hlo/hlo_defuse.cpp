@@ -20,7 +20,7 @@ class Defuser {
         for (const auto& c : m_.computations)
             for (const auto& in : c.instrs)
                 for (std::int32_t k : in.callees)
-                    (in.opcode == "fusion" ? drop : other)[static_cast<std::size_t>(k)] = true;
+                    (in.op == HloOpcode::Fusion ? drop : other)[static_cast<std::size_t>(k)] = true;
         std::string out;
         put_header(out, m_);
         for (std::size_t ci = 0; ci < m_.computations.size(); ++ci) {
@@ -70,7 +70,7 @@ class Defuser {
                 }
                 return whole(r);
             };
-            if (!top && in.opcode == "parameter") {
+            if (!top && in.op == HloOpcode::Parameter) {
                 const std::size_t n = std::strtoull(std::string(in.literal).c_str(), nullptr, 10);
                 if (n >= args.size())
                     m_.fail(in.offset, fmt::format("parameter({}) of a fused computation called "
@@ -79,7 +79,7 @@ class Defuser {
                 val[i] = args[n];
                 continue;
             }
-            if (in.opcode == "fusion" && !in.callees.empty()) {
+            if (in.op == HloOpcode::Fusion && !in.callees.empty()) {
                 std::vector<Ref> fargs;
                 for (const auto& o : in.operands) fargs.push_back(arg(o));
                 ++count_;
@@ -87,7 +87,7 @@ class Defuser {
                     m_.computations[static_cast<std::size_t>(in.callees.front())], fargs, false);
                 continue;
             }
-            if (in.opcode == "get-tuple-element" && in.operands.size() == 1 &&
+            if (in.op == HloOpcode::GetTupleElement && in.operands.size() == 1 &&
                 in.operands[0].tuple_index < 0) {
                 const Ref& t = val[static_cast<std::size_t>(in.operands[0].instr)];
                 const HloAttr* a = in.attr("index");
@@ -106,7 +106,7 @@ class Defuser {
             Ref r{"%" + name, name, {}, true, nullptr, {}};
             // An inlined tuple root: its elements are read directly; the tuple itself is
             // written only if something reads it whole.
-            if (!top && static_cast<std::int32_t>(i) == c.root && in.opcode == "tuple") {
+            if (!top && static_cast<std::int32_t>(i) == c.root && in.op == HloOpcode::Tuple) {
                 for (const auto& o : in.operands) r.elements.push_back(arg(o));
                 r.made = false;
                 r.tuple = &in;
@@ -162,7 +162,7 @@ bool is_foreign_fused(const HloModule& m) {
     for (const auto& c : m.computations) {
         for (const auto& in : c.instrs) {
             if (hlo_print::any_tiled(in.shape)) return false;
-            const HloAttr* a = in.opcode == "fusion" ? in.attr("frontend_attributes") : nullptr;
+            const HloAttr* a = in.op == HloOpcode::Fusion ? in.attr("frontend_attributes") : nullptr;
             if (a && a->value.find(hlo_print::kTpusimFusion) != std::string_view::npos)
                 return false;
         }

@@ -33,33 +33,6 @@ namespace tpusim::hlo_detail {
 
 namespace {
 
-// XLA's HloInstruction::IsOpElementwise ops that it counts as expensive
-// (HloInstruction::IsExpensive): never duplicated.
-bool expensive(std::string_view op) {
-    for (std::string_view e : {"divide",
-                               "power",
-                               "sqrt",
-                               "rsqrt",
-                               "cbrt",
-                               "exponential",
-                               "exponential-minus-one",
-                               "log",
-                               "log-plus-one",
-                               "tanh",
-                               "atan2",
-                               "sine",
-                               "cosine",
-                               "tan",
-                               "erf",
-                               "logistic",
-                               "remainder",
-                               "rng",
-                               "rng-bit-generator",
-                               "map"})
-        if (op == e) return true;
-    return false;
-}
-
 // The bytes of an operand that a copy of its user reads from HBM: none for values made in
 // registers (broadcast, iota, constants), looking through bitcasts and reshapes.
 std::int64_t read_bytes(const HloComputation& comp, std::int32_t operand) {
@@ -67,7 +40,7 @@ std::int64_t read_bytes(const HloComputation& comp, std::int32_t operand) {
     const std::int64_t bytes = x->shape.bytes();
     while (is_view(comp, *x, true))
         x = &comp.instrs[static_cast<std::size_t>(x->operands[0].instr)];
-    if (x->opcode == "constant" || op_class(x->opcode) == OpClass::Generated) return 0;
+    if (x->op == HloOpcode::Constant || op_class(x->op) == OpClass::Generated) return 0;
     return bytes;
 }
 
@@ -101,7 +74,7 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
     std::vector<OpClass> root_class(n, OpClass::Free);
     for (std::size_t i = n; i-- > 0;) {
         const HloInstr& in = comp.instrs[i];
-        const OpClass cls = op_class(in.opcode);
+        const OpClass cls = op_class(in.op);
         const bool look_through = is_view(comp, in, true);
         const bool can_root = cls == OpClass::Elementwise || cls == OpClass::Movement ||
                               cls == OpClass::Heavy || cls == OpClass::Reduction;
@@ -125,7 +98,7 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
             // Not into the output fusion of a dot or convolution: XLA's ShouldFuse fuses a
             // producer only into loop and input fusions.
             bool duplicate = all_fused && into.size() > 1 && cls == OpClass::Elementwise &&
-                             !expensive(in.opcode) && duplicated_is_cheaper(comp, in, into.size());
+                             !opcode_info(in.op).expensive && duplicated_is_cheaper(comp, in, into.size());
             for (std::int32_t c : into)
                 duplicate = duplicate && !has_heavy[static_cast<std::size_t>(c)];
             if (join || duplicate) {
@@ -186,10 +159,10 @@ std::unordered_set<std::int64_t>* SiblingFusions::join(
     const std::function<bool(const HloOperand&)>& in_hbm, bool& joined) {
     joined = false;
     const HloInstr& r = c.instrs[static_cast<std::size_t>(root)];
-    const bool reduce = r.opcode == "reduce" && !r.operands.empty();
-    if (op_class(r.opcode) != OpClass::Elementwise && !reduce) return nullptr;
+    const bool reduce = r.op == HloOpcode::Reduce && !r.operands.empty();
+    if (op_class(r.op) != OpClass::Elementwise && !reduce) return nullptr;
     for (std::int32_t j : mem)
-        if (op_class(c.instrs[static_cast<std::size_t>(j)].opcode) == OpClass::Heavy)
+        if (op_class(c.instrs[static_cast<std::size_t>(j)].op) == OpClass::Heavy)
             return nullptr;
     const std::int64_t space =
         (reduce ? c.instrs[static_cast<std::size_t>(r.operands[0].instr)].shape : r.shape)

@@ -41,7 +41,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
     // or constant no op produces), made into the op's `operands` once its deps are final.
     std::unordered_map<std::uint32_t, std::vector<std::int64_t>> reads;
     auto costed_class = [](const HloInstr& in) {
-        const OpClass k = op_class(in.opcode);
+        const OpClass k = op_class(in.op);
         return k == OpClass::Elementwise || k == OpClass::Movement || k == OpClass::Heavy ||
                k == OpClass::Reduction || k == OpClass::Collective || k == OpClass::Host ||
                k == OpClass::Generated;
@@ -50,8 +50,8 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
     for (std::int32_t j : members) {
         const HloInstr& in = c.instrs[static_cast<std::size_t>(j)];
         costed +=
-            (costed_class(in) && op_class(in.opcode) != OpClass::Generated && !noop_copy(c, in)) ||
-                    in.opcode == "fusion"
+            (costed_class(in) && op_class(in.op) != OpClass::Generated && !noop_copy(c, in)) ||
+                    in.op == HloOpcode::Fusion
                 ? 1
                 : 0;
     }
@@ -66,7 +66,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
     for (std::int32_t j : members) {
         const HloInstr& in = c.instrs[static_cast<std::size_t>(j)];
         Place self;
-        if (in.opcode == "parameter") {
+        if (in.op == HloOpcode::Parameter) {
             self = place_of(HloOperand{j, -1});
             self.external.clear();
             st[j] = self;
@@ -76,7 +76,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         for (const auto& o : in.operands) ps.push_back(place_of(o));
         // Operands this op would read from HBM that an earlier op of the kernel read already.
         // Not for a dot or convolution, whose operand tiles are not the elementwise tiles.
-        const bool vector_work = op_class(in.opcode) != OpClass::Heavy;
+        const bool vector_work = op_class(in.op) != OpClass::Heavy;
         std::vector<std::int64_t> hbm_reads;
         for (std::size_t k = 0; k < ps.size() && vector_work; ++k) {
             Place& p = ps[k];
@@ -87,7 +87,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
             else
                 hbm_reads.push_back(key);
         }
-        if (in.opcode == "fusion" && !in.callees.empty()) {  // nested fusion: inline
+        if (in.op == HloOpcode::Fusion && !in.callees.empty()) {  // nested fusion: inline
             const HloComputation& f = m_.computations[static_cast<std::size_t>(in.callees[0])];
             std::vector<std::int32_t> all(f.instrs.size());
             for (std::size_t k = 0; k < all.size(); ++k) all[k] = static_cast<std::int32_t>(k);
@@ -113,7 +113,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
             std::vector<OperandPlace> places;
             for (const auto& p : ps) places.push_back({p.on_chip || !p.internal.empty()});
             // Broadcasts and iotas are made in registers by the fusion's other ops.
-            const bool gen = op_class(in.opcode) == OpClass::Generated;
+            const bool gen = op_class(in.op) == OpClass::Generated;
             const CostContext ctx{m_, opts_, trace_.cores, gen ? costed > 0 : chained,
                                   !internal.empty()};
             op = cost_instruction(in, c, places, ctx);
@@ -121,7 +121,7 @@ Value Importer::emit_cluster(const HloComputation& c, const std::vector<std::int
         if (!op) {  // free in a fusion, or no work
             self.internal = internal;
             self.on_chip =
-                ps.empty() || op_class(in.opcode) == OpClass::Generated || in.opcode == "constant";
+                ps.empty() || op_class(in.op) == OpClass::Generated || in.op == HloOpcode::Constant;
             for (const auto& p : ps) self.on_chip = self.on_chip || p.on_chip;
             st[j] = self;
             continue;

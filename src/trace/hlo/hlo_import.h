@@ -1,6 +1,7 @@
 #pragma once
-// Internals of the HLO import shared by its files: how each opcode is classified and costed
-// (hlo_cost.cpp; the MXU's instructions in hlo_matrix.cpp), the fusion pass (hlo_fusion.cpp), while
+// Internals of the HLO import shared by its files: one row per opcode (hlo_opcode.cpp) naming
+// its class and its cost function (hlo_cost.cpp; the MXU's instructions in hlo_matrix.cpp,
+// collectives in hlo_collective.cpp), the fusion pass (hlo_fusion.cpp), while
 // trip counts (hlo_while.cpp) and which buffer each operand of an imported op reads
 // (hlo_operands.cpp). The walker itself is hlo_importer.h.
 #include <cstdint>
@@ -30,8 +31,30 @@ enum class OpClass {
     PassThrough,  // *-done, async-update, copy-done: the value of the start
     CustomCall,
 };
-OpClass op_class(std::string_view opcode);
-bool is_known_opcode(std::string_view opcode);
+
+struct CostArgs;
+// A cost function: the trace op for one instruction (id, deps and `fused` left for the
+// caller), or none when it does no work (an empty array).
+using CostFn = std::optional<TraceOp> (*)(const CostArgs&);
+
+// What the import knows of one opcode (one row of the table in hlo_opcode.cpp).
+struct OpcodeInfo {
+    HloOpcode op = HloOpcode::Unknown;
+    std::string_view name;  // its spelling in HLO text
+    OpClass cls = OpClass::Elementwise;
+    CostFn cost = nullptr;  // nullptr: no trace op of its own (free, control flow, *-done)
+    // Elementwise: the VPU op with one stream in from HBM and with two or more (none: one ALU
+    // operation per element, `scale` with one stream, `add` with two).
+    std::optional<VectorOp> unary{}, binary{};
+    // One of XLA's expensive elementwise ops (HloInstruction::IsOpElementwise and
+    // IsExpensive): instruction fusion does not duplicate it into several consumers.
+    bool expensive = false;
+    OpKind collective = OpKind::AllReduce;  // the trace kind of a collective
+};
+const OpcodeInfo& opcode_info(HloOpcode op);
+// HloOpcode::Unknown for a spelling the table does not have.
+HloOpcode hlo_opcode(std::string_view name);
+inline OpClass op_class(HloOpcode op) { return opcode_info(op).cls; }
 // Whether any computation of the module holds a fusion instruction (hlo_print.cpp).
 bool has_fusions(const HloModule& m);
 
@@ -74,11 +97,51 @@ struct CostContext {
 };
 
 // The trace op (id, deps and `fused` left for the caller) for one costed instruction, or none
-// when it does no work (an empty array). Collective replica groups are mapped onto the
-// program's cores. Throws InputError located at the instruction for malformed attributes.
+// when it does no work (an empty array): its opcode's cost function. Collective replica groups
+// are mapped onto the program's cores. Throws InputError located at the instruction for
+// malformed attributes.
 std::optional<TraceOp> cost_instruction(const HloInstr& in, const HloComputation& comp,
                                         const std::vector<OperandPlace>& places,
                                         const CostContext& ctx);
+
+// What a cost function gets: the instruction, its computation and operands' places, the
+// context, and what every cost function needs of the shapes.
+struct CostArgs {
+    const HloInstr& in;
+    const HloComputation& comp;
+    const std::vector<OperandPlace>& places;
+    const CostContext& ctx;
+    const HloShape& out;     // the largest array of the result
+    const HloType& in_type;  // operand 0's element type (the result's without operands)
+    // Operand k's shape; InputError located at the instruction when it has fewer operands.
+    const HloShape& operand(std::size_t k) const;
+    // Bytes of the first array of `s`, padded to the (8, 128) tile where tile-padding is on.
+    std::int64_t pad_bytes(const HloShape& s) const;
+    // A vector op over rows x cols elements of `in_t` writing the result's type; none when
+    // either is 0.
+    std::optional<TraceOp> vec(VectorOp op, const HloType& in_t, std::int64_t rows,
+                               std::int64_t cols) const;
+};
+
+// The cost functions of the table's rows (hlo_cost.cpp; dot and convolution in
+// hlo_matrix.cpp, collectives in hlo_collective.cpp).
+std::optional<TraceOp> cost_dot(const CostArgs& a);
+std::optional<TraceOp> cost_convolution(const CostArgs& a);
+std::optional<TraceOp> cost_fft(const CostArgs& a);
+std::optional<TraceOp> cost_solve(const CostArgs& a);  // triangular-solve, cholesky
+std::optional<TraceOp> cost_elementwise(const CostArgs& a);
+std::optional<TraceOp> cost_movement(const CostArgs& a);
+std::optional<TraceOp> cost_update_slice(const CostArgs& a);
+std::optional<TraceOp> cost_scatter(const CostArgs& a);
+std::optional<TraceOp> cost_reduce(const CostArgs& a);
+std::optional<TraceOp> cost_reduce_window(const CostArgs& a);
+std::optional<TraceOp> cost_select_and_scatter(const CostArgs& a);
+std::optional<TraceOp> cost_batch_norm(const CostArgs& a);
+std::optional<TraceOp> cost_sort(const CostArgs& a);  // sort, topk
+std::optional<TraceOp> cost_scan(const CostArgs& a);
+std::optional<TraceOp> cost_collective(const CostArgs& a);
+std::optional<TraceOp> cost_infeed(const CostArgs& a);   // infeed, recv
+std::optional<TraceOp> cost_outfeed(const CostArgs& a);  // outfeed, send
 
 // Shapes and element types the costing shares (hlo_cost.cpp): the trace dtype that stores `t`
 // and how many trace elements one HLO element takes (64-bit types are pairs of 32-bit words on

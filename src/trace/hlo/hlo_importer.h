@@ -42,7 +42,7 @@ class Importer {
         // take none.
         trace_.parameter_bytes = 0;
         for (const auto& in : entry.instrs)
-            if (in.opcode == "parameter") trace_.parameter_bytes += hbm_bytes(in.shape);
+            if (in.op == HloOpcode::Parameter) trace_.parameter_bytes += hbm_bytes(in.shape);
         walk(m_.entry, {}, "");
         if (trace_.ops.empty()) {  // nothing but parameters and free ops: the result write
             const HloInstr& root = entry.instrs[static_cast<std::size_t>(entry.root)];
@@ -151,7 +151,7 @@ class Importer {
                         fmt::format("the module expands to more than {} instructions (loop "
                                     "bodies count once per trip)",
                                     opts_.max_instructions));
-            if (!is_known_opcode(in.opcode))
+            if (in.op == HloOpcode::Unknown)
                 m_.fail(in.offset, fmt::format("unknown opcode {}", in.opcode));
             const bool fused = pass_ && !cluster[i].empty();
             if (fused && cluster[i][0] != static_cast<std::int32_t>(i)) continue;
@@ -160,16 +160,16 @@ class Importer {
                 vals[i] = val(in.operands[0]);
                 continue;
             }
-            const OpClass cls = op_class(in.opcode);
+            const OpClass cls = op_class(in.op);
             Value& out = vals[i];
             switch (cls) {
                 case OpClass::Free:
                     ++stats_.free_instructions;
-                    if (in.opcode == "parameter") {
+                    if (in.op == HloOpcode::Parameter) {
                         const std::size_t n =
                             std::strtoull(std::string(in.literal).c_str(), nullptr, 10);
                         if (n < args.size()) out = args[n];
-                    } else if (in.opcode == "tuple") {
+                    } else if (in.op == HloOpcode::Tuple) {
                         out.tuple = true;
                         for (const auto& o : in.operands) {
                             out.elems.push_back(val(o));
@@ -180,7 +180,7 @@ class Importer {
                                 break;
                             }
                         }
-                    } else if (in.opcode == "get-tuple-element") {
+                    } else if (in.op == HloOpcode::GetTupleElement) {
                         const HloAttr* a = in.attr("index");
                         const auto idx =
                             a ? int_list(a->value, m_, a->offset) : std::vector<std::int64_t>{};
@@ -236,9 +236,9 @@ class Importer {
         flatten(v, p.external);
         const HloInstr* x = &c.instrs[static_cast<std::size_t>(o.instr)];
         while (is_view(c, *x, pass_)) x = &c.instrs[static_cast<std::size_t>(x->operands[0].instr)];
-        const OpClass cls = op_class(x->opcode);
+        const OpClass cls = op_class(x->op);
         p.vmem = !x->shape.tuple && x->shape.memory_space == 1;
-        p.on_chip = x->opcode == "constant" || cls == OpClass::Generated || p.vmem;
+        p.on_chip = x->op == HloOpcode::Constant || cls == OpClass::Generated || p.vmem;
         return p;
     }
 
@@ -256,7 +256,7 @@ class Importer {
                 m_.fail(in.offset, fmt::format("{} needs {}=<computation>", in.opcode, attr));
             return k;
         };
-        if (in.opcode == "fusion") {
+        if (in.op == HloOpcode::Fusion) {
             const std::int32_t k = callee("calls");
             const HloComputation& f = m_.computations[static_cast<std::size_t>(k)];
             std::vector<std::int32_t> all(f.instrs.size());
@@ -265,7 +265,7 @@ class Importer {
                 return fused_parameter(f, o, c, in, vals);
             });
         }
-        if (in.opcode == "while") {
+        if (in.op == HloOpcode::While) {
             const auto trips = while_trip_count(m_, c, in);
             std::int64_t n = trips ? *trips : opts_.while_trips;
             if (!trips && n <= 0)
@@ -286,7 +286,7 @@ class Importer {
                 state = walk(body, {state}, t == 0 ? suffix : fmt::format("{}@{}", suffix, t));
             return state;
         }
-        if (in.opcode == "conditional") {
+        if (in.op == HloOpcode::Conditional) {
             std::int32_t branch = -1;
             std::size_t pick = 0;
             const auto& callees = in.callees;
@@ -294,7 +294,7 @@ class Importer {
             // A constant predicate or index decides; otherwise the largest branch (an upper
             // bound on its time).
             const HloInstr& p = c.instrs[static_cast<std::size_t>(in.operands.at(0).instr)];
-            if (p.opcode == "constant" && p.shape.dims.empty()) {
+            if (p.op == HloOpcode::Constant && p.shape.dims.empty()) {
                 const bool is_pred = p.shape.type.name == "pred";
                 pick = is_pred ? (p.literal == "true" ? 0 : 1)
                                : static_cast<std::size_t>(constant_int(p).value_or(0));
@@ -314,7 +314,7 @@ class Importer {
         if (in.callees.empty())
             m_.fail(in.offset, fmt::format("{} calls no computation", in.opcode));
         Value v = walk(in.callees.front(), args, suffix);
-        if (in.opcode == "async-start") return merged({&v});
+        if (in.op == HloOpcode::AsyncStart) return merged({&v});
         return v;
     }
 
@@ -322,7 +322,7 @@ class Importer {
                           const HloInstr& fusion, const std::vector<Value>& vals) {
         const HloInstr& p = f.instrs[static_cast<std::size_t>(o.instr)];
         const std::size_t n = std::strtoull(std::string(p.literal).c_str(), nullptr, 10);
-        if (p.opcode != "parameter" || n >= fusion.operands.size()) return Place{};
+        if (p.op != HloOpcode::Parameter || n >= fusion.operands.size()) return Place{};
         Place pl = outside(c, fusion.operands[n], vals);
         if (!p.shape.tuple && p.shape.memory_space == 1) pl.on_chip = pl.vmem = true;
         return pl;

@@ -23,9 +23,9 @@ std::vector<std::int64_t> operand_sources(const HloInstr& in, const TraceOp& op,
     std::vector<std::int64_t> r;
     if (op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d) {
         for (std::size_t k = 0; k < 2 && k < ps.size(); ++k) r.push_back(holder(ps[k]));
-    } else if (in.opcode == "dynamic-update-slice" && ps.size() > 1) {
+    } else if (in.op == HloOpcode::DynamicUpdateSlice && ps.size() > 1) {
         r.push_back(holder(ps[1]));  // the update, written in place
-    } else if (in.opcode == "scatter" && !ps.empty()) {
+    } else if (in.op == HloOpcode::Scatter && !ps.empty()) {
         r.push_back(holder(ps.back()));
     } else {
         if (op.fused) r.push_back(op.deps.front());  // the primary, on chip

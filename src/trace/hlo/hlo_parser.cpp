@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "hlo_cursor.h"
+#include "hlo_import.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
 
@@ -205,8 +206,9 @@ class Parser {
         }
         if (!inferred) in.shape = c_.shape();
         in.opcode = c_.expect_name("an opcode");
+        in.op = hlo_detail::hlo_opcode(in.opcode);
         c_.expect('(', fmt::format("after the opcode {}", in.opcode).c_str());
-        if (in.opcode == "constant" || in.opcode == "parameter") {
+        if (in.op == HloOpcode::Constant || in.op == HloOpcode::Parameter) {
             c_.seek(c_.pos() - 1);
             const std::string_view g = c_.group();
             in.literal = g.substr(1, g.size() - 2);
@@ -264,7 +266,7 @@ class Parser {
         const HloOperand& o = in.operands[0];
         HloShape s = comp.instrs[static_cast<std::size_t>(o.instr)].shape;
         std::int64_t index = o.tuple_index;
-        if (in.opcode == "get-tuple-element")
+        if (in.op == HloOpcode::GetTupleElement)
             if (const HloAttr* a = in.attr("index"))
                 index = std::strtoll(std::string(a->value).c_str(), nullptr, 10);
         if (index >= 0 && s.tuple && static_cast<std::size_t>(index) < s.elements.size())
@@ -312,8 +314,8 @@ class Parser {
                         in.callees.push_back(k);  // written in place
                         continue;
                     }
-                    if (a.name == "scatter" && in.opcode != "select-and-scatter") continue;
-                    if (a.name == "select" && in.opcode != "select-and-scatter") continue;
+                    if (a.name == "scatter" && in.op != HloOpcode::SelectAndScatter) continue;
+                    if (a.name == "select" && in.op != HloOpcode::SelectAndScatter) continue;
                     std::string_view v = a.value;
                     if (!v.empty() && v.front() == '{') v = v.substr(1, v.size() - 2);
                     std::size_t i = 0;

@@ -52,7 +52,7 @@ Line make_line(const HloInstr& in, std::string name, const std::vector<std::stri
     l.name = std::move(name);
     l.shape = shape.empty() ? shape_text(in.shape) : std::move(shape);
     l.body = fmt::format("= {} {}(", l.shape, in.opcode);
-    if (in.opcode == "constant" || in.opcode == "parameter") {
+    if (in.op == HloOpcode::Constant || in.op == HloOpcode::Parameter) {
         l.body += in.literal;
     } else {
         for (std::size_t i = 0; i < operands.size(); ++i) {
@@ -62,7 +62,7 @@ Line make_line(const HloInstr& in, std::string name, const std::vector<std::stri
     }
     l.body += ')';
     for (const auto& a : in.attrs) l.body += fmt::format(", {}={}", a.name, a.value);
-    if (in.opcode == "parameter") {
+    if (in.op == HloOpcode::Parameter) {
         l.parameter = true;
         l.parameter_number = std::strtoll(std::string(in.literal).c_str(), nullptr, 10);
     }
@@ -139,7 +139,7 @@ namespace hlo_detail {
 bool has_fusions(const HloModule& m) {
     for (const auto& c : m.computations)
         for (const auto& in : c.instrs)
-            if (in.opcode == "fusion") return true;
+            if (in.op == HloOpcode::Fusion) return true;
     return false;
 }
 

@@ -35,7 +35,7 @@ bool is_scalar(const HloShape& s) {
 // The integer of a scalar integer constant; nullopt for a float, a u64 over INT64_MAX or a
 // literal that is not one integer.
 std::optional<std::int64_t> int_literal(const HloInstr& in) {
-    if (in.opcode != "constant" || !is_scalar(in.shape) || !is_int(in.shape.type))
+    if (in.op != HloOpcode::Constant || !is_scalar(in.shape) || !is_int(in.shape.type))
         return std::nullopt;
     std::string_view s = in.literal;
     while (!s.empty() && (s.front() == '{' || s.front() == ' ')) s.remove_prefix(1);
@@ -55,11 +55,11 @@ Term follow(const HloComputation& c, HloOperand o, std::vector<std::int64_t> pat
         if (o.instr < 0 || static_cast<std::size_t>(o.instr) >= c.instrs.size()) return {};
         if (o.tuple_index >= 0) path.push_back(o.tuple_index);
         const HloInstr& x = c.instrs[static_cast<std::size_t>(o.instr)];
-        if (x.opcode == "parameter") {
+        if (x.op == HloOpcode::Parameter) {
             if (path.size() != 1) return {};  // the whole tuple, or a nested element
             return {Term::Element, path[0], o.instr};
         }
-        if (x.opcode == "tuple") {
+        if (x.op == HloOpcode::Tuple) {
             if (path.empty()) return {};
             const auto i = static_cast<std::size_t>(path.back());
             if (i >= x.operands.size()) return {};
@@ -67,7 +67,7 @@ Term follow(const HloComputation& c, HloOperand o, std::vector<std::int64_t> pat
             o = x.operands[i];
             continue;
         }
-        if (x.opcode == "get-tuple-element") {
+        if (x.op == HloOpcode::GetTupleElement) {
             const HloAttr* a = x.attr("index");
             std::int64_t i = -1;
             if (a) std::from_chars(a->value.data(), a->value.data() + a->value.size(), i);
@@ -76,17 +76,17 @@ Term follow(const HloComputation& c, HloOperand o, std::vector<std::int64_t> pat
             o = x.operands[0];
             continue;
         }
-        if (x.opcode == "copy" && !x.operands.empty()) {
+        if (x.op == HloOpcode::Copy && !x.operands.empty()) {
             o = x.operands[0];
             continue;
         }
         if (!path.empty()) return {};  // an element of a tuple some instruction computes
         if (!is_scalar(x.shape) || !is_int(x.shape.type)) return {};
-        if (x.opcode == "constant") {
+        if (x.op == HloOpcode::Constant) {
             const auto v = int_literal(x);
             return v ? Term{Term::Constant, *v, o.instr} : Term{};
         }
-        if ((x.opcode == "bitcast" || x.opcode == "reshape" || x.opcode == "convert") &&
+        if ((x.op == HloOpcode::Bitcast || x.op == HloOpcode::Reshape || x.op == HloOpcode::Convert) &&
             x.operands.size() == 1) {
             o = x.operands[0];
             continue;
@@ -193,7 +193,7 @@ std::optional<std::int64_t> known_trip_count(const HloModule& m, const HloInstr&
 }  // namespace
 
 std::optional<std::int64_t> constant_int(const HloInstr& in) {
-    if (in.opcode != "constant" || in.shape.tuple || !in.shape.dims.empty()) return std::nullopt;
+    if (in.op != HloOpcode::Constant || in.shape.tuple || !in.shape.dims.empty()) return std::nullopt;
     const std::string s(in.literal);
     char* end = nullptr;
     const long long v = std::strtoll(s.c_str(), &end, 10);
@@ -218,8 +218,8 @@ std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComput
     if (cond.root < 0 || body.root < 0) return std::nullopt;
     const HloInstr& cmp = cond.instrs[static_cast<std::size_t>(cond.root)];
     const HloAttr* dir = cmp.attr("direction");
-    if (cmp.opcode != "compare" || cmp.operands.size() != 2 || !dir) return std::nullopt;
-    if (body.instrs[static_cast<std::size_t>(body.root)].opcode != "tuple") return std::nullopt;
+    if (cmp.op != HloOpcode::Compare || cmp.operands.size() != 2 || !dir) return std::nullopt;
+    if (body.instrs[static_cast<std::size_t>(body.root)].op != HloOpcode::Tuple) return std::nullopt;
     const HloOperand body_root{body.root, -1};
     // Element i's value on entry: a constant in the tuple the loop starts from.
     auto init_of = [&](std::int64_t i) -> std::optional<std::int64_t> {
@@ -250,11 +250,11 @@ std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComput
         const Term l = follow(body, x.operands[0]), r = follow(body, x.operands[1]);
         auto is_i = [&](const Term& s) { return s.kind == Term::Element && s.value == i; };
         std::optional<std::int64_t> step;
-        if (x.opcode == "add" && is_i(l))
+        if (x.op == HloOpcode::Add && is_i(l))
             step = loop_constant(r);
-        else if (x.opcode == "add" && is_i(r))
+        else if (x.op == HloOpcode::Add && is_i(r))
             step = loop_constant(l);
-        else if (x.opcode == "subtract" && is_i(l) && (step = loop_constant(r)))
+        else if (x.op == HloOpcode::Subtract && is_i(l) && (step = loop_constant(r)))
             step = *step == INT64_MIN ? std::nullopt : std::optional<std::int64_t>{-*step};
         if (!step) return std::nullopt;
         return Update{*step, &x};
