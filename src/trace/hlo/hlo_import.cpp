@@ -1,8 +1,12 @@
 // HLO module -> trace (docs/hlo.md): hlo_to_trace, and each fusion (explicit, or made by the
 // fusion pass) as a small group of trace ops whose intermediate results stay on chip
-// (Importer::emit_cluster). The walker that calls it is in hlo_importer.h, the trace loops in
+// (Importer::emit_cluster). The walker that calls it is hlo_importer.cpp, the trace loops in
 // hlo_while.cpp.
 #include "hlo_importer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
 
 namespace tpusim {
 

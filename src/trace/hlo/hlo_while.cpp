@@ -2,6 +2,8 @@
 // induction variable as XLA's while_loop_analysis.cc finds it: the condition compares a tuple
 // element with a loop constant, the element starts at a constant in the loop's initial tuple
 // and the body adds a loop constant to it or subtracts one (docs/hlo.md, "Control flow").
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
