@@ -1,6 +1,7 @@
 // The `tpusim` command. Exit status: 0 success; 2 bad input (usage, config, trace) with one
 // line "error: <file>: <where>: <what>"; 1 internal error.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <systemc>
@@ -8,9 +9,34 @@
 #include "cli/common.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/sanitizer.h"
+#include "tpusim/common/suggest.h"
 #include "tpusim/stats/report.h"
 
 namespace {
+
+// A word where a subcommand belongs that names none ("tpusim runn", "tpusim bench mxx"): CLI11
+// would say only that a subcommand is required. Throws InputError naming the closest command.
+void check_command_words(CLI::App& app, int argc, char* argv[]) {
+    CLI::App* at = &app;
+    std::string path = "tpusim";
+    for (int i = 1; i < argc; ++i) {
+        const std::string word = argv[i];
+        const auto subs = at->get_subcommands([](const CLI::App*) { return true; });
+        // Only where a subcommand is required: `sweep SPEC` takes a file where `sweep merge` is
+        // also possible.
+        if (word.empty() || word[0] == '-' || subs.empty() || at->get_require_subcommand_min() == 0)
+            return;
+        std::vector<std::string> names;
+        for (const CLI::App* s : subs) names.push_back(s->get_name());
+        if (std::find(names.begin(), names.end(), word) == names.end())
+            throw tpusim::InputError(path, "",
+                                     "unknown command \"" + word + "\"" +
+                                         tpusim::did_you_mean(word, names) + " (see " + path +
+                                         " --help)");
+        at = at->get_subcommand(word);
+        path += " " + word;
+    }
+}
 
 int run_cli(int argc, char* argv[]) {
     CLI::App app{"tpusim: cycle-accurate simulator of Cloud TPU v2-8 and v3-8 boards"};
@@ -28,6 +54,7 @@ int run_cli(int argc, char* argv[]) {
     bench->require_subcommand(1);
     tpusim::cli::add_bench_commands(*bench);
     try {
+        check_command_words(app, argc, argv);
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);

@@ -14,6 +14,7 @@
 #include "quoted_figures.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
+#include "tpusim/common/suggest.h"
 #include "tpusim/config/tpu_config.h"
 
 namespace tpusim {
@@ -106,7 +107,8 @@ class SchemaChecker : public ConfigVisitor {
                 known.erase(std::remove(known.begin(), known.end(), "extends"), known.end());
                 throw InputError(
                     source_, json_pointer_child(f.pointer, it.key()),
-                    fmt::format("unknown key \"{}\" (known keys: {})", it.key(), join(known)));
+                    fmt::format("unknown key \"{}\"{} (known keys: {})", it.key(),
+                                            did_you_mean(it.key(), known), join(known)));
             }
         }
     }
@@ -259,6 +261,17 @@ json load_chain(const std::string& path, std::vector<std::string>& stack,
         if (fs::exists(base, ec) && !fs::is_regular_file(base, ec)) {
             throw InputError(path, "/extends",
                              fmt::format("names {}, which is not a regular file", base.string()));
+        }
+        if (!fs::exists(base, ec)) {
+            // The referring file and its key: "cannot open tpu_v3_9.json" alone does not say
+            // where the name came from.
+            std::vector<std::string> siblings;
+            for (const auto& e : fs::directory_iterator(base.parent_path().empty() ? "." : base.parent_path(), ec))
+                if (e.path().extension() == ".json") siblings.push_back(e.path().filename().string());
+            std::sort(siblings.begin(), siblings.end());
+            throw InputError(path, "/extends",
+                             fmt::format("names {}, which does not exist{}", base.string(),
+                                         did_you_mean(base.filename().string(), siblings)));
         }
         stack.push_back(key);
         merged = load_chain(base.string(), stack, origin, quotes);

@@ -32,7 +32,16 @@ expect_error "not a power of two, and why" "/hbm/bank_groups: expected a power o
 expect_error "zero clock" "/chip/clock_mhz" -- info --config "$tmp/zero.json"
 expect_error "negative size" "/hbm/stacks" -- info --config "$tmp/negative.json"
 expect_error "extends cycle" "extends cycle" -- info --config "$tmp/a.json"
-expect_error "dangling extends" "missing.json" -- info --config "$tmp/dangling.json"
+expect_error "dangling extends" "dangling.json: /extends: names $tmp/missing.json, which does not exist" -- info --config "$tmp/dangling.json"
+# A mistyped name: the referring file, its key, and the file it probably meant.
+cp configs/tpu_v3_8.json "$tmp/tpu_v3_8.json"
+printf '{"extends": "tpu_v3_9.json"}' > "$tmp/typo.json"
+expect_error "extends typo" "typo.json: /extends: names $tmp/tpu_v3_9.json, which does not exist (did you mean \"tpu_v3_8.json\"?)" -- info --config "$tmp/typo.json"
+# Mistyped commands and keys get the closest name.
+expect_error "mistyped command" "tpusim: unknown command \"runn\" (did you mean \"run\"?) (see tpusim --help)" -- runn
+expect_error "mistyped subcommand" "tpusim bench: unknown command \"mxx\" (did you mean \"mxu\"?)" -- bench mxx --config $v3
+expect_error "unknown command" "tpusim: unknown command \"foo\" (see tpusim --help)" -- foo
+expect_error "mistyped key" "/mxu/rowz: unknown key \"rowz\" (did you mean \"rows\"?) (known keys:" -- info --config $v3 --set mxu.rowz=3
 expect_error "bad UTF-8" "UTF-8" -- info --config "$tmp/utf8.json"
 expect_error "absurd nesting" "nested deeper" -- info --config "$tmp/deep.json"
 expect_error "not an object" "top level" -- info --config "$tmp/array.json"

@@ -25,6 +25,8 @@ for f in configs/tpu_v[0-9]_*.json; do
     [[ $chips == $((cores / 2)) && $((x * y)) == "$chips" ]] ||
         fatal "$f: $chips chips on $x x $y for $cores cores"
     head -1 <<< "$out" | grep -q "^$name: " || fatal "$f: config name is not $name"
+    # Notes are for users: no source tags of the developers' documents ([DOC3], [NORn]).
+    ! grep -qE '\[[A-Z][A-Za-z0-9]+\]' <<< "$out" || fatal "$f: info prints a source tag: $out"
     n=$((n + 1))
 done
 [[ $n == 13 ]] || fatal "expected 13 slice configs, found $n"

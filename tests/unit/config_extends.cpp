@@ -114,10 +114,10 @@ TEST_CASE("config: bad extends values are errors", "[config][extends][errors]") 
         const std::string f = dir.write("f.json", R"({"extends": ""})");
         expect_input_error([&] { load_config(f); }, f, "/extends", "expected a file name");
     }
-    SECTION("a missing base names the base file") {
+    SECTION("a missing base is the referring file's error, at its key") {
         const std::string f = dir.write("f.json", R"({"extends": "nowhere.json"})");
-        expect_input_error([&] { load_config(f); }, dir.path("nowhere.json"), "",
-                           "cannot open file");
+        expect_input_error([&] { load_config(f); }, f, "/extends",
+                           "names " + dir.path("nowhere.json") + ", which does not exist");
     }
     SECTION("an error in the base names the base file") {
         dir.write("base.json", R"({"mxu": {"rows": 0}})");
