@@ -26,10 +26,24 @@ K has value V. Labels carry units; --xlabel / --ylabel / --title override them.
 import argparse
 import json
 import math
+import os
 import sqlite3
 import sys
+import textwrap
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    # scripts/setup.sh installs Debian's python3-matplotlib for the system python3; a python3
+    # earlier on PATH (a virtualenv, a conda install) may not have it: run under the system one.
+    SYSTEM_PYTHON = "/usr/bin/python3"
+    if os.path.realpath(sys.executable) != os.path.realpath(SYSTEM_PYTHON) and \
+            os.path.exists(SYSTEM_PYTHON) and not os.environ.get("TPUSIM_PLOT_REEXEC"):
+        os.environ["TPUSIM_PLOT_REEXEC"] = "1"
+        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON] + sys.argv)
+    sys.exit(f"error: plot.py: {sys.executable} has no matplotlib: install it with "
+             "`sudo apt-get install python3-matplotlib` (scripts/setup.sh does) and run "
+             "plot.py with /usr/bin/python3")
 
 matplotlib.use("Agg")
 matplotlib.rcParams["svg.hashsalt"] = "tpusim"  # stable SVG ids: committed plots diff cleanly
@@ -62,6 +76,9 @@ FORMATS = ["png", "svg"]
 
 
 def save(fig, out):
+    folder = os.path.dirname(out)
+    if folder and not os.path.isdir(folder):
+        sys.exit(f"error: -o {out}: the folder {folder} does not exist")
     fig.tight_layout()
     for fmt in FORMATS:
         if fmt == "svg":
@@ -73,22 +90,39 @@ def save(fig, out):
 
 
 def load_report(path):
-    with open(path) as f:
-        r = json.load(f)
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except OSError as e:
+        sys.exit(f"error: {path}: {e.strerror.lower()}")
+    except json.JSONDecodeError as e:
+        sys.exit(f"error: {path}: line {e.lineno}, column {e.colno}: not JSON ({e.msg})")
     if "ops" not in r or "config" not in r:
         sys.exit(f"error: {path}: not a tpusim run report (no ops / config)")
     return r
 
 
 def roofline(a):
+    """Per core: ops' FLOPs and HBM bytes are one core's (docs/sweep.md), so the roofs are one
+    core's too: its MXUs' bf16 peak, its VPU's (one operation per element per ALU slot), and its
+    share of its chip's HBM bandwidth. Ops fused into a producer run inside its kernel: their
+    span is the kernel's, so they are left out (the legend says how many)."""
     r = load_report(a.report)
-    clock_hz = r["config"]["chip"]["clock_mhz"] * 1e6
-    peak = r["peak_bf16_tflops"]  # of the cores the program runs on
-    bw = r["hbm"]["peak_gbps_per_chip"] * r["chips"]  # GB/s of the chips it runs on
+    cfg = r["config"]
+    clock_hz = cfg["chip"]["clock_mhz"] * 1e6
+    cores = max(1, r.get("cores", 1))
+    peak = r["peak_bf16_tflops"] / cores
+    bw = r["hbm"]["peak_gbps_per_chip"] / cfg["chip"]["cores_per_chip"]
+    vpu = cfg["vpu"]
+    vpu_peak = vpu["lanes"] * vpu["sublanes"] * vpu["valu_slots"] * clock_hz / 1e12
     xs, ys, kinds = [], [], []
+    fused = 0
     for op in r["ops"]:
         span = op["end_cycle"] - op["start_cycle"]
         if op.get("flops", 0) <= 0 or op.get("hbm_bytes", 0) <= 0 or span <= 0:
+            continue
+        if str(op.get("bottleneck", "")).startswith("fused into"):
+            fused += 1
             continue
         xs.append(op["flops"] / op["hbm_bytes"])
         ys.append(op["flops"] / (span / clock_hz) / 1e12)
@@ -97,23 +131,32 @@ def roofline(a):
         sys.exit(f"error: {a.report}: no op with both FLOPs and HBM bytes")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     lo, hi = min(xs) / 4, max(xs) * 4
-    ridge = peak * 1e12 / (bw * 1e9)
-    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)] + [ridge]
-    grid.sort()
-    ax.plot(grid, [min(peak, x * bw * 1e9 / 1e12) for x in grid], "k-", lw=1.5,
-            label=f"roofs: {peak:.1f} TFLOPS, {bw:.0f} GB/s HBM")
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    for roof, style, name in [(peak, "k-", "MXU"), (vpu_peak, "k--", "VPU")]:
+        ridge = roof * 1e12 / (bw * 1e9)
+        g = sorted(grid + ([ridge] if lo < ridge < hi else []))
+        ax.plot(g, [min(roof, x * bw * 1e9 / 1e12) for x in g], style, lw=1.2,
+                label=f"{name} roof: {roof:.1f} TFLOPS, HBM {bw:.0f} GB/s per core")
     for kind in sorted(set(kinds)):
         pts = [(x, y) for x, y, k in zip(xs, ys, kinds) if k == kind]
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=18, label=kind)
+    if fused:
+        ax.plot([], [], " ", label=f"{fused} fused ops left out (they run in their producer's kernel)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(a.xlabel or "arithmetic intensity (FLOP per HBM byte)")
-    ax.set_ylabel(a.ylabel or "achieved (TFLOPS, bf16, over the op's span)")
-    ax.set_title(a.title or f"roofline: {r.get('trace', {}).get('name', a.report)} on "
-                 f"{r['config'].get('name', '')}")
+    ax.set_ylabel(a.ylabel or "achieved per core (TFLOPS, over the op's span)")
+    ax.set_title(title(ax, a.title or f"roofline per core: "
+                       f"{r.get('trace', {}).get('name', a.report)} on {cfg.get('name', '')}"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     save(fig, a.output)
+
+
+def title(ax, text):
+    """The title wrapped to the axes' width, so that a narrow plot does not clip it."""
+    width_in = ax.figure.get_figwidth() * ax.get_position().width
+    return "\n".join(textwrap.wrap(text, max(20, int(width_in * 72 / 7))))
 
 
 def utilization(a):
@@ -146,19 +189,27 @@ def utilization(a):
         if not any(row):
             continue
         n = per.get(unit, cores)
-        ax.plot(t, [min(1.0, v / (width * n)) for v in row], label=f"{unit} ({n} units)", lw=1.2)
+        ax.plot(t, [min(1.0, v / (width * n)) for v in row], label=f"{unit} ({n} unit{'s' if n != 1 else ''})", lw=1.2)
     ax.set_xlabel(a.xlabel or "simulated time (ms)")
     ax.set_ylabel(a.ylabel or "busy (fraction of the units' cycles)")
     ax.set_ylim(0, 1.05)
-    ax.set_title(a.title or f"utilisation over time: {r.get('trace', {}).get('name', '')}")
+    ax.set_title(title(ax, a.title or
+                       f"utilisation over time: {r.get('trace', {}).get('name', '')}"))
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     save(fig, a.output)
 
 
 def sweep_rows(a, wanted):
-    con = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
-    cols = [c[1] for c in con.execute("PRAGMA table_info(points)")]
+    if not os.path.isfile(a.db):
+        sys.exit(f"error: {a.db}: no such database file (a `tpusim sweep --db` output)")
+    try:
+        con = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True)
+        cols = [c[1] for c in con.execute("PRAGMA table_info(points)")]
+    except sqlite3.DatabaseError as e:
+        sys.exit(f"error: {a.db}: not a tpusim sweep database ({e})")
+    if not cols:
+        sys.exit(f"error: {a.db}: not a tpusim sweep database (no points table)")
     ids = [x[0] for x in con.execute("SELECT sweep_id FROM sweeps")]
     sweep_id = a.sweep or (ids[0] if len(ids) == 1 else None)
     if sweep_id is None:
@@ -216,7 +267,7 @@ def curves(a):
         ax.set_yscale("log")
     ax.set_xlabel(label(a.x, a.xlabel))
     ax.set_ylabel(label(a.y, a.ylabel))
-    ax.set_title(a.title or f"{a.y} against {a.x}")
+    ax.set_title(title(ax, a.title or f"{a.y} against {a.x}"))
     ax.grid(True, alpha=0.3)
     if a.series:
         ax.legend(fontsize=8)
@@ -256,7 +307,7 @@ def bars(a):
     if a.relative_to is not None and not a.ylabel:
         ylab = f"{a.y} relative to {a.relative_to}"
     ax.set_ylabel(ylab)
-    ax.set_title(a.title or f"{a.y} per {a.x}")
+    ax.set_title(title(ax, a.title or f"{a.y} per {a.x}"))
     ax.grid(True, axis="y", alpha=0.3)
     if a.series:
         ax.legend(fontsize=8)
@@ -284,7 +335,7 @@ def heatmap(a):
     fig.colorbar(im, ax=ax, label=label(a.z))
     ax.set_xlabel(label(a.x, a.xlabel))
     ax.set_ylabel(label(a.y, a.ylabel))
-    ax.set_title(a.title or f"{a.z} over {a.x} and {a.y}")
+    ax.set_title(title(ax, a.title or f"{a.z} over {a.x} and {a.y}"))
     save(fig, a.output)
 
 
