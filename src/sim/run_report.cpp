@@ -49,7 +49,8 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
         o["cycles"] = op.end_cycle - op.start_cycle;
         o["trips"] = op.trips;
         nlohmann::json busy;
-        for (std::size_t u = 0; u < 5; ++u) busy[unit_name(static_cast<Unit>(u))] = op.busy[u];
+        for (std::size_t u = 0; u < kUnitCount; ++u)
+            busy[unit_name(static_cast<Unit>(u))] = op.busy[u];
         o["unit_busy_cycles"] = busy;
         o["flops"] = op.flops;
         o["hbm_bytes"] = op.hbm_bytes;

@@ -63,6 +63,9 @@ class HbmCalibratedModel {
 
     const HbmCalibration& calibration() const { return cal_; }
     StatGroup& stats() { return stats_; }
+    // Registered in stats() as bytes_read and bytes_written.
+    const std::uint64_t& bytes_read() const { return bytes_read_; }
+    const std::uint64_t& bytes_written() const { return bytes_written_; }
 
  private:
     HbmConfig cfg_;
