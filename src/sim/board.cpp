@@ -21,7 +21,7 @@ std::string host_link_name(std::int64_t index) { return fmt::format("host_link{}
 }  // namespace
 
 Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg,
-           CollectiveIf& ici, Timeline* timeline)
+           CollectiveIf& ici, Timeline* timeline, const HbmCalibration* hbm_calibration)
     : sc_module(name), stats_(chip_name(index), "one TPU chip") {
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
     const bool burst = cfg.sim.hbm_model == HbmModel::burst;
@@ -29,7 +29,8 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
         hbm_ = std::make_unique<HbmModule>("hbm", cfg.hbm, cfg.chip.clock_mhz,
                                            static_cast<std::uint32_t>(per_chip));
     } else {
-        calibrated_ = std::make_unique<CalibratedHbm>("hbm", cfg.hbm, cfg.chip.clock_mhz, per_chip);
+        calibrated_ = std::make_unique<CalibratedHbm>("hbm", cfg.hbm, cfg.chip.clock_mhz, per_chip,
+                                                      *hbm_calibration);
     }
     host_ = std::make_unique<HostLinkModule>("host", cfg.host, cfg.chip.clock_mhz,
                                              static_cast<int>(index));
@@ -80,7 +81,7 @@ std::unique_ptr<StatGroup> Chip::stats_as(std::int64_t index) const {
 }
 
 Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
-             std::int64_t built_chips)
+             HbmCalibrationCache& calibrations, std::int64_t built_chips)
     : sc_module(name),
       cfg_(cfg),
       topology_(cfg.board, cfg.chip),
@@ -93,9 +94,13 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
     stats_.add_child(ici_->engine().fabric().stats());
     const std::int64_t built = built_chips > 0 ? std::min(built_chips, cfg.chips()) : cfg.chips();
     if (built < cfg.chips()) rendezvous_->simulate_only(built * cfg.chip.cores_per_chip);
+    const HbmCalibration* hbm_calibration =
+        cfg.sim.hbm_model != HbmModel::burst
+            ? &calibrations.get(cfg.hbm, cfg.chip.clock_mhz, cfg.chip.cores_per_chip)
+            : nullptr;
     for (std::int64_t c = 0; c < built; ++c) {
-        chips_.push_back(
-            std::make_unique<Chip>(chip_name(c).c_str(), c, cfg, *rendezvous_, timeline));
+        chips_.push_back(std::make_unique<Chip>(chip_name(c).c_str(), c, cfg, *rendezvous_,
+                                                timeline, hbm_calibration));
         stats_.add_child(chips_.back()->stats());
     }
     for (std::int64_t c = built; c < cfg.chips(); ++c) {

@@ -31,8 +31,9 @@ namespace tpusim {
 class Chip : public sc_core::sc_module {
  public:
     // `index`: the chip's number; its cores are index * cores_per_chip + 0, 1, ...
+    // `hbm_calibration`: the calibrated HBM's (sim.hbm_model = calibrated; else unused).
     Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg, CollectiveIf& ici,
-         Timeline* timeline);
+         Timeline* timeline, const HbmCalibration* hbm_calibration);
     ~Chip() override;
     TensorCore& core(std::size_t local) { return *cores_[local]; }
     std::size_t cores() const { return cores_.size(); }
@@ -59,8 +60,9 @@ class Board : public sc_core::sc_module {
     // chips (SPMD symmetry) the built chips stand for all: chip c's stat group is a copy of
     // chip c % built_chips's (StatGroup), so stats(), collect() and stats_json() count and
     // report every chip of the board.
+    // The calibrated HBM's calibration comes from `calibrations`, once for all chips.
     Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
-          std::int64_t built_chips = 0);
+          HbmCalibrationCache& calibrations, std::int64_t built_chips = 0);
     ~Board() override;
     TensorCore& core(std::int64_t c);
     std::int64_t built_chips() const { return static_cast<std::int64_t>(chips_.size()); }

@@ -102,7 +102,7 @@ void assign_verdicts(const Program& program, RunResult& r, const TpuConfig& cfg)
 }  // namespace
 
 std::string Simulator::module_tree() {
-    board_ = std::make_unique<Board>("board", cfg_, &timeline_);
+    board_ = std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_);
     return tpusim::module_tree(*board_);
 }
 
@@ -115,7 +115,8 @@ RunResult Simulator::run(const Program& program) {
     // the same instructions at the same cycles, so its figures are theirs (its chip's stat
     // group is a copy, and the totals below count each simulated core once per copy).
     const SymmetryPlan plan = plan_symmetry(program, cfg_, opts_.symmetry, opts_.timeline);
-    board_ = std::make_unique<Board>("board", cfg_, &timeline_, plan.simulated_chips);
+    board_ =
+        std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_, plan.simulated_chips);
     const std::int64_t nsim = plan.simulated_cores;
     std::size_t total_instrs = 0;
     for (std::int64_t c = 0; c < nsim; ++c) {

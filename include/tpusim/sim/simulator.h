@@ -11,6 +11,7 @@
 #include <string>
 
 #include "tpusim/arch/core/core_stats.h"
+#include "tpusim/arch/memory/hbm_calibrated.h"
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/program/program.h"
 #include "tpusim/stats/timeline.h"
@@ -94,6 +95,7 @@ class Simulator {
     const TpuConfig& cfg_;
     RunOptions opts_;
     Timeline timeline_;
+    HbmCalibrationCache hbm_calibrations_;  // measured once, shared by every chip
     std::unique_ptr<Board> board_;
 };
 
