@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "common.h"
 #include "hlo_options.h"
@@ -55,26 +56,35 @@ Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig&
     return t;
 }
 
+namespace {
+
+struct ImportHloOptions {
+    std::string hlo, out, config;
+    std::vector<std::string> sets;
+    HloCliOptions ho;
+};
+
+}  // namespace
+
 void add_import_command(CLI::App& app) {
-    static std::string hlo, out, config;
-    static std::vector<std::string> sets;
-    static HloCliOptions ho;
+    const auto o = std::make_shared<ImportHloOptions>();
     auto* imp = app.add_subcommand("import", "convert other program formats into traces");
     imp->require_subcommand(1);
     auto* cmd = imp->add_subcommand(
         "hlo", "an XLA HLO text module -> trace JSON (format v1; v2 with loops)");
-    cmd->add_option("file", hlo, "HLO text file (XLA_FLAGS=--xla_dump_to=DIR writes them)")
+    cmd->add_option("file", o->hlo, "HLO text file (XLA_FLAGS=--xla_dump_to=DIR writes them)")
         ->required();
-    cmd->add_option("-o,--output", out, "write the trace here (default: stdout)");
-    cmd->add_option("--config,-c", config,
+    cmd->add_option("-o,--output", o->out, "write the trace here (default: stdout)");
+    cmd->add_option("--config,-c", o->config,
                     "board configuration; the module may use at most its cores (default: the "
                     "built-in TPU v3-8 values)");
-    cmd->add_option("--set", sets, "override a config value (repeatable)")->take_all();
-    add_hlo_options(cmd, ho);
-    cmd->callback([] {
-        const TpuConfig cfg = config.empty() ? TpuConfig{} : load_config(config, sets);
+    cmd->add_option("--set", o->sets, "override a config value (repeatable)")->take_all();
+    add_hlo_options(cmd, o->ho);
+    cmd->callback([o] {
+        const std::string &hlo = o->hlo, &out = o->out, &config = o->config;
+        const TpuConfig cfg = config.empty() ? TpuConfig{} : load_config(config, o->sets);
         HloImportStats stats;
-        const Trace t = load_hlo(hlo, ho, cfg, stats, false);
+        const Trace t = load_hlo(hlo, o->ho, cfg, stats, false);
         const std::string text = trace_to_json(t);
         if (out.empty()) {
             std::cout << text;

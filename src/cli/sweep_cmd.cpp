@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "common.h"
@@ -304,28 +305,28 @@ int export_csv(const SweepOptions& o) {
 }  // namespace
 
 void add_sweep_command(CLI::App& app) {
-    static SweepOptions o;
+    const auto o = std::make_shared<SweepOptions>();
     auto* cmd = app.add_subcommand(
         "sweep", "run a sweep spec's points in worker processes into SQLite (docs/sweep.md)");
-    cmd->add_option("spec", o.spec, "sweep spec (JSON)");
-    cmd->add_option("--db", o.db, "SQLite database (default: <sweep name>.sqlite)");
-    cmd->add_option("-j,--jobs", o.jobs, "worker processes (default: the machine's cores)")
+    cmd->add_option("spec", o->spec, "sweep spec (JSON)");
+    cmd->add_option("--db", o->db, "SQLite database (default: <sweep name>.sqlite)");
+    cmd->add_option("-j,--jobs", o->jobs, "worker processes (default: the machine's cores)")
         ->check(CLI::Range(1, 4096));
-    cmd->add_flag("--resume", o.resume, "finish a sweep this database already holds part of");
-    cmd->add_option("--shard", o.shard, "run only points with index % N == I (I/N, I from 0)");
-    cmd->add_option("--csv", o.csv, "write the points table as CSV here ('-': stdout)");
-    cmd->add_option("--sweep", o.sweep_id, "with --csv and no SPEC: which sweep of the database");
-    cmd->add_flag("--list", o.list, "print the points (index and label) and run nothing");
-    cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
+    cmd->add_flag("--resume", o->resume, "finish a sweep this database already holds part of");
+    cmd->add_option("--shard", o->shard, "run only points with index % N == I (I/N, I from 0)");
+    cmd->add_option("--csv", o->csv, "write the points table as CSV here ('-': stdout)");
+    cmd->add_option("--sweep", o->sweep_id, "with --csv and no SPEC: which sweep of the database");
+    cmd->add_flag("--list", o->list, "print the points (index and label) and run nothing");
+    cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
     auto* merge = cmd->add_subcommand("merge", "merge shard databases into one");
-    merge->add_option("--db", o.merge_db, "the database to merge into")->required();
-    merge->add_option("inputs", o.merge_inputs, "shard databases")->required();
-    merge->callback([] {
-        Database db(o.merge_db);
+    merge->add_option("--db", o->merge_db, "the database to merge into")->required();
+    merge->add_option("inputs", o->merge_inputs, "shard databases")->required();
+    merge->callback([o] {
+        Database db(o->merge_db);
         std::int64_t added = 0;
-        for (const auto& in : o.merge_inputs) added += db.merge_from(in);
+        for (const auto& in : o->merge_inputs) added += db.merge_from(in);
         std::cout << fmt::format("merged {} points from {} databases into {}\n", added,
-                                 o.merge_inputs.size(), o.merge_db);
+                                 o->merge_inputs.size(), o->merge_db);
         bool complete = true;
         for (const auto& [id, total, have] : db.summary()) {
             std::cout << fmt::format("  sweep {}: {} of {} points\n", id, have, total);
@@ -336,10 +337,10 @@ void add_sweep_command(CLI::App& app) {
             throw CliExit{1};
         }
     });
-    cmd->callback([cmd, merge] {
+    cmd->callback([o, cmd, merge] {
         if (merge->parsed()) return;
         (void)cmd;
-        const int status = o.spec.empty() ? export_csv(o) : run_sweep(o);
+        const int status = o->spec.empty() ? export_csv(*o) : run_sweep(*o);
         if (status != 0) throw CliExit{status};
     });
 }
