@@ -3,13 +3,13 @@
 // imported programs can be inspected, edited and replayed with `run --trace` (docs/hlo.md).
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "common.h"
 #include "hlo_options.h"
 #include "tpusim/common/error.h"
+#include "tpusim/common/text_output.h"
 #include "tpusim/trace/hlo.h"
 
 namespace tpusim::cli {
@@ -45,10 +45,7 @@ Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig&
     } else {
         const HloModule m = read_hlo(path);
         const std::string text = print_hlo(hlo_after_passes(m, opts));
-        std::ofstream f(o.after_passes);
-        if (!f) throw InputError(o.after_passes, "", "cannot write file");
-        f << text;
-        if (!f) throw InputError(o.after_passes, "", "error while writing file");
+        write_text(o.after_passes, text);
         t = hlo_to_checked_trace(m, opts, board_cores, &stats);
     }
     if (!quiet)
@@ -86,14 +83,8 @@ void add_import_command(CLI::App& app) {
         HloImportStats stats;
         const Trace t = load_hlo(hlo, o->ho, cfg, stats, false);
         const std::string text = trace_to_json(t);
-        if (out.empty()) {
-            std::cout << text;
-            return;
-        }
-        std::ofstream f(out);
-        if (!f) throw InputError(out, "", "cannot write file");
-        f << text;
-        if (!f) throw InputError(out, "", "error while writing file");
+        write_text(out.empty() ? "-" : out, text);
+        if (out.empty()) return;
         std::cerr << fmt::format("{}: {} HLO instructions -> {} trace ops{} on {} core{} ({})\n",
                                  hlo, stats.instructions, t.ops.size(),
                                  t.loops.empty()

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -15,6 +14,7 @@
 #include "hlo_options.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/progress.h"
+#include "tpusim/common/text_output.h"
 #include "tpusim/program/from_trace.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/report.h"
@@ -49,13 +49,6 @@ void check_writable(const std::string& path, const char* what) {
     if (access((fs::exists(p, ec) ? p : dir).c_str(), W_OK) != 0) {
         throw InputError(path, "", fmt::format("cannot write the {}: permission denied", what));
     }
-}
-
-void write_text(const std::string& path, const std::string& text) {
-    std::ofstream out(path);
-    if (!out) throw InputError(path, "", "cannot write file");
-    out << text;
-    if (!out) throw InputError(path, "", "error while writing file");
 }
 
 }  // namespace

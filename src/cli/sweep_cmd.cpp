@@ -9,7 +9,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
 #include "tpusim/common/progress.h"
+#include "tpusim/common/text_output.h"
 #include "tpusim/common/threads.h"
 #include "tpusim/config/tpu_config.h"
 
@@ -64,17 +64,6 @@ std::pair<std::int64_t, std::int64_t> parse_shard(const std::string& s) {
     if (n < 1 || i < 0 || i >= n)
         throw InputError("--shard", s, "expected I/N with 0 <= I < N (shard I of N, from 0)");
     return {i, n};
-}
-
-void write_out(const std::string& path, const std::string& text) {
-    if (path == "-") {
-        std::cout << text;
-        return;
-    }
-    std::ofstream out(path);
-    if (!out) throw InputError(path, "", "cannot write the CSV file");
-    out << text;
-    if (!out) throw InputError(path, "", "error while writing the CSV file");
 }
 
 std::string signal_text(int sig) {
@@ -275,7 +264,7 @@ int run_sweep(const SweepOptions& o) {
         "{} workers -> {}\n",
         spec.name, shards > 1 ? fmt::format(" shard {}/{}", shard, shards) : "", recorded, in_shard,
         ok + failed, ok, failed, wall, jobs, db_path);
-    if (!o.csv.empty()) write_out(o.csv, db.csv(spec.name));
+    if (!o.csv.empty()) write_text(o.csv, db.csv(spec.name), "the CSV file");
     if (g_interrupted || recorded < in_shard) {
         std::cerr << fmt::format(
             "{}: {} points not recorded{}; run the same command with --resume to finish\n",
@@ -298,7 +287,7 @@ int export_csv(const SweepOptions& o) {
                              fmt::format("holds {} sweeps: name one with --sweep", s.size()));
         id = std::get<0>(s[0]);
     }
-    write_out(o.csv.empty() ? "-" : o.csv, db.csv(id));
+    write_text(o.csv.empty() ? "-" : o.csv, db.csv(id), "the CSV file");
     return 0;
 }
 
