@@ -211,9 +211,7 @@ void add_train_command(CLI::App& app) {
                                   {"name", eval_trace.name},
                                   {"ops", eval_trace.ops.size()},
                                   {"rematerialized_ops", eval_p.rematerialized_ops}};
-        body["symmetry"] = {{"used", rr.symmetry.used},
-                            {"simulated_cores", rr.symmetry.simulated_cores},
-                            {"reason", rr.symmetry.reason}};
+        body["symmetry"] = symmetry_json(rr.symmetry);
         body["wall_seconds"] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const nlohmann::json report = make_report("train", cfg, body);

@@ -102,6 +102,8 @@ class Simulator {
 // The `tpusim run` report object (keys per docs/design.md "Interfaces"), without the header and
 // config that make_report adds.
 nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg);
+// The reports' "symmetry" object: {"used", "simulated_cores", "reason"}.
+nlohmann::json symmetry_json(const RunResult::Symmetry& s);
 // Each unit's busy share of `cycles` on `cores` cores (MXU: over their MXUs; HBM: bytes over
 // the peak bandwidth of those cores' shares of their chips).
 struct UnitShares {
