@@ -238,16 +238,16 @@ void run(const BenchHbmOptions& o) {
 }  // namespace
 
 void add_bench_hbm_command(CLI::App& bench) {
-    static BenchHbmOptions opts;
+    const auto opts = std::make_shared<BenchHbmOptions>();
     auto* cmd = bench.add_subcommand("hbm", "streaming and random traffic through one chip's HBM");
-    add_common_options(cmd, opts.common);
-    cmd->add_option("--mib-per-core", opts.mib_per_core, "MiB each core streams per case")
+    add_common_options(cmd, opts->common);
+    cmd->add_option("--mib-per-core", opts->mib_per_core, "MiB each core streams per case")
         ->check(CLI::Range(1.0, 65536.0));
-    cmd->add_option("--outstanding", opts.outstanding, "transactions in flight per core")
+    cmd->add_option("--outstanding", opts->outstanding, "transactions in flight per core")
         ->check(CLI::Range(1, 4096));
-    cmd->add_option("--chunk-kib", opts.chunk_kib, "transaction size of the streams (KiB)")
+    cmd->add_option("--chunk-kib", opts->chunk_kib, "transaction size of the streams (KiB)")
         ->check(CLI::Range(1, 65536));
-    cmd->callback([] { run(opts); });
+    cmd->callback([opts] { run(*opts); });
 }
 
 }  // namespace tpusim::cli

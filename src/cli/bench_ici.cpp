@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
@@ -107,21 +108,21 @@ void run_bench_ici(const BenchIciOptions& o) {
 }  // namespace
 
 void add_bench_ici_command(CLI::App& bench) {
-    static BenchIciOptions opts;
+    const auto opts = std::make_shared<BenchIciOptions>();
     auto* cmd = bench.add_subcommand("ici",
                                      "all-reduce (or another collective) over message "
                                      "sizes on the configured board or slice");
-    add_common_options(cmd, opts.common);
-    cmd->add_option("--sizes", opts.sizes,
+    add_common_options(cmd, opts->common);
+    cmd->add_option("--sizes", opts->sizes,
                     "message sizes (default 1KiB, 4KiB, ... 256MiB), e.g. --sizes 1KiB 64MiB")
         ->take_all();
-    cmd->add_option("--algorithm", opts.algorithm, "all-reduce algorithm: ring or torus2d")
+    cmd->add_option("--algorithm", opts->algorithm, "all-reduce algorithm: ring or torus2d")
         ->check(CLI::IsMember({"ring", "torus2d"}));
-    cmd->add_option("--collective", opts.collective,
+    cmd->add_option("--collective", opts->collective,
                     "all_reduce, reduce_scatter, all_gather, all_to_all, collective_permute, "
                     "send_recv");
-    cmd->add_option("--dtype", opts.dtype, "element type (f32, bf16, ...)");
-    cmd->callback([] { run_bench_ici(opts); });
+    cmd->add_option("--dtype", opts->dtype, "element type (f32, bf16, ...)");
+    cmd->callback([opts] { run_bench_ici(*opts); });
 }
 
 }  // namespace tpusim::cli

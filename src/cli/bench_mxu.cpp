@@ -7,6 +7,7 @@
 #include <cstring>
 #include <ctime>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -172,17 +173,17 @@ void run_bench_mxu(const MxuBenchOptions& o) {
 }  // namespace
 
 void add_bench_mxu_command(CLI::App& bench) {
-    static MxuBenchOptions o;
+    const auto o = std::make_shared<MxuBenchOptions>();
     auto* cmd = bench.add_subcommand("mxu", "one GEMM on one MXU (tile or PE fidelity)");
-    add_common_options(cmd, o.common);
-    cmd->add_option("--m", o.m, "LHS rows (M)")->required();
-    cmd->add_option("--k", o.k, "reduction dimension (K)")->required();
-    cmd->add_option("--n", o.n, "output columns (N)")->required();
-    cmd->add_option("--fidelity", o.fidelity, "tile (closed form, default) or pe (PE by PE)");
-    cmd->add_option("--vcd", o.vcd, "write a waveform of the top-left 16 x 16 PEs (pe)");
-    cmd->add_flag("--check", o.check, "compare the PE results with the reference GEMM");
-    cmd->add_option("--seed", o.seed, "seed of the random operands (pe)");
-    cmd->callback([] { run_bench_mxu(o); });
+    add_common_options(cmd, o->common);
+    cmd->add_option("--m", o->m, "LHS rows (M)")->required();
+    cmd->add_option("--k", o->k, "reduction dimension (K)")->required();
+    cmd->add_option("--n", o->n, "output columns (N)")->required();
+    cmd->add_option("--fidelity", o->fidelity, "tile (closed form, default) or pe (PE by PE)");
+    cmd->add_option("--vcd", o->vcd, "write a waveform of the top-left 16 x 16 PEs (pe)");
+    cmd->add_flag("--check", o->check, "compare the PE results with the reference GEMM");
+    cmd->add_option("--seed", o->seed, "seed of the random operands (pe)");
+    cmd->callback([o] { run_bench_mxu(*o); });
 }
 
 }  // namespace tpusim::cli

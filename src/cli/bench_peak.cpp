@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <memory>
 
 #include "common.h"
 #include "tpusim/program/lowering.h"
@@ -13,15 +14,25 @@
 
 namespace tpusim::cli {
 
+namespace {
+
+struct BenchPeakOptions {
+    CommonOptions common;
+    std::int64_t size = 8192;
+};
+
+}  // namespace
+
 void add_bench_peak_command(CLI::App& bench) {
-    static CommonOptions opts;
-    static std::int64_t size = 8192;
+    const auto o = std::make_shared<BenchPeakOptions>();
     auto* cmd = bench.add_subcommand(
         "peak", "a large bf16 GEMM on every core through HBM, DMA, VMEM and the MXUs");
-    add_common_options(cmd, opts);
-    cmd->add_option("--size", size, "M = K = N of the GEMM each core runs")
+    add_common_options(cmd, o->common);
+    cmd->add_option("--size", o->size, "M = K = N of the GEMM each core runs")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
-    cmd->callback([] {
+    cmd->callback([o] {
+        const CommonOptions& opts = o->common;
+        const std::int64_t size = o->size;
         const auto t0 = std::chrono::steady_clock::now();
         const TpuConfig cfg = opts.load();
         OpSpec gemm;

@@ -1,5 +1,6 @@
 // `tpusim config`: the configuration in effect, or the reference of every key.
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
@@ -7,30 +8,39 @@
 
 namespace tpusim::cli {
 
+namespace {
+
+struct ConfigCmdOptions {
+    CommonOptions common;
+    bool dump = false;
+    bool keys = false;
+    bool json = false;
+};
+
+}  // namespace
+
 void add_config_command(CLI::App& app) {
-    static CommonOptions opts;
-    static bool dump = false;
-    static bool keys = false;
-    static bool json = false;
+    const auto o = std::make_shared<ConfigCmdOptions>();
     auto* cmd = app.add_subcommand(
         "config", "check a configuration; --dump prints it in effect, --keys lists every key");
-    cmd->add_option("--config,-c", opts.config, "board configuration (JSON)");
-    cmd->add_option("--set", opts.sets, "override a config value (repeatable)")->take_all();
-    cmd->add_flag("--dump", dump, "print the full configuration in effect as JSON");
-    cmd->add_flag("--keys", keys, "print a Markdown table of every key with its default");
-    cmd->add_flag("--json", json, "with --keys: the keys as a JSON array");
-    cmd->callback([] {
-        if (keys && json) {
+    cmd->add_option("--config,-c", o->common.config, "board configuration (JSON)");
+    cmd->add_option("--set", o->common.sets, "override a config value (repeatable)")->take_all();
+    cmd->add_flag("--dump", o->dump, "print the full configuration in effect as JSON");
+    cmd->add_flag("--keys", o->keys, "print a Markdown table of every key with its default");
+    cmd->add_flag("--json", o->json, "with --keys: the keys as a JSON array");
+    cmd->callback([o] {
+        const CommonOptions& opts = o->common;
+        if (o->keys && o->json) {
             std::cout << config_keys_json().dump(2) << "\n";
             return;
         }
-        if (keys) {
+        if (o->keys) {
             std::cout << config_key_table();
             return;
         }
         if (opts.config.empty()) throw InputError("tpusim config", "", "--config is required");
         const TpuConfig cfg = opts.load();
-        if (dump) {
+        if (o->dump) {
             std::cout << config_to_json(cfg).dump(2) << "\n";
         } else {
             std::cout << opts.config << ": ok\n";

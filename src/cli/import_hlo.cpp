@@ -3,12 +3,13 @@
 // imported programs can be inspected, edited and replayed with `run --trace` (docs/hlo.md).
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "common.h"
 #include "hlo_options.h"
 #include "tpusim/common/error.h"
+#include "tpusim/common/text_output.h"
 #include "tpusim/trace/hlo.h"
 
 namespace tpusim::cli {
@@ -44,10 +45,7 @@ Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig&
     } else {
         const HloModule m = read_hlo(path);
         const std::string text = print_hlo(hlo_after_passes(m, opts));
-        std::ofstream f(o.after_passes);
-        if (!f) throw InputError(o.after_passes, "", "cannot write file");
-        f << text;
-        if (!f) throw InputError(o.after_passes, "", "error while writing file");
+        write_text(o.after_passes, text);
         t = hlo_to_checked_trace(m, opts, board_cores, &stats);
     }
     if (!quiet)
@@ -55,35 +53,38 @@ Trace load_hlo(const std::string& path, const HloCliOptions& o, const TpuConfig&
     return t;
 }
 
+namespace {
+
+struct ImportHloOptions {
+    std::string hlo, out, config;
+    std::vector<std::string> sets;
+    HloCliOptions ho;
+};
+
+}  // namespace
+
 void add_import_command(CLI::App& app) {
-    static std::string hlo, out, config;
-    static std::vector<std::string> sets;
-    static HloCliOptions ho;
+    const auto o = std::make_shared<ImportHloOptions>();
     auto* imp = app.add_subcommand("import", "convert other program formats into traces");
     imp->require_subcommand(1);
     auto* cmd = imp->add_subcommand(
         "hlo", "an XLA HLO text module -> trace JSON (format v1; v2 with loops)");
-    cmd->add_option("file", hlo, "HLO text file (XLA_FLAGS=--xla_dump_to=DIR writes them)")
+    cmd->add_option("file", o->hlo, "HLO text file (XLA_FLAGS=--xla_dump_to=DIR writes them)")
         ->required();
-    cmd->add_option("-o,--output", out, "write the trace here (default: stdout)");
-    cmd->add_option("--config,-c", config,
+    cmd->add_option("-o,--output", o->out, "write the trace here (default: stdout)");
+    cmd->add_option("--config,-c", o->config,
                     "board configuration; the module may use at most its cores (default: the "
                     "built-in TPU v3-8 values)");
-    cmd->add_option("--set", sets, "override a config value (repeatable)")->take_all();
-    add_hlo_options(cmd, ho);
-    cmd->callback([] {
-        const TpuConfig cfg = config.empty() ? TpuConfig{} : load_config(config, sets);
+    cmd->add_option("--set", o->sets, "override a config value (repeatable)")->take_all();
+    add_hlo_options(cmd, o->ho);
+    cmd->callback([o] {
+        const std::string &hlo = o->hlo, &out = o->out, &config = o->config;
+        const TpuConfig cfg = config.empty() ? TpuConfig{} : load_config(config, o->sets);
         HloImportStats stats;
-        const Trace t = load_hlo(hlo, ho, cfg, stats, false);
+        const Trace t = load_hlo(hlo, o->ho, cfg, stats, false);
         const std::string text = trace_to_json(t);
-        if (out.empty()) {
-            std::cout << text;
-            return;
-        }
-        std::ofstream f(out);
-        if (!f) throw InputError(out, "", "cannot write file");
-        f << text;
-        if (!f) throw InputError(out, "", "error while writing file");
+        write_text(out.empty() ? "-" : out, text);
+        if (out.empty()) return;
         std::cerr << fmt::format("{}: {} HLO instructions -> {} trace ops{} on {} core{} ({})\n",
                                  hlo, stats.instructions, t.ops.size(),
                                  t.loops.empty()

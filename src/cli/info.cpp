@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
@@ -51,19 +52,24 @@ void print_info_text(const TpuConfig& cfg) {
                              cfg.ici.links_per_chip, cfg.ici.link_bandwidth_gbps);
 }
 
+struct InfoOptions {
+    CommonOptions common;
+    bool modules = false;
+};
+
 }  // namespace
 
 void add_info_command(CLI::App& app) {
-    static CommonOptions opts;
-    static bool modules = false;
+    const auto o = std::make_shared<InfoOptions>();
     auto* cmd = app.add_subcommand("info", "print the figures derived from a configuration");
-    add_common_options(cmd, opts);
-    cmd->add_flag("--modules", modules,
+    add_common_options(cmd, o->common);
+    cmd->add_flag("--modules", o->modules,
                   "print the SystemC module hierarchy that `tpusim run` builds for this config "
                   "(modules, ports, exports, sockets)");
-    cmd->callback([] {
+    cmd->callback([o] {
+        const CommonOptions& opts = o->common;
         const TpuConfig cfg = opts.load();
-        if (modules) {
+        if (o->modules) {
             std::cout << Simulator(cfg, RunOptions{}).module_tree();
         } else if (opts.json) {
             std::cout << info_json(cfg).dump(2) << "\n";

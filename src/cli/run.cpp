@@ -5,8 +5,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -14,6 +14,7 @@
 #include "hlo_options.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/progress.h"
+#include "tpusim/common/text_output.h"
 #include "tpusim/program/from_trace.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/report.h"
@@ -50,70 +51,63 @@ void check_writable(const std::string& path, const char* what) {
     }
 }
 
-void write_text(const std::string& path, const std::string& text) {
-    std::ofstream out(path);
-    if (!out) throw InputError(path, "", "cannot write file");
-    out << text;
-    if (!out) throw InputError(path, "", "error while writing file");
-}
-
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-    static RunCliOptions o;
+    const auto o = std::make_shared<RunCliOptions>();
     auto* cmd = app.add_subcommand("run", "replay a trace on the configured board");
-    add_common_options(cmd, o.common);
-    auto* tr = cmd->add_option("--trace,-t", o.trace, "trace file (docs/trace-format.md)");
-    auto* hl = cmd->add_option("--hlo", o.hlo, "XLA HLO text module (docs/hlo.md)");
+    add_common_options(cmd, o->common);
+    auto* tr = cmd->add_option("--trace,-t", o->trace, "trace file (docs/trace-format.md)");
+    auto* hl = cmd->add_option("--hlo", o->hlo, "XLA HLO text module (docs/hlo.md)");
     tr->excludes(hl);
-    add_hlo_options(cmd, o.hlo_opts);
-    cmd->add_option("--report,-r", o.report, "write the JSON report here");
-    cmd->add_option("--timeline", o.timeline,
+    add_hlo_options(cmd, o->hlo_opts);
+    cmd->add_option("--report,-r", o->report, "write the JSON report here");
+    cmd->add_option("--timeline", o->timeline,
                     "write a Chrome trace-event timeline here (open it in ui.perfetto.dev)");
-    cmd->add_option("--ops", o.ops, "write per-op timing as CSV here");
-    cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
-    cmd->add_flag("--no-symmetry", o.no_symmetry,
+    cmd->add_option("--ops", o->ops, "write per-op timing as CSV here");
+    cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
+    cmd->add_flag("--no-symmetry", o->no_symmetry,
                   "simulate every core even when an SPMD program lets one chip stand for all "
                   "(docs/pods.md, SPMD symmetry)");
-    cmd->add_option("--fidelity", o.fidelity,
+    cmd->add_option("--fidelity", o->fidelity,
                     "MXU model: tile (closed-form schedule, default) or pe (every processing "
                     "element, every cycle; same cycles, much slower); sets sim.mxu_fidelity")
         ->check(CLI::IsMember({"tile", "pe"}));
-    cmd->callback([] {
+    cmd->callback([o] {
         const auto t0 = std::chrono::steady_clock::now();
-        std::vector<std::string> sets = o.common.sets;
-        if (!o.fidelity.empty()) sets.push_back("sim.mxu_fidelity=" + o.fidelity);
-        const TpuConfig cfg = load_config(o.common.config, sets);
-        check_writable(o.report, "report");
-        check_writable(o.timeline, "timeline");
-        check_writable(o.ops, "per-op CSV");
-        if (o.trace.empty() == o.hlo.empty())
+        std::vector<std::string> sets = o->common.sets;
+        if (!o->fidelity.empty()) sets.push_back("sim.mxu_fidelity=" + o->fidelity);
+        const TpuConfig cfg = load_config(o->common.config, sets);
+        check_writable(o->report, "report");
+        check_writable(o->timeline, "timeline");
+        check_writable(o->ops, "per-op CSV");
+        if (o->trace.empty() == o->hlo.empty())
             throw InputError("tpusim run", "", "give a program: --trace T.json or --hlo F.hlo");
         HloImportStats hlo_stats;
-        const Trace trace = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
-                                          : load_hlo(o.hlo, o.hlo_opts, cfg, hlo_stats, false);
-        const Program program = lower_with_progress(trace, cfg, !o.quiet);
+        const Trace trace = o->hlo.empty() ? read_trace(o->trace, cfg.cores())
+                                           : load_hlo(o->hlo, o->hlo_opts, cfg, hlo_stats, false);
+        const Program program = lower_with_progress(trace, cfg, !o->quiet);
         print_warnings(program.warnings);
         RunOptions ro;
-        ro.timeline = !o.timeline.empty();
-        ro.progress = !o.quiet;
-        ro.symmetry = !o.no_symmetry;
+        ro.timeline = !o->timeline.empty();
+        ro.progress = !o->quiet;
+        ro.symmetry = !o->no_symmetry;
         Simulator sim(cfg, ro);
         RunResult r = sim.run(program);
         print_symmetry_info(r, cfg);
         r.wall_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         nlohmann::json body = run_report_body(r, cfg);
-        body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
+        body["trace"] = {{"path", o->hlo.empty() ? o->trace : o->hlo},
                          {"name", trace.name},
                          {"ops", trace.ops.size()},
                          {"rematerialized_ops", program.rematerialized_ops}};
         body["warnings"] = program.warnings;  // the lowering's (rematerialisation, fusion)
-        if (!o.hlo.empty())
+        if (!o->hlo.empty())
             body["hlo"] = {{"instructions", hlo_stats.instructions},
                            {"free_instructions", hlo_stats.free_instructions},
                            {"while_trips", hlo_stats.while_trips},
-                           {"passes", o.hlo_opts.passes},
+                           {"passes", o->hlo_opts.passes},
                            {"unmodelled_custom_calls", hlo_stats.unmodelled_custom_calls},
                            {"multi_output_fusions", hlo_stats.multi_output_fusions},
                            {"producer_fusions", hlo_stats.producer_fusions},
@@ -121,10 +115,10 @@ void add_run_command(CLI::App& app) {
                            {"warnings", hlo_stats.warnings}};
         body["wall_seconds"] = r.wall_seconds;
         const nlohmann::json report = make_report("run", cfg, body);
-        if (!o.report.empty()) write_json(o.report, report);
-        if (!o.timeline.empty()) sim.timeline().write_file(o.timeline);
-        if (!o.ops.empty()) write_text(o.ops, ops_csv(r));
-        if (o.common.json) {
+        if (!o->report.empty()) write_json(o->report, report);
+        if (!o->timeline.empty()) sim.timeline().write_file(o->timeline);
+        if (!o->ops.empty()) write_text(o->ops, ops_csv(r));
+        if (o->common.json) {
             std::cout << report.dump(2) << "\n";
         } else {
             std::cout << run_summary_text(r, cfg, trace.name);

@@ -9,8 +9,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "common.h"
@@ -18,6 +18,7 @@
 #include "tpusim/common/error.h"
 #include "tpusim/common/json_io.h"
 #include "tpusim/common/progress.h"
+#include "tpusim/common/text_output.h"
 #include "tpusim/common/threads.h"
 #include "tpusim/config/tpu_config.h"
 
@@ -63,17 +64,6 @@ std::pair<std::int64_t, std::int64_t> parse_shard(const std::string& s) {
     if (n < 1 || i < 0 || i >= n)
         throw InputError("--shard", s, "expected I/N with 0 <= I < N (shard I of N, from 0)");
     return {i, n};
-}
-
-void write_out(const std::string& path, const std::string& text) {
-    if (path == "-") {
-        std::cout << text;
-        return;
-    }
-    std::ofstream out(path);
-    if (!out) throw InputError(path, "", "cannot write the CSV file");
-    out << text;
-    if (!out) throw InputError(path, "", "error while writing the CSV file");
 }
 
 std::string signal_text(int sig) {
@@ -274,7 +264,7 @@ int run_sweep(const SweepOptions& o) {
         "{} workers -> {}\n",
         spec.name, shards > 1 ? fmt::format(" shard {}/{}", shard, shards) : "", recorded, in_shard,
         ok + failed, ok, failed, wall, jobs, db_path);
-    if (!o.csv.empty()) write_out(o.csv, db.csv(spec.name));
+    if (!o.csv.empty()) write_text(o.csv, db.csv(spec.name), "the CSV file");
     if (g_interrupted || recorded < in_shard) {
         std::cerr << fmt::format(
             "{}: {} points not recorded{}; run the same command with --resume to finish\n",
@@ -297,35 +287,35 @@ int export_csv(const SweepOptions& o) {
                              fmt::format("holds {} sweeps: name one with --sweep", s.size()));
         id = std::get<0>(s[0]);
     }
-    write_out(o.csv.empty() ? "-" : o.csv, db.csv(id));
+    write_text(o.csv.empty() ? "-" : o.csv, db.csv(id), "the CSV file");
     return 0;
 }
 
 }  // namespace
 
 void add_sweep_command(CLI::App& app) {
-    static SweepOptions o;
+    const auto o = std::make_shared<SweepOptions>();
     auto* cmd = app.add_subcommand(
         "sweep", "run a sweep spec's points in worker processes into SQLite (docs/sweep.md)");
-    cmd->add_option("spec", o.spec, "sweep spec (JSON)");
-    cmd->add_option("--db", o.db, "SQLite database (default: <sweep name>.sqlite)");
-    cmd->add_option("-j,--jobs", o.jobs, "worker processes (default: the machine's cores)")
+    cmd->add_option("spec", o->spec, "sweep spec (JSON)");
+    cmd->add_option("--db", o->db, "SQLite database (default: <sweep name>.sqlite)");
+    cmd->add_option("-j,--jobs", o->jobs, "worker processes (default: the machine's cores)")
         ->check(CLI::Range(1, 4096));
-    cmd->add_flag("--resume", o.resume, "finish a sweep this database already holds part of");
-    cmd->add_option("--shard", o.shard, "run only points with index % N == I (I/N, I from 0)");
-    cmd->add_option("--csv", o.csv, "write the points table as CSV here ('-': stdout)");
-    cmd->add_option("--sweep", o.sweep_id, "with --csv and no SPEC: which sweep of the database");
-    cmd->add_flag("--list", o.list, "print the points (index and label) and run nothing");
-    cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
+    cmd->add_flag("--resume", o->resume, "finish a sweep this database already holds part of");
+    cmd->add_option("--shard", o->shard, "run only points with index % N == I (I/N, I from 0)");
+    cmd->add_option("--csv", o->csv, "write the points table as CSV here ('-': stdout)");
+    cmd->add_option("--sweep", o->sweep_id, "with --csv and no SPEC: which sweep of the database");
+    cmd->add_flag("--list", o->list, "print the points (index and label) and run nothing");
+    cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
     auto* merge = cmd->add_subcommand("merge", "merge shard databases into one");
-    merge->add_option("--db", o.merge_db, "the database to merge into")->required();
-    merge->add_option("inputs", o.merge_inputs, "shard databases")->required();
-    merge->callback([] {
-        Database db(o.merge_db);
+    merge->add_option("--db", o->merge_db, "the database to merge into")->required();
+    merge->add_option("inputs", o->merge_inputs, "shard databases")->required();
+    merge->callback([o] {
+        Database db(o->merge_db);
         std::int64_t added = 0;
-        for (const auto& in : o.merge_inputs) added += db.merge_from(in);
+        for (const auto& in : o->merge_inputs) added += db.merge_from(in);
         std::cout << fmt::format("merged {} points from {} databases into {}\n", added,
-                                 o.merge_inputs.size(), o.merge_db);
+                                 o->merge_inputs.size(), o->merge_db);
         bool complete = true;
         for (const auto& [id, total, have] : db.summary()) {
             std::cout << fmt::format("  sweep {}: {} of {} points\n", id, have, total);
@@ -336,10 +326,10 @@ void add_sweep_command(CLI::App& app) {
             throw CliExit{1};
         }
     });
-    cmd->callback([cmd, merge] {
+    cmd->callback([o, cmd, merge] {
         if (merge->parsed()) return;
         (void)cmd;
-        const int status = o.spec.empty() ? export_csv(o) : run_sweep(o);
+        const int status = o->spec.empty() ? export_csv(*o) : run_sweep(*o);
         if (status != 0) throw CliExit{status};
     });
 }

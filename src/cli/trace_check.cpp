@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -124,23 +125,23 @@ void run_check(const CheckOptions& o) {
 }  // namespace
 
 void add_trace_command(CLI::App& app) {
-    static CheckOptions opts;
+    const auto opts = std::make_shared<CheckOptions>();
     auto* trace = app.add_subcommand("trace", "work with trace files (docs/trace-format.md)");
     trace->require_subcommand(1);
     auto* cmd = trace->add_subcommand("check", "read and validate a trace; print a summary");
-    auto* tr = cmd->add_option("--trace,-t", opts.trace, "trace file (JSON)");
-    tr->excludes(cmd->add_option("--hlo", opts.hlo, "XLA HLO text module instead (docs/hlo.md)"));
-    add_hlo_options(cmd, opts.hlo_opts);
-    cmd->add_option("--config,-c", opts.config,
+    auto* tr = cmd->add_option("--trace,-t", opts->trace, "trace file (JSON)");
+    tr->excludes(cmd->add_option("--hlo", opts->hlo, "XLA HLO text module instead (docs/hlo.md)"));
+    add_hlo_options(cmd, opts->hlo_opts);
+    cmd->add_option("--config,-c", opts->config,
                     "board configuration; the trace may use at most its cores (default: the "
                     "built-in TPU v3-8 values)");
-    cmd->add_option("--set", opts.sets, "override a config value (repeatable)")->take_all();
-    cmd->add_flag("--json", opts.json, "print JSON instead of text");
-    cmd->add_flag("--lower", opts.lower,
+    cmd->add_option("--set", opts->sets, "override a config value (repeatable)")->take_all();
+    cmd->add_flag("--json", opts->json, "print JSON instead of text");
+    cmd->add_flag("--lower", opts->lower,
                   "also lower the program to per-core instructions as run does (no simulation), "
                   "so that lowering errors show: an op that cannot fit VMEM, a DMA outside its "
                   "buffer");
-    cmd->callback([] { run_check(opts); });
+    cmd->callback([opts] { run_check(*opts); });
 }
 
 }  // namespace tpusim::cli

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
 
 #include "common.h"
 #include "hlo_options.h"
@@ -99,57 +100,57 @@ bool repeats(const std::vector<StepMeasure>& s, std::int64_t total) {
 }  // namespace
 
 void add_train_command(CLI::App& app) {
-    static TrainCliOptions o;
+    const auto o = std::make_shared<TrainCliOptions>();
     auto* cmd =
         app.add_subcommand("train",
                            "whole training epochs: the step program on the board, the host's input "
                            "pipeline, infeed, dispatch and compile (docs/train.md)");
-    add_common_options(cmd, o.common);
-    auto* tr = cmd->add_option("--trace,-t", o.trace, "the step program as a trace");
-    auto* hl = cmd->add_option("--hlo", o.hlo, "the step program as XLA HLO text");
+    add_common_options(cmd, o->common);
+    auto* tr = cmd->add_option("--trace,-t", o->trace, "the step program as a trace");
+    auto* hl = cmd->add_option("--hlo", o->hlo, "the step program as XLA HLO text");
     tr->excludes(hl);
-    add_hlo_options(cmd, o.hlo_opts);
-    auto* et = cmd->add_option("--eval-trace", o.eval_trace,
+    add_hlo_options(cmd, o->hlo_opts);
+    auto* et = cmd->add_option("--eval-trace", o->eval_trace,
                                "the eval step program (forward only) as a trace; default: the "
                                "run description's eval.trace");
-    auto* eh = cmd->add_option("--eval-hlo", o.eval_hlo, "the eval step program as XLA HLO text");
+    auto* eh = cmd->add_option("--eval-hlo", o->eval_hlo, "the eval step program as XLA HLO text");
     et->excludes(eh);
-    cmd->add_option("--run", o.run, "run description (dataset, batch, epochs, input pipeline)")
+    cmd->add_option("--run", o->run, "run description (dataset, batch, epochs, input pipeline)")
         ->required();
-    cmd->add_option("--report,-r", o.report, "write the JSON report here");
-    cmd->add_option("--timeline", o.timeline,
+    cmd->add_option("--report,-r", o->report, "write the JSON report here");
+    cmd->add_option("--timeline", o->timeline,
                     "write the first steps' input pipeline, infeed and device lanes here "
                     "(Chrome trace events; ui.perfetto.dev)");
-    cmd->add_flag("--no-reuse", o.no_reuse,
+    cmd->add_flag("--no-reuse", o->no_reuse,
                   "simulate every step on the board instead of reusing the steady-state step");
-    cmd->add_option("--warmup", o.warmup,
+    cmd->add_option("--warmup", o->warmup,
                     "steps simulated before reuse; the last two must agree to the cycle")
         ->check(CLI::Range(2, 1000));
-    cmd->add_flag("--quiet,-q", o.quiet, "no progress line");
-    cmd->add_flag("--no-symmetry", o.no_symmetry,
+    cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
+    cmd->add_flag("--no-symmetry", o->no_symmetry,
                   "simulate every core even when an SPMD program lets one chip stand for all "
                   "(docs/pods.md, SPMD symmetry)");
-    cmd->callback([] {
+    cmd->callback([o] {
         const auto t0 = std::chrono::steady_clock::now();
-        const TpuConfig cfg = o.common.load();
-        if (o.trace.empty() == o.hlo.empty())
+        const TpuConfig cfg = o->common.load();
+        if (o->trace.empty() == o->hlo.empty())
             throw InputError("tpusim train", "",
                              "give the step program: --trace T.json or --hlo F.hlo");
         TrainInputs in;
-        in.run = read_run_description(o.run);
+        in.run = read_run_description(o->run);
         HloImportStats hlo_stats;
-        const Trace trace = o.hlo.empty() ? read_trace(o.trace, cfg.cores())
-                                          : load_hlo(o.hlo, o.hlo_opts, cfg, hlo_stats, false);
+        const Trace trace = o->hlo.empty() ? read_trace(o->trace, cfg.cores())
+                                           : load_hlo(o->hlo, o->hlo_opts, cfg, hlo_stats, false);
         const StepProgram step = device_step(unroll_loops(trace));  // loops written out
-        resolve_step_inputs(in.run, step, o.hlo.empty() ? o.trace : o.hlo);
+        resolve_step_inputs(in.run, step, o->hlo.empty() ? o->trace : o->hlo);
         in.program_ops = step.ops;
         in.cores = trace.cores;
-        in.reuse = !o.no_reuse;
-        const Trace eval_trace = load_eval_trace(o, in.run, cfg);
+        in.reuse = !o->no_reuse;
+        const Trace eval_trace = load_eval_trace(*o, in.run, cfg);
         const bool has_eval = in.run.eval.enabled();
         StepProgram eval;
         if (has_eval) {
-            const std::string eval_path = !o.eval_hlo.empty() ? o.eval_hlo : eval_trace.path;
+            const std::string eval_path = !o->eval_hlo.empty() ? o->eval_hlo : eval_trace.path;
             eval = device_step(unroll_loops(eval_trace));  // loops written out
             if (eval_trace.cores != trace.cores)
                 throw InputError(eval_path, "/cores",
@@ -178,8 +179,8 @@ void add_train_command(CLI::App& app) {
         if (!in.reuse) {
             order = run_order(in.run);
         } else {
-            order.assign(static_cast<std::size_t>(std::min(total, o.warmup)), 0);
-            order.insert(order.end(), static_cast<std::size_t>(std::min(total_eval, o.warmup)), 1);
+            order.assign(static_cast<std::size_t>(std::min(total, o->warmup)), 0);
+            order.insert(order.end(), static_cast<std::size_t>(std::min(total_eval, o->warmup)), 1);
         }
         const Program train_p = lower_trace(step.trace, cfg);
         const Program eval_p = has_eval ? lower_trace(eval.trace, cfg) : Program{};
@@ -188,8 +189,8 @@ void add_train_command(CLI::App& app) {
         const Program program = has_eval ? sequence_steps({&train_p, &eval_p}, order)
                                          : sequence_steps({&train_p}, order);
         RunOptions ro;
-        ro.progress = !o.quiet;
-        ro.symmetry = !o.no_symmetry;
+        ro.progress = !o->quiet;
+        ro.symmetry = !o->no_symmetry;
         Simulator sim(cfg, ro);
         const RunResult rr = sim.run(program);
         print_symmetry_info(rr, cfg);
@@ -201,24 +202,22 @@ void add_train_command(CLI::App& app) {
             rerun_without_reuse();
         const TrainResult r = run_training(cfg, in);
         nlohmann::json body = train_report_body(r, in);
-        body["trace"] = {{"path", o.hlo.empty() ? o.trace : o.hlo},
+        body["trace"] = {{"path", o->hlo.empty() ? o->trace : o->hlo},
                          {"name", trace.name},
                          {"ops", trace.ops.size()},
                          {"rematerialized_ops", train_p.rematerialized_ops}};
         if (has_eval)
-            body["eval_trace"] = {{"path", !o.eval_hlo.empty() ? o.eval_hlo : eval_trace.path},
+            body["eval_trace"] = {{"path", !o->eval_hlo.empty() ? o->eval_hlo : eval_trace.path},
                                   {"name", eval_trace.name},
                                   {"ops", eval_trace.ops.size()},
                                   {"rematerialized_ops", eval_p.rematerialized_ops}};
-        body["symmetry"] = {{"used", rr.symmetry.used},
-                            {"simulated_cores", rr.symmetry.simulated_cores},
-                            {"reason", rr.symmetry.reason}};
+        body["symmetry"] = symmetry_json(rr.symmetry);
         body["wall_seconds"] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const nlohmann::json report = make_report("train", cfg, body);
-        if (!o.report.empty()) write_json(o.report, report);
-        if (!o.timeline.empty()) write_json(o.timeline, train_timeline_json(r));
-        if (o.common.json) {
+        if (!o->report.empty()) write_json(o->report, report);
+        if (!o->timeline.empty()) write_json(o->timeline, train_timeline_json(r));
+        if (o->common.json) {
             std::cout << report.dump(2) << "\n";
         } else {
             std::cout << train_summary_text(r, in);

@@ -3,21 +3,34 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "tpusim/common/sim_time.h"
 
 namespace tpusim {
 
+namespace {
+
+// The names of the stat groups of chip `index` and core `core`. A chip's host link names
+// itself host_link<chip> (HostLink).
+std::string chip_name(std::int64_t index) { return fmt::format("chip{}", index); }
+std::string core_name(std::int64_t core) { return fmt::format("core{}", core); }
+std::string host_link_name(std::int64_t index) { return fmt::format("host_link{}", index); }
+
+}  // namespace
+
 Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg,
-           CollectiveIf& ici, Timeline* timeline)
-    : sc_module(name), stats_(fmt::format("chip{}", index), "one TPU chip") {
+           CollectiveIf& ici, Timeline* timeline, const HbmCalibration* hbm_calibration)
+    : sc_module(name), stats_(chip_name(index), "one TPU chip") {
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
     const bool burst = cfg.sim.hbm_model == HbmModel::burst;
     if (burst) {
         hbm_ = std::make_unique<HbmModule>("hbm", cfg.hbm, cfg.chip.clock_mhz,
                                            static_cast<std::uint32_t>(per_chip));
     } else {
-        calibrated_ = std::make_unique<CalibratedHbm>("hbm", cfg.hbm, cfg.chip.clock_mhz, per_chip);
+        calibrated_ = std::make_unique<CalibratedHbm>("hbm", cfg.hbm, cfg.chip.clock_mhz, per_chip,
+                                                      *hbm_calibration);
     }
     host_ = std::make_unique<HostLinkModule>("host", cfg.host, cfg.chip.clock_mhz,
                                              static_cast<int>(index));
@@ -30,8 +43,7 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
     tc.hbm_timing = burst ? DmaEngine::HbmTiming::blocking : DmaEngine::HbmTiming::annotated;
     for (std::int64_t local = 0; local < per_chip; ++local) {
         const std::int64_t c = index * per_chip + local;
-        cores_.push_back(
-            std::make_unique<TensorCore>(fmt::format("core{}", c).c_str(), c, tc, timeline));
+        cores_.push_back(std::make_unique<TensorCore>(core_name(c).c_str(), c, tc, timeline));
         TensorCore& core = *cores_.back();
         if (burst) {
             core.dma_engine().hbm_out(hbm_->target_in);
@@ -50,8 +62,26 @@ const StatGroup& Chip::hbm_stats() const {
     return hbm_ ? hbm_->system().stats() : calibrated_->stats();
 }
 
+const std::uint64_t& Chip::hbm_bytes_read() const {
+    return hbm_ ? hbm_->system().bytes_read() : calibrated_->model().bytes_read();
+}
+
+const std::uint64_t& Chip::hbm_bytes_written() const {
+    return hbm_ ? hbm_->system().bytes_written() : calibrated_->model().bytes_written();
+}
+
+std::unique_ptr<StatGroup> Chip::stats_as(std::int64_t index) const {
+    std::map<const StatGroup*, std::string> names{{&host_->link().stats(), host_link_name(index)}};
+    const auto per_chip = static_cast<std::int64_t>(cores_.size());
+    for (std::int64_t local = 0; local < per_chip; ++local) {
+        names[&cores_[static_cast<std::size_t>(local)]->stats().group] =
+            core_name(index * per_chip + local);
+    }
+    return std::make_unique<StatGroup>(chip_name(index), stats_, names);
+}
+
 Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
-             std::int64_t built_chips)
+             HbmCalibrationCache& calibrations, std::int64_t built_chips)
     : sc_module(name),
       cfg_(cfg),
       topology_(cfg.board, cfg.chip),
@@ -64,10 +94,18 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
     stats_.add_child(ici_->engine().fabric().stats());
     const std::int64_t built = built_chips > 0 ? std::min(built_chips, cfg.chips()) : cfg.chips();
     if (built < cfg.chips()) rendezvous_->simulate_only(built * cfg.chip.cores_per_chip);
+    const HbmCalibration* hbm_calibration =
+        cfg.sim.hbm_model != HbmModel::burst
+            ? &calibrations.get(cfg.hbm, cfg.chip.clock_mhz, cfg.chip.cores_per_chip)
+            : nullptr;
     for (std::int64_t c = 0; c < built; ++c) {
-        chips_.push_back(std::make_unique<Chip>(fmt::format("chip{}", c).c_str(), c, cfg,
-                                                *rendezvous_, timeline));
+        chips_.push_back(std::make_unique<Chip>(chip_name(c).c_str(), c, cfg, *rendezvous_,
+                                                timeline, hbm_calibration));
         stats_.add_child(chips_.back()->stats());
+    }
+    for (std::int64_t c = built; c < cfg.chips(); ++c) {
+        chip_copies_.push_back(chips_[static_cast<std::size_t>(c % built)]->stats_as(c));
+        stats_.add_child(*chip_copies_.back());
     }
 }
 
@@ -80,12 +118,12 @@ TensorCore& Board::core(std::int64_t c) {
 }
 
 void Board::collect(RunResult& r) {
-    // Chip c of the board did what built chip c % built did.
-    const auto built = static_cast<std::int64_t>(chips_.size());
-    for (std::int64_t c = 0; c < cfg_.chips(); ++c) {
-        const Chip& chip = *chips_[static_cast<std::size_t>(c % built)];
-        r.hbm_bytes_read += static_cast<Bytes>(chip.hbm_stats().lookup("bytes_read"));
-        r.hbm_bytes_written += static_cast<Bytes>(chip.hbm_stats().lookup("bytes_written"));
+    // A built chip's HBM counts once for every chip it stands for.
+    const auto copies = stats_.multiplicities();
+    for (const auto& chip : chips_) {
+        const std::uint64_t n = copies.at(&chip->hbm_stats());
+        r.hbm_bytes_read += chip->hbm_bytes_read() * n;
+        r.hbm_bytes_written += chip->hbm_bytes_written() * n;
     }
     IciFabric& fabric = ici_->engine().fabric();
     fabric.set_elapsed(static_cast<Tick>(r.cycles) * kTicksPerCycle);
@@ -93,37 +131,7 @@ void Board::collect(RunResult& r) {
     if (timeline_ && timeline_->enabled()) fabric.flush_timeline();
 }
 
-namespace {
-
-// The stats of built chip `from` as chip `to` would name them: "chip<to>", its host link
-// "host_link<to>" and its cores "core<to * per_chip + local>".
-nlohmann::json renamed_chip(const nlohmann::json& from_json, std::int64_t from, std::int64_t to,
-                            std::int64_t per_chip) {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& [key, value] : from_json.items()) {
-        std::string name = key;
-        if (key == fmt::format("host_link{}", from)) name = fmt::format("host_link{}", to);
-        for (std::int64_t l = 0; l < per_chip; ++l) {
-            if (key == fmt::format("core{}", from * per_chip + l))
-                name = fmt::format("core{}", to * per_chip + l);
-        }
-        out[name] = value;
-    }
-    return out;
-}
-
-}  // namespace
-
-nlohmann::json Board::stats_json() const {
-    nlohmann::json j = stats_.to_json();
-    const auto built = static_cast<std::int64_t>(chips_.size());
-    for (std::int64_t c = built; c < cfg_.chips(); ++c) {
-        const std::int64_t from = c % built;
-        j[fmt::format("chip{}", c)] =
-            renamed_chip(j[fmt::format("chip{}", from)], from, c, cfg_.chip.cores_per_chip);
-    }
-    return j;
-}
+nlohmann::json Board::stats_json() const { return stats_.to_json(); }
 
 std::string module_tree(const sc_core::sc_object& obj, int depth) {
     // Structure only: processes, event queues and sc_vector containers are left out.

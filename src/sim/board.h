@@ -31,13 +31,20 @@ namespace tpusim {
 class Chip : public sc_core::sc_module {
  public:
     // `index`: the chip's number; its cores are index * cores_per_chip + 0, 1, ...
+    // `hbm_calibration`: the calibrated HBM's (sim.hbm_model = calibrated; else unused).
     Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg, CollectiveIf& ici,
-         Timeline* timeline);
+         Timeline* timeline, const HbmCalibration* hbm_calibration);
     ~Chip() override;
     TensorCore& core(std::size_t local) { return *cores_[local]; }
     std::size_t cores() const { return cores_.size(); }
     const StatGroup& hbm_stats() const;
+    // The HBM's byte counters (either model), as registered in hbm_stats().
+    const std::uint64_t& hbm_bytes_read() const;
+    const std::uint64_t& hbm_bytes_written() const;
     StatGroup& stats() { return stats_; }
+    // The stat group of chip `index`, which SPMD symmetry did not build because it runs as this
+    // chip does: copies of this chip's groups under chip `index`'s names.
+    std::unique_ptr<StatGroup> stats_as(std::int64_t index) const;
 
  private:
     StatGroup stats_;                            // "chipN": its HBM, host link and cores
@@ -50,15 +57,19 @@ class Chip : public sc_core::sc_module {
 class Board : public sc_core::sc_module {
  public:
     // Builds chips 0 .. built_chips - 1 (0: all of them) and the whole ICI fabric. With fewer
-    // chips (SPMD symmetry) the built chips stand for all: collect() and stats_json() report
-    // every chip of the board as its representative, chip c as chip c % built_chips.
+    // chips (SPMD symmetry) the built chips stand for all: chip c's stat group is a copy of
+    // chip c % built_chips's (StatGroup), so stats(), collect() and stats_json() count and
+    // report every chip of the board.
+    // The calibrated HBM's calibration comes from `calibrations`, once for all chips.
     Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
-          std::int64_t built_chips = 0);
+          HbmCalibrationCache& calibrations, std::int64_t built_chips = 0);
     ~Board() override;
     TensorCore& core(std::int64_t c);
     std::int64_t built_chips() const { return static_cast<std::int64_t>(chips_.size()); }
     // Adds the memory and interconnect totals to `r`; closes the ICI timeline tracks.
     void collect(RunResult& r);
+    // The board's stat tree: the ICI fabric and every chip, built or copied.
+    const StatGroup& stats() const { return stats_; }
     nlohmann::json stats_json() const;
 
  private:
@@ -70,6 +81,7 @@ class Board : public sc_core::sc_module {
     std::vector<std::unique_ptr<Chip>> chips_;
     Timeline* timeline_;
     StatGroup stats_{"board", "the whole board"};
+    std::vector<std::unique_ptr<StatGroup>> chip_copies_;  // the chips not built, as copies
 };
 
 // The module hierarchy of `obj` and below, one line per module, port, export or socket: its

@@ -49,7 +49,8 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
         o["cycles"] = op.end_cycle - op.start_cycle;
         o["trips"] = op.trips;
         nlohmann::json busy;
-        for (std::size_t u = 0; u < 5; ++u) busy[unit_name(static_cast<Unit>(u))] = op.busy[u];
+        for (std::size_t u = 0; u < kUnitCount; ++u)
+            busy[unit_name(static_cast<Unit>(u))] = op.busy[u];
         o["unit_busy_cycles"] = busy;
         o["flops"] = op.flops;
         o["hbm_bytes"] = op.hbm_bytes;
@@ -58,10 +59,12 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
     }
     j["ops"] = std::move(ops);
     j["stats"] = r.stats;
-    j["symmetry"] = {{"used", r.symmetry.used},
-                     {"simulated_cores", r.symmetry.simulated_cores},
-                     {"reason", r.symmetry.reason}};
+    j["symmetry"] = symmetry_json(r.symmetry);
     return j;
+}
+
+nlohmann::json symmetry_json(const RunResult::Symmetry& s) {
+    return {{"used", s.used}, {"simulated_cores", s.simulated_cores}, {"reason", s.reason}};
 }
 
 std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name) {

@@ -102,7 +102,7 @@ void assign_verdicts(const Program& program, RunResult& r, const TpuConfig& cfg)
 }  // namespace
 
 std::string Simulator::module_tree() {
-    board_ = std::make_unique<Board>("board", cfg_, &timeline_);
+    board_ = std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_);
     return tpusim::module_tree(*board_);
 }
 
@@ -112,11 +112,12 @@ RunResult Simulator::run(const Program& program) {
         throw std::logic_error("program has more cores than the board");
     }
     // Under SPMD symmetry cores 0 .. nsim - 1 (one chip) stand for all: every other core runs
-    // the same instructions at the same cycles, so its figures are theirs (`scale` copies).
+    // the same instructions at the same cycles, so its figures are theirs (its chip's stat
+    // group is a copy, and the totals below count each simulated core once per copy).
     const SymmetryPlan plan = plan_symmetry(program, cfg_, opts_.symmetry, opts_.timeline);
-    board_ = std::make_unique<Board>("board", cfg_, &timeline_, plan.simulated_chips);
+    board_ =
+        std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_, plan.simulated_chips);
     const std::int64_t nsim = plan.simulated_cores;
-    const auto scale = static_cast<std::uint64_t>(nsim > 0 ? ncores / nsim : 1);
     std::size_t total_instrs = 0;
     for (std::int64_t c = 0; c < nsim; ++c) {
         const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
@@ -182,6 +183,11 @@ RunResult Simulator::run(const Program& program) {
     r.seconds = static_cast<double>(r.cycles) / (cfg_.chip.clock_mhz * 1e6);
     const DerivedFigures d = derive(cfg_);
     r.peak_tflops = d.peak_flops_per_core * static_cast<double>(ncores) / 1e12;
+    // How many cores of the board each simulated core stands for, from the stat tree.
+    const auto in_tree = board_->stats().multiplicities();
+    std::vector<std::uint64_t> copies;
+    for (std::int64_t c = 0; c < nsim; ++c)
+        copies.push_back(in_tree.at(&board_->core(c).stats().group));
     r.ops.resize(program.ops.size());
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
         OpResult& op = r.ops[i];
@@ -192,10 +198,11 @@ RunResult Simulator::run(const Program& program) {
         for (std::int64_t c = 0; c < nsim; ++c) {
             const OpTiming& t = board_->core(c).stats().ops[i];
             if (!t.ran()) continue;
-            ran += static_cast<std::int64_t>(scale);
+            const std::uint64_t n = copies[static_cast<std::size_t>(c)];
+            ran += static_cast<std::int64_t>(n);
             op.start_cycle = std::min(op.start_cycle, t.start);
             op.end_cycle = std::max(op.end_cycle, t.end);
-            for (std::size_t u = 0; u < kUnitCount; ++u) op.busy[u] += t.busy[u] * scale;
+            for (std::size_t u = 0; u < kUnitCount; ++u) op.busy[u] += t.busy[u] * n;
         }
         if (ran == 0) op.start_cycle = 0;
         op.flops = program.ops[i].flops * static_cast<double>(ran);
@@ -215,19 +222,22 @@ RunResult Simulator::run(const Program& program) {
                               : 0.0;
     // Unit busy fractions over the cores that ran.
     if (r.cycles > 0 && ncores > 0) {
-        // Integer sums (exact, as a full run's), scaled to the board, then one conversion.
-        std::uint64_t sums[7] = {0, 0, 0, 0, 0, 0, 0};
-        for (std::int64_t c = 0; c < nsim; ++c) {
-            const CoreStats& s = board_->core(c).stats();
-            const std::uint64_t v[7] = {s.mxu_busy_cycles, s.vpu_busy_cycles,  s.dma_busy_cycles,
-                                        s.ici_busy_cycles, s.host_busy_cycles, s.mxu_useful_macs,
-                                        s.mxu_array_macs};
-            for (int k = 0; k < 7; ++k) sums[k] += v[k] * scale;
-        }
-        const double mxu = static_cast<double>(sums[0]), vpu = static_cast<double>(sums[1]),
-                     dma = static_cast<double>(sums[2]), ici = static_cast<double>(sums[3]),
-                     host = static_cast<double>(sums[4]), useful = static_cast<double>(sums[5]),
-                     array = static_cast<double>(sums[6]);
+        // A core counter over the board, every core of the stat tree (copies included): an
+        // exact integer total, then one conversion.
+        auto total = [&](std::uint64_t CoreStats::*counter) {
+            std::uint64_t sum = 0;
+            for (std::int64_t c = 0; c < nsim; ++c) {
+                sum += board_->core(c).stats().*counter * copies[static_cast<std::size_t>(c)];
+            }
+            return static_cast<double>(sum);
+        };
+        const double mxu = total(&CoreStats::mxu_busy_cycles),
+                     vpu = total(&CoreStats::vpu_busy_cycles),
+                     dma = total(&CoreStats::dma_busy_cycles),
+                     ici = total(&CoreStats::ici_busy_cycles),
+                     host = total(&CoreStats::host_busy_cycles),
+                     useful = total(&CoreStats::mxu_useful_macs),
+                     array = total(&CoreStats::mxu_array_macs);
         const double span = static_cast<double>(r.cycles) * static_cast<double>(ncores);
         r.busy.mxu = mxu / (span * static_cast<double>(cfg_.core.mxus));
         r.busy.vpu = vpu / span;

@@ -1,9 +1,6 @@
 #include "tpusim/stats/report.h"
 
-#include <fstream>
-#include <iostream>
-
-#include "tpusim/common/error.h"
+#include "tpusim/common/text_output.h"
 
 namespace tpusim {
 
@@ -22,15 +19,7 @@ nlohmann::json make_report(const std::string& command, const TpuConfig& cfg,
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-    const std::string text = j.dump(2) + "\n";
-    if (path == "-") {
-        std::cout << text;
-        return;
-    }
-    std::ofstream out(path);
-    if (!out) throw InputError(path, "", "cannot write file");
-    out << text;
-    if (!out) throw InputError(path, "", "error while writing file");
+    write_text(path, j.dump(2) + "\n");
 }
 
 }  // namespace tpusim

@@ -10,6 +10,20 @@ namespace tpusim {
 StatGroup::StatGroup(std::string name, std::string description)
     : name_(std::move(name)), description_(std::move(description)) {}
 
+StatGroup::StatGroup(std::string name, const StatGroup& original,
+                     const std::map<const StatGroup*, std::string>& names)
+    : name_(std::move(name)),
+      description_(original.description_),
+      entries_(original.entries_),
+      original_(original.original_ ? original.original_ : &original) {
+    for (const StatGroup* child : original.children_) {
+        const auto it = names.find(child);
+        child_copies_.push_back(std::make_unique<StatGroup>(
+            it == names.end() ? child->name_ : it->second, *child, names));
+        children_.push_back(child_copies_.back().get());
+    }
+}
+
 void StatGroup::counter(std::string name, const std::uint64_t& value, std::string unit,
                         std::string description) {
     entries_.push_back({std::move(name), std::move(unit), std::move(description), &value, {}});
@@ -58,6 +72,17 @@ double StatGroup::lookup(const std::string& path) const {
         }
     }
     throw std::out_of_range("no statistic " + path + " in " + name_);
+}
+
+std::unordered_map<const StatGroup*, std::uint64_t> StatGroup::multiplicities() const {
+    std::unordered_map<const StatGroup*, std::uint64_t> out;
+    count_copies(out);
+    return out;
+}
+
+void StatGroup::count_copies(std::unordered_map<const StatGroup*, std::uint64_t>& out) const {
+    ++out[original_ ? original_ : this];
+    for (const auto* c : children_) c->count_copies(out);
 }
 
 }  // namespace tpusim

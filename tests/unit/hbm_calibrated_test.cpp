@@ -32,6 +32,7 @@ Cycle calibrated_stream(HbmCalibratedModel& m, const HbmConfig& hbm, Bytes per_c
 
 TEST_CASE("calibrated HBM streams within 2% of the burst-level model on both boards",
           "[hbm][calibrated]") {
+    HbmCalibrationCache calibrations;
     for (const char* board : {"tpu_v2_8.json", "tpu_v3_8.json"}) {
         for (const bool write : {false, true}) {
             const TpuConfig cfg = load_config(test::config_path(board));
@@ -43,7 +44,8 @@ TEST_CASE("calibrated HBM streams within 2% of the burst-level model on both boa
             tr.bytes_per_core = 16 * kMiB;
             const HbmTrafficResult r = run_hbm_traffic(ref, tr, cfg.chip.clock_mhz);
 
-            HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+            HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2,
+                                 calibrations.get(cfg.hbm, cfg.chip.clock_mhz, 2));
             const Cycle cal = calibrated_stream(m, cfg.hbm, tr.bytes_per_core, write);
             INFO(board << (write ? " writes" : " reads") << ": burst model " << r.cycles
                        << " cycles, calibrated " << cal);
@@ -55,6 +57,7 @@ TEST_CASE("calibrated HBM streams within 2% of the burst-level model on both boa
 
 TEST_CASE("a core streaming from the other core's half draws its remote share in both models",
           "[hbm][calibrated]") {
+    HbmCalibrationCache calibrations;
     // hbm.remote_bandwidth_fraction of the half's peak (docs/hbm.md): the burst-level model
     // admits the remote bursts at that rate; the calibrated model paces the requester's remote
     // transfers at it. Before, the calibrated model served them at the local rate (issue #10).
@@ -68,7 +71,8 @@ TEST_CASE("a core streaming from the other core's half draws its remote share in
         tr.bytes_per_core = 8 * kMiB;
         const HbmTrafficResult r = run_hbm_traffic(ref, tr, cfg.chip.clock_mhz);
 
-        HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+        HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2,
+                             calibrations.get(cfg.hbm, cfg.chip.clock_mhz, 2));
         const Bytes half = cfg.hbm.capacity_bytes() / 2;
         Cycle end = 0;
         for (Bytes off = 0; off < tr.bytes_per_core; off += kMiB) {
@@ -85,8 +89,10 @@ TEST_CASE("a core streaming from the other core's half draws its remote share in
 }
 
 TEST_CASE("calibrated HBM moves whole bursts, as the burst-level model does", "[hbm][calibrated]") {
+    HbmCalibrationCache calibrations;
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
-    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2,
+                         calibrations.get(cfg.hbm, cfg.chip.clock_mhz, 2));
     const Bytes b = static_cast<Bytes>(cfg.hbm.channel_width_bits / cfg.hbm.pseudo_channels / 8 *
                                        cfg.hbm.timing.burst_length);
     REQUIRE(b == 32);
@@ -127,9 +133,11 @@ TEST_CASE("calibrated HBM moves whole bursts, as the burst-level model does", "[
 
 TEST_CASE("calibrated HBM: halves queue independently; a remote half adds its latency",
           "[hbm][calibrated]") {
+    HbmCalibrationCache calibrations;
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
     const Bytes half = cfg.hbm.capacity_bytes() / 2;
-    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2,
+                         calibrations.get(cfg.hbm, cfg.chip.clock_mhz, 2));
     const HbmCalibration& c = m.calibration();
     REQUIRE(c.read_bytes_per_cycle > 0);
     REQUIRE(c.read_latency > 0);
@@ -154,8 +162,9 @@ TEST_CASE("calibrated HBM: halves queue independently; a remote half adds its la
 
 TEST_CASE("calibrated HBM charges the turnaround to bytes of both directions queued together",
           "[hbm][calibrated]") {
+    HbmCalibrationCache calibrations;
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
-    const HbmCalibration& cal = calibrate_hbm(cfg.hbm, cfg.chip.clock_mhz, 2);
+    const HbmCalibration& cal = calibrations.get(cfg.hbm, cfg.chip.clock_mhz, 2);
     // The burst-level copy is slower than reads and writes alone (turnaround, docs/hbm.md):
     // per byte of either direction a copy interleaves, this much more.
     REQUIRE(cal.copy_bytes_per_cycle > 0);
@@ -171,7 +180,7 @@ TEST_CASE("calibrated HBM charges the turnaround to bytes of both directions que
 
     // A read, then a write queued behind it: the write meets the read's bytes and pays the
     // turnaround for both.
-    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2);
+    HbmCalibratedModel m(cfg.hbm, cfg.chip.clock_mhz, 2, cal);
     const Cycle r_free = m.transfer(0, b, false, 0, 0) - lat_r;
     REQUIRE(r_free == service(mib * rd));
     const Cycle w_free = m.transfer(b, b, true, 0, 0) - lat_w;
@@ -188,7 +197,7 @@ TEST_CASE("calibrated HBM charges the turnaround to bytes of both directions que
 
     // Four read streams and three write streams queued together (Adam's pattern): three of
     // the four reads are met by a write, so 6 of 7 parts pay, not all 7.
-    HbmCalibratedModel a(cfg.hbm, cfg.chip.clock_mhz, 2);
+    HbmCalibratedModel a(cfg.hbm, cfg.chip.clock_mhz, 2, cal);
     Cycle end = 0;
     for (int i = 0; i < 4; ++i) end = a.transfer(static_cast<Addr>(i) * b, b, false, 0, 0) - lat_r;
     for (int i = 4; i < 7; ++i) end = a.transfer(static_cast<Addr>(i) * b, b, true, 0, 0) - lat_w;
@@ -201,10 +210,11 @@ TEST_CASE("calibrated HBM charges the turnaround to bytes of both directions que
 
 TEST_CASE("the calibration's runs side by side give the serial numbers bit for bit",
           "[hbm][calibrated]") {
+    HbmCalibrationCache calibrations;
     for (const char* board : {"tpu_v2_8.json", "tpu_v3_8.json"}) {
         const TpuConfig cfg = load_config(test::config_path(board));
         const HbmCalibration serial = measure_hbm(cfg.hbm, cfg.chip.clock_mhz, 2, false);
-        const HbmCalibration& cached = calibrate_hbm(cfg.hbm, cfg.chip.clock_mhz, 2);
+        const HbmCalibration& cached = calibrations.get(cfg.hbm, cfg.chip.clock_mhz, 2);
         // Exact equality: the same doubles, not close ones.
         CHECK(cached.read_bytes_per_cycle == serial.read_bytes_per_cycle);
         CHECK(cached.write_bytes_per_cycle == serial.write_bytes_per_cycle);
@@ -214,4 +224,22 @@ TEST_CASE("the calibration's runs side by side give the serial numbers bit for b
         CHECK(cached.calibration_bursts == serial.calibration_bursts);
         CHECK(serial.read_bytes_per_cycle > 0);
     }
+}
+
+TEST_CASE("a calibration cache measures each config once", "[hbm][calibrated]") {
+    const TpuConfig v2 = load_config(test::config_path("tpu_v2_8.json"));
+    const TpuConfig v3 = load_config(test::config_path("tpu_v3_8.json"));
+    HbmCalibrationCache calibrations;
+    const HbmCalibration& a = calibrations.get(v3.hbm, v3.chip.clock_mhz, 2);
+    CHECK(&calibrations.get(v3.hbm, v3.chip.clock_mhz, 2) == &a);
+    const HbmCalibration& b = calibrations.get(v2.hbm, v2.chip.clock_mhz, 2);
+    CHECK(&b != &a);
+    CHECK(b.read_bytes_per_cycle != a.read_bytes_per_cycle);
+    // Another cache measures again: nothing is shared between caches.
+    HbmCalibrationCache other;
+    const HbmCalibration& c = other.get(v3.hbm, v3.chip.clock_mhz, 2);
+    CHECK(&c != &a);
+    CHECK(c.read_bytes_per_cycle == a.read_bytes_per_cycle);
+    CHECK(hbm_calibration_key(v3.hbm, v3.chip.clock_mhz, 2) !=
+          hbm_calibration_key(v3.hbm, v3.chip.clock_mhz, 1));
 }

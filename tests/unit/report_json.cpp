@@ -6,6 +6,7 @@
 
 #include "../test_util.h"
 #include "tpusim/common/error.h"
+#include "tpusim/common/text_output.h"
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/stats/report.h"
 #include "tpusim/stats/stats.h"
@@ -50,5 +51,21 @@ TEST_CASE("report: write_json round trip and unwritable paths", "[report]") {
     } catch (const tpusim::InputError& e) {
         CHECK(e.file() == dir.path("missing/dir/report.json"));
         CHECK(e.what_only() == "cannot write file");
+    }
+}
+
+TEST_CASE("report: write_text names what it could not write", "[report]") {
+    tpusim::test::TempDir dir;
+    const std::string path = dir.path("ops.csv");
+    tpusim::write_text(path, "id,kind\n", "the CSV file");
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == "id,kind");
+    try {
+        tpusim::write_text(dir.path("missing/ops.csv"), "x", "the CSV file");
+        FAIL("expected InputError");
+    } catch (const tpusim::InputError& e) {
+        CHECK(e.what_only() == "cannot write the CSV file");
     }
 }

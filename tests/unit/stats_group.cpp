@@ -98,3 +98,39 @@ TEST_CASE("stats: children nest by name; lookup and describe follow the tree", "
     core0.stats_.describe(p, "board");
     CHECK(p.contains("board.core0.busy_cycles"));
 }
+
+TEST_CASE("stats: a copy reports its original's figures under its own names", "[stats]") {
+    // Chip 1 was not simulated: it runs as chip 0 does (SPMD symmetry). Its group is a copy of
+    // chip 0's, its core renamed, so the report lists it and totals count chip 0's core twice.
+    StatGroup board("board", "the board");
+    StatGroup chip0("chip0", "one chip");
+    std::uint64_t hbm_bytes = 1024;
+    chip0.counter("hbm_bytes", hbm_bytes, "B", "bytes moved to and from HBM");
+    Unit core0("core0");
+    core0.busy_cycles_ = 10;
+    core0.elapsed_cycles_ = 20;
+    chip0.add_child(core0.stats_);
+    board.add_child(chip0);
+    const StatGroup chip1("chip1", chip0, {{&core0.stats_, "core1"}});
+    board.add_child(chip1);
+
+    core0.busy_cycles_ = 15;  // read when the report is written, as the original's
+    const auto j = board.to_json();
+    CHECK(j["chip1"]["hbm_bytes"] == 1024);
+    CHECK(j["chip1"]["core1"]["busy_cycles"] == 15);
+    CHECK(j["chip1"]["core1"]["utilization"].get<double>() == Approx(0.75));
+    CHECK_FALSE(j["chip1"].contains("core0"));
+    CHECK(j["chip1"] == nlohmann::json({{"hbm_bytes", 1024}, {"core1", j["chip0"]["core0"]}}));
+
+    const auto n = board.multiplicities();
+    CHECK(n.at(&chip0) == 2);
+    CHECK(n.at(&core0.stats_) == 2);
+    CHECK(n.at(&board) == 1);
+    CHECK(n.count(&chip1) == 0);  // a copy counts for its original
+
+    // A copy of a copy stands for the original too.
+    const StatGroup chip2("chip2", chip1, {});
+    board.add_child(chip2);
+    CHECK(board.multiplicities().at(&core0.stats_) == 3);
+    CHECK(board.to_json()["chip2"]["core1"]["busy_cycles"] == 15);
+}

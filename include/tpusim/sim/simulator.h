@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tpusim/arch/core/core_stats.h"
+#include "tpusim/arch/memory/hbm_calibrated.h"
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/program/program.h"
 #include "tpusim/stats/timeline.h"
@@ -37,10 +39,10 @@ struct OpResult {
     std::string id;
     OpKind kind = OpKind::Matmul;
     Cycle start_cycle = 0, end_cycle = 0;
-    Cycle busy[5] = {0, 0, 0, 0, 0};  // summed over cores, by Unit
-    double flops = 0;                 // useful FLOPs (MXU and VPU), all cores
-    Bytes hbm_bytes = 0;              // all cores
-    std::string bottleneck;           // compute, hbm, vector, ici, host, latency, fused into X
+    Cycle busy[kUnitCount] = {0, 0, 0, 0, 0};  // summed over cores, by Unit
+    double flops = 0;                          // useful FLOPs (MXU and VPU), all cores
+    Bytes hbm_bytes = 0;                       // all cores
+    std::string bottleneck;  // compute, hbm, vector, ici, host, latency, fused into X
     std::int64_t cores_ran = 0;
     std::int64_t trips = 1;  // times the op ran per core (its loop's trips; 1 outside loops)
 };
@@ -93,18 +95,21 @@ class Simulator {
     const TpuConfig& cfg_;
     RunOptions opts_;
     Timeline timeline_;
+    HbmCalibrationCache hbm_calibrations_;  // measured once, shared by every chip
     std::unique_ptr<Board> board_;
 };
 
 // The `tpusim run` report object (keys per docs/design.md "Interfaces"), without the header and
 // config that make_report adds.
 nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg);
+// The reports' "symmetry" object: {"used", "simulated_cores", "reason"}.
+nlohmann::json symmetry_json(const RunResult::Symmetry& s);
 // Each unit's busy share of `cycles` on `cores` cores (MXU: over their MXUs; HBM: bytes over
 // the peak bandwidth of those cores' shares of their chips).
 struct UnitShares {
     double mxu = 0, hbm = 0, vpu = 0, ici = 0, host = 0;
 };
-UnitShares unit_shares(const Cycle busy[5], Bytes hbm_bytes, Cycle cycles,  // busy: by Unit
+UnitShares unit_shares(const Cycle busy[kUnitCount], Bytes hbm_bytes, Cycle cycles,  // by Unit
                        std::int64_t cores, const TpuConfig& cfg);
 // The bottleneck rule, the same for an op and a run: when the units' busy shares add up to
 // less than one half, the time went mostly to waiting (dependencies, pipeline fill, issue)

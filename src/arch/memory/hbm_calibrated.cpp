@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -55,23 +53,25 @@ double streaming_rate(const HbmConfig& cfg, double clock_mhz, std::int64_t cores
 
 }  // namespace
 
-const HbmCalibration& calibrate_hbm(const HbmConfig& cfg, double core_clock_mhz,
-                                    std::int64_t cores_per_chip) {
-    static std::mutex mu;
-    static std::map<std::string, HbmCalibration> cache;
-    HbmConfig copy = cfg;
+std::string hbm_calibration_key(const HbmConfig& cfg, double core_clock_mhz,
+                                std::int64_t cores_per_chip) {
     TpuConfig holder;
-    holder.hbm = copy;
+    holder.hbm = cfg;
     holder.chip.clock_mhz = core_clock_mhz;
     holder.chip.cores_per_chip = cores_per_chip;
     const nlohmann::json j = config_to_json(holder);
-    const std::string key = j["hbm"].dump() + j["chip"].dump();
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache.find(key);
-    if (it != cache.end()) return it->second;
+    return j["hbm"].dump() + j["chip"].dump();
+}
+
+const HbmCalibration& HbmCalibrationCache::get(const HbmConfig& cfg, double core_clock_mhz,
+                                               std::int64_t cores_per_chip) {
+    const std::string key = hbm_calibration_key(cfg, core_clock_mhz, cores_per_chip);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return it->second;
     // Side by side when this process may use more than one thread (TPUSIM_THREADS): the same
     // numbers either way.
-    return cache
+    return entries_
         .emplace(key, measure_hbm(cfg, core_clock_mhz, cores_per_chip, worker_threads() > 1))
         .first->second;
 }
@@ -117,9 +117,9 @@ HbmCalibration measure_hbm(const HbmConfig& cfg, double core_clock_mhz, std::int
 }
 
 HbmCalibratedModel::HbmCalibratedModel(const HbmConfig& cfg, double core_clock_mhz,
-                                       std::int64_t cores_per_chip)
+                                       std::int64_t cores_per_chip, const HbmCalibration& cal)
     : cfg_(cfg),
-      cal_(calibrate_hbm(cfg, core_clock_mhz, cores_per_chip)),
+      cal_(cal),
       halves_(cores_per_chip),
       half_bytes_(cfg.capacity_bytes() / static_cast<Bytes>(cores_per_chip)),
       free_at_(static_cast<std::size_t>(cores_per_chip), 0),

@@ -3,14 +3,26 @@
 #include <algorithm>
 
 #include "tpusim/arch/memory/hbm_module.h"
+#include "tpusim/common/threads.h"
 
 namespace tpusim {
+
+CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
+                             double core_clock_mhz, std::int64_t cores_per_chip,
+                             const HbmCalibration& cal)
+    : sc_module(name),
+      target_in("target_in"),
+      model_(hbm, core_clock_mhz, cores_per_chip, cal),
+      capacity_(hbm.capacity_bytes()) {
+    target_in.bind(*this);
+}
 
 CalibratedHbm::CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm,
                              double core_clock_mhz, std::int64_t cores_per_chip)
     : sc_module(name),
       target_in("target_in"),
-      model_(hbm, core_clock_mhz, cores_per_chip),
+      model_(hbm, core_clock_mhz, cores_per_chip,
+             measure_hbm(hbm, core_clock_mhz, cores_per_chip, worker_threads() > 1)),
       capacity_(hbm.capacity_bytes()) {
     target_in.bind(*this);
 }

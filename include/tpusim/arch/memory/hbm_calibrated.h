@@ -6,7 +6,8 @@
 // tens of GB would take minutes. For `tpusim run` the chip's HBM is instead served as one
 // FIFO transfer queue per TensorCore half, whose sustained read and write rates and idle
 // latency are *measured* on the burst-level model for the same config when the simulator
-// starts (streaming reads, streaming writes and one isolated access; cached per config).
+// starts (streaming reads, streaming writes and one isolated access; once per config in the
+// simulator's HbmCalibrationCache).
 // Read/write turnaround between interleaved streams is charged from the measured copy rate:
 // the bytes of a transfer that meet bytes of the other direction still queued on its half pay
 // the turnaround a copy pays for both (transfer()). A core's transfers from the other half
@@ -17,6 +18,9 @@
 // reference instead. tests/unit/hbm_calibrated_test.cpp checks the two against each other on
 // streaming traffic, local and remote; scripts/crosscheck_hbm.py on whole programs.
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "tpusim/common/types.h"
@@ -37,17 +41,35 @@ struct HbmCalibration {
     std::uint64_t calibration_bursts = 0;  // bursts the burst-level model simulated
 };
 
-// Runs the burst-level model; the result is cached per (HbmConfig, clock, cores).
-const HbmCalibration& calibrate_hbm(const HbmConfig& cfg, double core_clock_mhz,
-                                    std::int64_t cores_per_chip);
-// The measurement behind calibrate_hbm, uncached: its independent runs on threads side by
-// side (parallel) or one after another (the same numbers, bit for bit).
+// Runs the burst-level model: its independent runs on threads side by side (parallel) or one
+// after another (the same numbers, bit for bit).
 HbmCalibration measure_hbm(const HbmConfig& cfg, double core_clock_mhz, std::int64_t cores_per_chip,
                            bool parallel);
 
+// What a calibration depends on, as text: the HBM config, the core clock and the cores per
+// chip. Equal keys give equal calibrations.
+std::string hbm_calibration_key(const HbmConfig& cfg, double core_clock_mhz,
+                                std::int64_t cores_per_chip);
+
+// Calibrations by key, each measured once per cache (on threads when this process may use more
+// than one, TPUSIM_THREADS). The Simulator owns one and hands it to the board, whose chips share
+// their entry; nothing is kept per process. Thread-safe.
+class HbmCalibrationCache {
+ public:
+    // Contract: the reference stays valid while the cache lives.
+    const HbmCalibration& get(const HbmConfig& cfg, double core_clock_mhz,
+                              std::int64_t cores_per_chip);
+
+ private:
+    std::mutex mu_;
+    std::map<std::string, HbmCalibration> entries_;
+};
+
 class HbmCalibratedModel {
  public:
-    HbmCalibratedModel(const HbmConfig& cfg, double core_clock_mhz, std::int64_t cores_per_chip);
+    // `cal`: the calibration of this config (HbmCalibrationCache::get or measure_hbm).
+    HbmCalibratedModel(const HbmConfig& cfg, double core_clock_mhz, std::int64_t cores_per_chip,
+                       const HbmCalibration& cal);
 
     // A transfer of rows x row_bytes starting at `addr`, requested at `now` by a core of the
     // chip: returns the core cycle its last byte has landed. The half that owns `addr` serves
@@ -63,6 +85,9 @@ class HbmCalibratedModel {
 
     const HbmCalibration& calibration() const { return cal_; }
     StatGroup& stats() { return stats_; }
+    // Registered in stats() as bytes_read and bytes_written.
+    const std::uint64_t& bytes_read() const { return bytes_read_; }
+    const std::uint64_t& bytes_written() const { return bytes_written_; }
 
  private:
     HbmConfig cfg_;

@@ -27,6 +27,11 @@ class CalibratedHbm : public sc_core::sc_module, public tlm::tlm_fw_transport_if
     // Any number of initiators (the DMA engines of the chip's cores) bind here.
     tlm::tlm_target_socket<32, tlm::tlm_base_protocol_types, 0> target_in;
 
+    // `cal`: the calibration of this config, shared by the board's chips (Simulator's
+    // HbmCalibrationCache).
+    CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm, double core_clock_mhz,
+                  std::int64_t cores_per_chip, const HbmCalibration& cal);
+    // A chip on its own (a test rig): measures its calibration.
     CalibratedHbm(sc_core::sc_module_name name, const HbmConfig& hbm, double core_clock_mhz,
                   std::int64_t cores_per_chip);
     StatGroup& stats() { return model_.stats(); }

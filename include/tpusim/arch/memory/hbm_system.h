@@ -74,6 +74,9 @@ class HbmSystem {
     double hbm_clock_mhz() const { return hbm_clock_.mhz(); }
     std::size_t pseudo_channel_count() const { return pcs_.size(); }
     StatGroup& stats() { return stats_; }
+    // Registered in stats() as bytes_read and bytes_written.
+    const std::uint64_t& bytes_read() const { return bytes_read_; }
+    const std::uint64_t& bytes_written() const { return bytes_written_; }
 
  private:
     struct Txn {
