@@ -70,6 +70,10 @@ std::string run_source(const Spec& spec, const Point& p);
 // 64-bit FNV-1a as 16 hex digits: config hashes and spec hashes (stable across machines).
 std::string fnv1a_hex(const std::string& text);
 
+// Exit status of a sweep that ran every point of its shard and recorded them, some failed
+// (0: every point ok; 1: interrupted or incomplete; 2: bad input, before any point runs).
+inline constexpr int kSweepPointsFailed = 3;
+
 // --- database -------------------------------------------------------------------------------
 
 struct PointResult {
@@ -103,6 +107,8 @@ class Database {
     std::string csv(const std::string& sweep_id) const;
     // Sweep ids with their declared and recorded point counts.
     std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> summary() const;
+    // Indices of the sweep's points recorded with a status other than "ok".
+    std::vector<std::int64_t> failed_points(const std::string& sweep_id) const;
 
     const std::string& path() const { return path_; }
 

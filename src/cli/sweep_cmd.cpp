@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "common.h"
@@ -36,7 +37,7 @@ void on_signal(int) { g_interrupted = 1; }
 struct SweepOptions {
     std::string spec, db, csv, shard, sweep_id;
     int jobs = 0;
-    bool resume = false, quiet = false, list = false;
+    bool resume = false, quiet = false, list = false, keep_going = false;
     std::string merge_db;
     std::vector<std::string> merge_inputs;
 };
@@ -76,6 +77,49 @@ std::string signal_text(int sig) {
 // point's own crash and is recorded as its failure.
 bool external_kill(int sig) { return sig == SIGKILL || sig == SIGTERM || sig == SIGINT; }
 
+// Before any point runs: every workload file the shard's points name exists, and every
+// point's config loads (a value the config rejects, an 8192 x 8192 MXU, is the spec's error,
+// unless keep_going: then the point is recorded as failed and the others run).
+void check_points(const Spec& spec, std::int64_t shard, std::int64_t shards, bool keep_going) {
+    std::set<std::string> seen_files, seen_configs;
+    for (const auto& p : spec.points) {
+        if (p.index % shards != shard) continue;
+        const Workload& w = spec.workloads[p.workload];
+        std::vector<std::pair<std::string, std::string>> files;  // key, path
+        if (!w.trace.empty() || !w.hlo.empty())
+            files.emplace_back(w.trace.empty() ? "hlo" : "trace",
+                               substitute(w.trace.empty() ? w.hlo : w.trace, p.params));
+        if (!w.run.empty()) files.emplace_back("run", run_source(spec, p));
+        for (const auto& [key, rel] : files) {
+            const fs::path f = (fs::path(spec.dir) / rel).lexically_normal();
+            if (!seen_files.insert(f.string()).second) continue;
+            std::error_code ec;
+            if (!fs::is_regular_file(f, ec))
+                throw InputError(spec.path,
+                                 fmt::format("/workloads/{}/{}", p.workload, key),
+                                 fmt::format("names {}, which {} (point {}: {})", f.string(),
+                                             fs::exists(f, ec) ? "is not a regular file"
+                                                               : "does not exist",
+                                             p.index, p.label));
+        }
+        if (keep_going) continue;
+        std::vector<std::string> sets;
+        for (const auto& [k, v] : p.sets) sets.push_back(k + "=" + v.dump());
+        std::string key = p.base;
+        for (const auto& x : sets) key += "\n" + x;
+        if (!seen_configs.insert(key).second) continue;
+        try {
+            (void)load_config(p.base, sets);
+        } catch (const InputError& e) {
+            throw InputError(spec.path, fmt::format("point {} ({})", p.index, p.label),
+                             fmt::format("its config is invalid: {} (every point's config is "
+                                         "checked before any runs; --keep-going records such "
+                                         "points as failed and runs the others)",
+                                         e.what()));
+        }
+    }
+}
+
 int run_sweep(const SweepOptions& o) {
     const Spec spec = load_spec(o.spec);
     std::int64_t shard = 0, shards = 1;
@@ -87,6 +131,7 @@ int run_sweep(const SweepOptions& o) {
         }
         return 0;
     }
+    check_points(spec, shard, shards, o.keep_going);
     const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
     // Each worker may keep cores / jobs threads busy (TPUSIM_THREADS; the HBM calibration runs
     // side by side when it may), so that N workers use the machine's cores, not N times them.
@@ -272,6 +317,18 @@ int run_sweep(const SweepOptions& o) {
             lost ? fmt::format(" ({} workers killed from outside)", lost) : "");
         return 1;
     }
+    // Every point recorded: the shard's outcome is its points' (this run's and, with
+    // --resume, the earlier ones'), so that a job chain (Slurm afterok) stops on a failure.
+    std::int64_t failed_in_shard = 0;
+    for (std::int64_t i : db.failed_points(spec.name))
+        if (i % shards == shard) ++failed_in_shard;
+    if (failed_in_shard > 0) {
+        std::cerr << fmt::format(
+            "{} of {} points failed: their error is in the database (sqlite3 {} \"select "
+            "point, label, error from points where status != 'ok'\")\n",
+            failed_in_shard, in_shard, db_path);
+        return kSweepPointsFailed;
+    }
     return 0;
 }
 
@@ -302,6 +359,9 @@ void add_sweep_command(CLI::App& app) {
     cmd->add_option("-j,--jobs", o->jobs, "worker processes (default: the machine's cores)")
         ->check(CLI::Range(1, 4096));
     cmd->add_flag("--resume", o->resume, "finish a sweep this database already holds part of");
+    cmd->add_flag("--keep-going", o->keep_going,
+                  "record points whose config is invalid as failed and run the others, instead "
+                  "of refusing the spec before any point runs");
     cmd->add_option("--shard", o->shard, "run only points with index % N == I (I/N, I from 0)");
     cmd->add_option("--csv", o->csv, "write the points table as CSV here ('-': stdout)");
     cmd->add_option("--sweep", o->sweep_id, "with --csv and no SPEC: which sweep of the database");

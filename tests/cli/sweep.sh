@@ -24,8 +24,13 @@ EOF
 stable_csv() { python3 -c 'import csv,sys; [print(",".join(r[:-2])) for r in csv.reader(open(sys.argv[1]))]' "$1"; }
 
 # --- a small sweep: 16 points, 8 of them failing on an MXU size above the limit --------------------------
-"$bin" sweep "$d/small.json" --db "$tmp/a.sqlite" -j 2 --quiet --csv "$tmp/a.csv" > "$tmp/a.out" ||
-    fail "small sweep: exit $? $(cat "$tmp/a.out")"
+# Without --keep-going the spec is refused before any point runs (sweep_bad_specs.sh); with it
+# the failed points are recorded, the others run, and the exit status is 3.
+"$bin" sweep "$d/small.json" --db "$tmp/a.sqlite" -j 2 --quiet --keep-going --csv "$tmp/a.csv" \
+    > "$tmp/a.out" 2> "$tmp/a.err"
+rc=$?
+[ $rc -eq 3 ] && grep -q "^8 of 16 points failed: their error is in the database" "$tmp/a.err" ||
+    fail "small sweep: want exit 3 and '8 of 16 points failed', got $rc $(cat "$tmp/a.out" "$tmp/a.err")"
 [ "$(q "$tmp/a.sqlite" "select count(*), count(distinct point) from points")" = "16|16" ] ||
     fail "small sweep: want 16 distinct rows"
 [ "$(q "$tmp/a.sqlite" "select count(*) from points where status='failed' and error like
@@ -82,21 +87,26 @@ grep -q "seconds (s)" "$tmp/curves.svg" || fail "curves: y label with units"
 
 # Same spec on one worker: the same rows, byte for byte, but for wall time and peak RSS.
 # (from another folder, with a relative --db: generators run in the spec's folder)
-(cd "$tmp" && "$bin" sweep "$src/$d/small.json" --db b.sqlite -j 1 --quiet > /dev/null) || fail "small sweep -j 1"
+(cd "$tmp" && "$bin" sweep "$src/$d/small.json" --db b.sqlite -j 1 --quiet --keep-going \
+    > /dev/null 2>&1; [ $? -eq 3 ]) || fail "small sweep -j 1"
 "$bin" sweep --db "$tmp/b.sqlite" --csv "$tmp/b.csv" || fail "csv export"
 cmp -s <(stable_csv "$tmp/a.csv") <(stable_csv "$tmp/b.csv") ||
     fail "small sweep: -j 2 and -j 1 CSVs differ: $(diff <(stable_csv "$tmp/a.csv") <(stable_csv "$tmp/b.csv") | head -4)"
 # Running it again without --resume is refused; with --resume there is nothing left to do.
-err=$("$bin" sweep "$d/small.json" --db "$tmp/a.sqlite" --quiet 2>&1 >/dev/null)
+err=$("$bin" sweep "$d/small.json" --db "$tmp/a.sqlite" --quiet --keep-going 2>&1 >/dev/null)
 [ $? -eq 2 ] && [[ "$err" == "error: $tmp/a.sqlite: already holds 16 points"*"--resume"* ]] ||
     fail "second run without --resume: $err"
-"$bin" sweep "$d/small.json" --db "$tmp/a.sqlite" --resume --quiet | grep -q "(0 run now" ||
-    fail "resume of a finished sweep should run nothing"
+# ... and its exit status is still the points': 3, the failures recorded by the first run.
+out=$("$bin" sweep "$d/small.json" --db "$tmp/a.sqlite" --resume --quiet --keep-going 2>&1)
+rc=$?
+[ $rc -eq 3 ] && grep -q "(0 run now" <<<"$out" ||
+    fail "resume of a finished sweep should run nothing and exit 3: $rc $out"
 
 # Shards 0/3, 1/3, 2/3 merged equal the whole sweep.
 for i in 0 1 2; do
-    "$bin" sweep "$d/small.json" --db "$tmp/s$i.sqlite" --shard $i/3 -j 2 --quiet > /dev/null ||
-        fail "shard $i/3"
+    "$bin" sweep "$d/small.json" --db "$tmp/s$i.sqlite" --shard $i/3 -j 2 --quiet --keep-going \
+        > /dev/null 2>&1
+    [ $? -eq 3 ] || fail "shard $i/3: every shard has failed points (exit 3)"
 done
 "$bin" sweep merge --db "$tmp/m.sqlite" "$tmp/s0.sqlite" "$tmp/s1.sqlite" "$tmp/s2.sqlite" |
     grep -q "sweep small: 16 of 16 points" || fail "merge of three shards"

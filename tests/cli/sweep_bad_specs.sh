@@ -6,7 +6,8 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 b=$(realpath tests/data/sweep/bad)
 expect_cwd=$tmp  # a relative --db lands in the scratch folder
-good=$(realpath tests/data/sweep/small.json)
+good=$(realpath tests/data/sweep/small_valid.json)  # every point valid
+small=$(realpath tests/data/sweep/small.json)        # 8 points with an MXU above the limit
 
 expect_error "unknown top-level key" "bad/unknown_top_key.json: /axis: unknown key \"axis\"" -- sweep "$b/unknown_top_key.json"
 expect_error "unknown config key" "/axes/0/values/0: unknown config key \"mxu.rowz\"" -- sweep "$b/unknown_config_key.json"
@@ -39,5 +40,14 @@ fi
 chmod 0755 "$tmp/ro"
 expect_error "merge of a missing file" "nope.sqlite: no such database file" -- sweep merge --db m.sqlite nope.sqlite
 expect_error "csv of a missing database" "nope.sqlite: no such database file" -- sweep --db nope.sqlite --csv -
+
+# Checked before any point runs as well: every point's config (unless --keep-going) and every
+# workload file. No database is created.
+expect_error "invalid config of a point" "/small.json: point 2 (gemm board=v3-8 mxu.cols=8192 mxu.rows=8192 hbm.data_rate_mtps=1757.8125): its config is invalid: --set mxu.rows=8192: /mxu/rows: expected an integer in [1, 4096], got 8192 (every point's config is checked" -- sweep "$small" --db nodb.sqlite
+[ ! -e "$tmp/nodb.sqlite" ] && passes=$((passes + 1)) || fail "a refused spec created its database"
+src=$(pwd)
+sed -e "s|\.\./\.\./\.\./|$src/|g" -e 's/"trace": "small_gemm.json"/"trace": "no_such_trace.json"/' \
+    "$good" > "$tmp/missing_trace.json"
+expect_error "missing trace" "missing_trace.json: /workloads/0/trace: names $tmp/no_such_trace.json, which does not exist (point 0:" -- sweep "$tmp/missing_trace.json" --db nodb.sqlite --keep-going
 
 finish

@@ -105,7 +105,9 @@ if [[ -z "$up" ]]; then
     exit 1
 fi
 
-spec=tests/data/sweep/small.json
+# Every point of the spec is valid: a shard with a failed point exits 3 and the afterok merge
+# would not run (docs/sweep.md, exit status).
+spec=tests/data/sweep/small_valid.json
 TPUSIM="$bin" scripts/slurm/sweep.sbatch "$spec" 4 "$tmp/out" --wait
 "$bin" sweep "$spec" --db "$tmp/local.sqlite" -j 2 --quiet --csv "$tmp/local.csv" > /dev/null
 "$bin" sweep --db "$tmp/out/sweep.sqlite" --csv "$tmp/slurm.csv"
