@@ -14,13 +14,13 @@ namespace {
 // The bytes an op's result takes in HBM, as its write-back lays it out: a vector op's rows
 // in whole tiles of the VPU's lanes (lower_vector).
 bool has_column_sums(const OpSpec& op) {
-    return op.kind == OpKind::Vector && (op.vop == "layernorm_grad" || op.vop == "batchnorm_grad");
+    return op.kind == OpKind::Vector && vector_op_lowering(op.vop).column_sums;
 }
 
 Bytes output_bytes(const OpSpec& op, std::int64_t lanes) {
     if (op.kind == OpKind::Matmul) return static_cast<Bytes>(op.batch * op.m * op.n * op.out_bytes);
     if (op.kind == OpKind::Vector) {
-        const bool reduces = op.rowwise && op.vop.rfind("reduce", 0) == 0;
+        const bool reduces = op.rowwise && vector_op_info(op.vop).reduces;
         const Bytes cols = reduces ? 1
                                    : round_up(static_cast<Bytes>(op.cols),
                                               static_cast<Bytes>(std::max<std::int64_t>(lanes, 1)));
@@ -460,8 +460,9 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     const OpSpec& op = ops_[i];
     lowered_[i] = true;
     (*infos_)[i].fused_into = ops_[op.deps[0]].id;
-    const std::int64_t out_cols = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : in.cols;
-    const std::int64_t out_total = op.rowwise && op.vop.rfind("reduce", 0) == 0 ? 1 : in.total_cols;
+    const bool reduces = op.rowwise && vector_op_info(op.vop).reduces;
+    const std::int64_t out_cols = reduces ? 1 : in.cols;
+    const std::int64_t out_total = reduces ? 1 : in.total_cols;
     Waits waits = in.ready;
     for (std::size_t d = 1; d < op.deps.size(); ++d) append(waits, done_[op.deps[d]]);
     // Further operands (e.g. the residual of a fused add) come from HBM.
@@ -502,7 +503,11 @@ void CoreLowering::consume_tile(std::size_t i, TileRef in) {
     v.unit = Unit::Vpu;
     v.op = static_cast<std::uint32_t>(i);
     v.waits = waits;
-    v.vec() = {op.vop, in.rows, in.cols, vpu_element_bytes(in.elem),
+    v.vec() = {op.vop,
+               op.saved_mask,
+               in.rows,
+               in.cols,
+               vpu_element_bytes(in.elem),
                vpu_element_bytes(op.out_bytes)};
     const std::uint32_t id = emit(std::move(v));
     last_vpu_[i] = id;

@@ -96,8 +96,8 @@ class CoreLowering {
     // One statistics kernel of a row normalisation (XLA's separate reduction fusion): a full
     // pass over the op's input `src` (rows of `cols` lanes) that starts after `after`, with
     // the row reduction `body` on the VPU. Returns its last VPU instruction.
-    std::uint32_t lower_statistics_pass(std::size_t i, const char* body, HbmSrc src,
-                                        std::int64_t cols, const Waits& after);
+    std::uint32_t lower_statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
+                                        const Waits& after);
     // Op i's DMA of rows [r0, r0 + rows) of `row_bytes` each, from the HBM array at `src` into
     // a fresh VMEM buffer, after `after`; the DMA and the buffer are added to `s`. The rows
     // stay inside the source's buffer (wrap_block).

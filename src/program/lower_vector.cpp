@@ -23,11 +23,7 @@ std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k) {
     return elem_or(op.output_elem, k, op.out_bytes);
 }
 
-int xla_statistics_passes(const std::string& vop) {
-    if (vop == "layernorm" || vop == "softmax") return 2;
-    if (vop == "rmsnorm") return 1;
-    return 0;
-}
+int xla_statistics_passes(VectorOp vop) { return vector_op_lowering(vop).statistics_passes; }
 
 std::int64_t CoreLowering::vector_chunk_rows(const OpSpec& op, Bytes row_bytes,
                                              std::int64_t out_bytes) const {
@@ -50,7 +46,7 @@ std::int64_t CoreLowering::vector_chunk_rows(const OpSpec& op, Bytes row_bytes,
 
 void CoreLowering::lower_vector(std::size_t i) {
     const OpSpec& op = ops_[i];
-    const bool reduces = op.rowwise && op.vop.rfind("reduce", 0) == 0;
+    const bool reduces = op.rowwise && vector_op_info(op.vop).reduces;
     // XLA's TPU layout of a row-major rows x cols array tiles its minor dimension by the
     // vector lanes ({1,0:T(8,128)} for f32, (16,128) packed for bf16), so in HBM and VMEM a
     // row occupies whole 128-lane tiles: a 4096 x 32 f32 array moves as 4096 x 128. The VPU
@@ -102,7 +98,9 @@ void CoreLowering::lower_vector(std::size_t i) {
     }
     for (int p = 0; p < stat_passes && !(op.vmem_inputs & 1u); ++p) {
         // softmax: the max, then the sum; layernorm: the mean, then the variance.
-        const char* body = op.vop == "softmax" && p == 0 ? "reduce_max" : "reduce_sum";
+        const VectorOp body = vector_op_lowering(op.vop).statistics_max_first && p == 0
+                                  ? VectorOp::ReduceMax
+                                  : VectorOp::ReduceSum;
         deps = {lower_statistics_pass(i, body, inputs.front().first, cols, deps)};
     }
 
@@ -122,7 +120,11 @@ void CoreLowering::lower_vector(std::size_t i) {
             v.unit = Unit::Vpu;
             v.op = u32;
             v.waits = w;
-            v.vec() = {op.vop, rows, op.cols, vpu_element_bytes(op.in_bytes),
+            v.vec() = {op.vop,
+                       op.saved_mask,
+                       rows,
+                       op.cols,
+                       vpu_element_bytes(op.in_bytes),
                        vpu_element_bytes(op.out_bytes)};
             const std::uint32_t id = emit(std::move(v));
             last_vpu_[i] = id;
@@ -169,7 +171,7 @@ void CoreLowering::load_rows(std::size_t i, HbmSrc src, Bytes row_bytes, std::in
     count_hbm(i, moved);
 }
 
-std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* body, HbmSrc src,
+std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, VectorOp body, HbmSrc src,
                                                   std::int64_t cols, const Waits& after) {
     const OpSpec& op = ops_[i];
     const Bytes row_in = static_cast<Bytes>(cols * vector_input_bytes(op, 0));
@@ -189,7 +191,7 @@ std::uint32_t CoreLowering::lower_statistics_pass(std::size_t i, const char* bod
             v.unit = Unit::Vpu;
             v.op = u32;
             v.waits = s.loaded;
-            v.vec() = {body, rows, op.cols, vpu_element_bytes(op.in_bytes), 4};
+            v.vec() = {body, false, rows, op.cols, vpu_element_bytes(op.in_bytes), 4};
             last = emit(std::move(v));
             for (Addr a : s.buffers) vmem_.use(a, last);
             s.computed = {last};

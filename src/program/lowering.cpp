@@ -132,7 +132,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
         if (op.kind != OpKind::Vector) continue;
         try {
             vector_loop_iterations(
-                VectorOpDesc{op.vop, std::max<std::int64_t>(op.rows, 1),
+                VectorOpDesc{op.vop, op.saved_mask, std::max<std::int64_t>(op.rows, 1),
                              std::max<std::int64_t>(op.cols, 1), vpu_element_bytes(op.in_bytes),
                              vpu_element_bytes(op.out_bytes)},
                 cfg.vpu);

@@ -20,6 +20,7 @@
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/program/program.h"
 #include "tpusim/trace/op_kind.h"
+#include "tpusim/trace/trace.h"
 
 namespace tpusim {
 
@@ -37,7 +38,10 @@ struct OpSpec {
         std::int64_t h = 0, w = 0, c = 0, kh = 0, kw = 0, stride_h = 1, out_h = 0, out_w = 0;
     } conv;
     // vector
-    std::string vop;
+    VectorOp vop = VectorOp::Add;
+    // dropout: also writes its keep mask (a second result); dropout_grad: reads it (a second
+    // operand). VectorShape::saved_mask.
+    bool saved_mask = false;
     std::int64_t rows = 0, cols = 0;
     std::int64_t vector_inputs = 1;
     // Full-size result streams, each its own array in the result buffer (adam: p, m, v).
@@ -90,7 +94,7 @@ std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k);
 
 // Extra reads of its input that XLA's separate statistics fusions add to an unfused row
 // normalisation (layernorm, softmax: 2; rmsnorm: 1; other ops: 0). docs/program.md.
-int xla_statistics_passes(const std::string& vop);
+int xla_statistics_passes(VectorOp vop);
 
 // Throws InputError(trace_name, "op \"id\"", ...) when an op cannot be placed (e.g. its
 // smallest tile does not fit VMEM).

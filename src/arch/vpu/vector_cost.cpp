@@ -103,10 +103,14 @@ std::shared_ptr<const SteadyState> find_steady_state(std::shared_ptr<const Vecto
 }
 
 struct CacheKey {
-    std::string body;  // op (and cols for row ops), element sizes
+    // The loop body: the op (and cols for row ops), element sizes.
+    VectorOp op;
+    bool saved_mask;
+    std::int64_t row_cols, in_bytes, out_bytes;
     std::vector<double> config;
     bool operator<(const CacheKey& o) const {
-        return std::tie(body, config) < std::tie(o.body, o.config);
+        return std::tie(op, saved_mask, row_cols, in_bytes, out_bytes, config) <
+               std::tie(o.op, o.saved_mask, o.row_cols, o.in_bytes, o.out_bytes, o.config);
     }
 };
 
@@ -119,9 +123,8 @@ std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d, co
     VmemConfig w = vmem;
     v.visit(kc);
     w.visit(kc);
-    CacheKey key{d.op + "/" + std::to_string(is_row_vector_op(d.op) ? d.cols : 0) + "/" +
-                     std::to_string(d.in_bytes) + "/" + std::to_string(d.out_bytes),
-                 std::move(kc.values)};
+    CacheKey key{d.op,       d.saved_mask, is_row_vector_op(d.op) ? d.cols : 0,
+                 d.in_bytes, d.out_bytes,  std::move(kc.values)};
     {
         std::lock_guard<std::mutex> lock(mu);
         if (auto it = cache.find(key); it != cache.end()) return it->second;

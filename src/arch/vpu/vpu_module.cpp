@@ -11,7 +11,7 @@ Vpu::Vpu(sc_core::sc_module_name name, const VpuConfig& vpu, const VmemConfig& v
 }
 
 const VectorOpCost& Vpu::op_cost(const VectorOpDesc& op) {
-    auto key = std::make_tuple(op.op, op.rows, op.cols, op.in_bytes, op.out_bytes);
+    auto key = std::make_tuple(op.op, op.saved_mask, op.rows, op.cols, op.in_bytes, op.out_bytes);
     auto it = costs_.find(key);
     if (it == costs_.end()) {
         it = costs_.emplace(std::move(key), vector_op_cost(op, vpu_, vmem_)).first;

@@ -45,7 +45,7 @@ class Vpu : public sc_core::sc_module {
     VpuConfig vpu_;
     VmemConfig vmem_;
     VpuTiming timing_;
-    std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+    std::map<std::tuple<VectorOp, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
              VectorOpCost>
         costs_;
     std::deque<Job> queue_;
