@@ -152,12 +152,8 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
             }
             default:
                 s.bytes = static_cast<Bytes>(op.bytes);
-                for (const auto& g : op.replica_groups) {
-                    // The program layer needs this core's group only; groups are a partition,
-                    // so the lowering picks the one holding the core (see lower_single).
-                    for (int c : g) s.group.push_back(c);
-                    s.group.push_back(-1);  // group separator
-                }
+                for (const auto& g : op.replica_groups)
+                    s.replica_groups.emplace_back(g.begin(), g.end());
                 s.peer = op.peer;
                 for (const auto& [a, b] : op.source_target_pairs) s.pairs.emplace_back(a, b);
                 break;

@@ -23,6 +23,16 @@ std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k) {
     return elem_or(op.output_elem, k, op.out_bytes);
 }
 
+std::ptrdiff_t replica_group_of(const OpSpec& op, std::int64_t core) {
+    std::ptrdiff_t found = -1;
+    for (std::size_t g = 0; g < op.replica_groups.size(); ++g) {
+        const auto& group = op.replica_groups[g];
+        if (std::find(group.begin(), group.end(), core) != group.end())
+            found = static_cast<std::ptrdiff_t>(g);
+    }
+    return found;
+}
+
 int xla_statistics_passes(VectorOp vop) { return vector_op_lowering(vop).statistics_passes; }
 
 std::int64_t CoreLowering::vector_chunk_rows(const OpSpec& op, Bytes row_bytes,
@@ -246,19 +256,10 @@ void CoreLowering::lower_single(std::size_t i) {
             coll.kind = collective_kind(op.kind);
         }
         coll.bytes = op.bytes;
-        // op.group lists the replica groups, each closed by -1; this core takes its own.
-        std::vector<std::int64_t> cur;
-        for (std::int64_t c : op.group) {
-            if (c >= 0) {
-                cur.push_back(c);
-                continue;
-            }
-            if (std::find(cur.begin(), cur.end(), core_) != cur.end()) coll.group = cur;
-            cur.clear();
-        }
-        if (!cur.empty() && std::find(cur.begin(), cur.end(), core_) != cur.end()) {
-            coll.group = cur;
-        }
+        // This core's replica group (the last that holds it, should a malformed list repeat
+        // the core; program_signature agrees).
+        if (const std::ptrdiff_t g = replica_group_of(op, core_); g >= 0)
+            coll.group = op.replica_groups[static_cast<std::size_t>(g)];
         if (coll.group.empty()) {
             coll.group = op.cores;
             if (coll.group.empty()) {

@@ -51,21 +51,9 @@ std::vector<std::int64_t> program_signature(const std::vector<OpSpec>& ops, std:
             key[i] = -1;
             continue;
         }
-        if (op.group.empty()) continue;
-        std::int64_t ordinal = 0, found = -2;
-        bool in_current = false, any = false;
-        for (std::int64_t g : op.group) {
-            if (g >= 0) {
-                any = true;
-                in_current = in_current || g == c;
-                continue;
-            }
-            if (in_current) found = ordinal;
-            ++ordinal;
-            in_current = any = false;
-        }
-        if (any && in_current) found = ordinal;
-        key[i] = found;
+        if (op.replica_groups.empty()) continue;
+        const std::ptrdiff_t g = replica_group_of(op, c);
+        key[i] = g >= 0 ? static_cast<std::int64_t>(g) : -2;
     }
     return key;
 }

@@ -34,7 +34,7 @@ std::vector<OpSpec> ops() {
     ar.id = "ar";
     ar.kind = OpKind::AllReduce;
     ar.bytes = 1 << 20;
-    ar.group = {0, 1};
+    ar.replica_groups = {{0, 1}};
     ar.deps = {3};
     v.push_back(ar);
     return v;

@@ -12,6 +12,7 @@
 // Dependencies become waits on the producing instructions; VMEM buffers are allocated from a
 // ring, and reusing a region waits for its last reader (write-after-read), so the amount of
 // buffering follows from the VMEM capacity in the config.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -56,7 +57,9 @@ struct OpSpec {
     double vector_flops = 0;  // useful FLOPs of a vector op on one core (op_flops)
     // data movement and collectives
     Bytes bytes = 0;
-    std::vector<std::int64_t> group;
+    // Collectives: the replica groups (TraceOp::replica_groups), a partition of the op's
+    // cores; each core takes the group that holds it. Empty: one group of all the op's cores.
+    std::vector<std::vector<std::int64_t>> replica_groups;
     std::int64_t peer = -1;
     std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
     // graph
@@ -91,6 +94,9 @@ inline constexpr std::size_t kMaxCoreInstructions = (std::size_t{1} << 32) - 1;
 // (XLA's TPU layout packs four to a 32-bit word).
 std::int64_t vector_input_bytes(const OpSpec& op, std::int64_t j);
 std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k);
+
+// The index in op.replica_groups of the last group that holds `core`, or -1 for none.
+std::ptrdiff_t replica_group_of(const OpSpec& op, std::int64_t core);
 
 // Extra reads of its input that XLA's separate statistics fusions add to an unfused row
 // normalisation (layernorm, softmax: 2; rmsnorm: 1; other ops: 0). docs/program.md.
