@@ -161,7 +161,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
             for (std::size_t i = 0; i < ops.size(); ++i) {
                 if (key[i] < 0 || counted[i]) continue;
                 counted[i] = true;
-                prog.ops[i].hbm_bytes = lowering.hbm_bytes()[i];
+                prog.ops[i].hbm_bytes = lowering.hbm_bytes(i);
             }
             it = streams.emplace(std::move(key), std::move(s)).first;
         }

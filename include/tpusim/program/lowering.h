@@ -34,7 +34,7 @@ struct OpSpec {
     std::int64_t in_bytes = 2, out_bytes = 2;   // element sizes
     std::int64_t lhs_bytes = 2, rhs_bytes = 2;  // matmul: each operand's element size
     // conv2d: the NHWC input the implicit GEMM's LHS views (kh = 0: a plain matmul). The LHS
-    // tiles then move the input rows their windows cover, not im2col rows (lower_matmul).
+    // tiles then move the input rows their windows cover, not im2col rows (MatmulLowering).
     struct ConvWindow {
         std::int64_t h = 0, w = 0, c = 0, kh = 0, kw = 0, stride_h = 1, out_h = 0, out_w = 0;
     } conv;
