@@ -127,12 +127,12 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
             }
             case OpKind::Vector: {
                 const VectorOpInfo& info = vector_op_info(op.vector.op);
-                s.vop = info.name;
-                // The program layer's own names for the saved-mask forms: their bodies differ.
-                // The mask is a pred array: dropout's second result, dropout_grad's second
-                // operand, read from its dropout's second result array.
+                s.vop = op.vector.op;
+                // The saved-mask forms have bodies of their own. The mask is a pred array:
+                // dropout's second result, dropout_grad's second operand, read from its
+                // dropout's second result array.
                 if (op.vector.saved_mask) {
-                    s.vop += "_saved_mask";
+                    s.saved_mask = true;
                     if (op.vector.op == VectorOp::Dropout) s.output_elem = {0, 1};
                     if (op.vector.op == VectorOp::DropoutGrad) {
                         s.input_elem = {0, 1};
@@ -145,19 +145,15 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
                 s.vector_outputs = info.reduces ? 1 : vector_outputs(op.vector);
                 // Whole rows per chunk only where the VPU reduces along the row (softmax,
                 // layernorm, reductions); bias_add and batchnorm chunk freely.
-                s.rowwise = is_row_vector_op(s.vop);
+                s.rowwise = is_row_vector_op(op.vector.op);
                 s.vector_flops = static_cast<double>(op_flops(op));
                 shape_elementwise(s, 1024);
                 break;
             }
             default:
                 s.bytes = static_cast<Bytes>(op.bytes);
-                for (const auto& g : op.replica_groups) {
-                    // The program layer needs this core's group only; groups are a partition,
-                    // so the lowering picks the one holding the core (see lower_single).
-                    for (int c : g) s.group.push_back(c);
-                    s.group.push_back(-1);  // group separator
-                }
+                for (const auto& g : op.replica_groups)
+                    s.replica_groups.emplace_back(g.begin(), g.end());
                 s.peer = op.peer;
                 for (const auto& [a, b] : op.source_target_pairs) s.pairs.emplace_back(a, b);
                 break;

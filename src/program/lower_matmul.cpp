@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core_lowering.h"
+#include "op_lowerings.h"
 #include "tpusim/common/error.h"
 
 namespace tpusim {
@@ -53,26 +53,26 @@ WindowLoad conv_window_load(const OpSpec::ConvWindow& c, std::int64_t batch_rows
 
 }  // namespace
 
-void CoreLowering::lower_matmul(std::size_t i) {
-    const OpSpec& op = ops_[i];
-    const std::int64_t R = cfg_.mxu.rows, C = cfg_.mxu.cols, X = cfg_.core.mxus;
+void MatmulLowering::lower(std::size_t i) {
+    const OpSpec& op = c_.op(i);
+    const std::int64_t R = c_.cfg().mxu.rows, C = c_.cfg().mxu.cols, X = c_.cfg().core.mxus;
     // Element sizes of the operands in HBM and VMEM (an f32 operand of a bf16 matmul moves 4
     // bytes per element: XLA's convert fused into the dot).
     const std::int64_t ea = op.lhs_bytes, eb = op.rhs_bytes;
-    const auto cap = static_cast<double>(vmem_.capacity());
-    auto consumer = inline_consumer(i);
-    const bool whole_rows = consumer && ops_[*consumer].rowwise;
+    const auto cap = static_cast<double>(c_.vmem().capacity());
+    auto consumer = c_.inline_consumer(i);
+    const bool whole_rows = consumer && c_.op(*consumer).rowwise;
 
     // Tile sizes: as large as two pipeline stages of A, B and the f32 accumulator (plus the
     // fused consumer's buffers) allow; K and N tiles are multiples of the array.
-    std::int64_t tm = std::min<std::int64_t>(op.m, cfg_.lowering.matmul_max_tile_m);
+    std::int64_t tm = std::min<std::int64_t>(op.m, c_.cfg().lowering.matmul_max_tile_m);
     std::int64_t tk = std::min<std::int64_t>(
         static_cast<std::int64_t>(round_up(op.k, R)),
-        static_cast<std::int64_t>(round_up(cfg_.lowering.matmul_max_tile_k, R)));
+        static_cast<std::int64_t>(round_up(c_.cfg().lowering.matmul_max_tile_k, R)));
     std::int64_t tn = static_cast<std::int64_t>(round_up(op.n, C));
     if (!whole_rows) {
         tn = std::min<std::int64_t>(
-            tn, static_cast<std::int64_t>(round_up(cfg_.lowering.matmul_max_tile_n, C)));
+            tn, static_cast<std::int64_t>(round_up(c_.cfg().lowering.matmul_max_tile_n, C)));
     }
     auto footprint = [&] {
         const double acc = static_cast<double>(tm * tn) * 4.0;
@@ -80,7 +80,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
         return 2.0 * static_cast<double>(tm * tk * ea) + 2.0 * static_cast<double>(tk * tn * eb) +
                2.0 * acc + cons;
     };
-    while (footprint() > cap * cfg_.lowering.matmul_vmem_fraction * 2.0) {
+    while (footprint() > cap * c_.cfg().lowering.matmul_vmem_fraction * 2.0) {
         if (tk > 4 * R) {
             tk = static_cast<std::int64_t>(round_up(static_cast<Bytes>(tk / 2), R));
         } else if (tm > 256) {
@@ -94,10 +94,11 @@ void CoreLowering::lower_matmul(std::size_t i) {
         } else if (!whole_rows && tn > C) {
             tn = C;
         } else {
-            throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
-                             fmt::format("its smallest tiles ({} x {} x {}) need {:.2f} MiB of "
-                                         "VMEM; the core has {} MiB",
-                                         tm, tk, tn, footprint() / kMiB, cfg_.vmem.capacity_mib));
+            throw InputError(
+                c_.trace_name(), fmt::format("op \"{}\"", op.id),
+                fmt::format("its smallest tiles ({} x {} x {}) need {:.2f} MiB of "
+                            "VMEM; the core has {} MiB",
+                            tm, tk, tn, footprint() / kMiB, c_.cfg().vmem.capacity_mib));
         }
     }
     const std::int64_t nm = static_cast<std::int64_t>(ceil_div(op.m, tm));
@@ -105,23 +106,25 @@ void CoreLowering::lower_matmul(std::size_t i) {
     const std::int64_t nn = static_cast<std::int64_t>(ceil_div(op.n, tn));
     const bool conv = op.conv.kh > 0;
     const std::int64_t conv_rows = conv ? op.m / (op.conv.out_h * op.conv.out_w) * op.conv.h : 0;
-    const HbmSrc lhs_buf = operand(i, 0,
-                                   conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * ea)
-                                        : static_cast<Bytes>(op.batch * op.m * op.k * ea));
-    const HbmSrc rhs_buf = operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * eb));
+    const HbmSrc lhs_buf =
+        c_.operand(i, 0,
+                   conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * ea)
+                        : static_cast<Bytes>(op.batch * op.m * op.k * ea));
+    const HbmSrc rhs_buf = c_.operand(i, 1, static_cast<Bytes>(op.batch * op.k * op.n * eb));
     const Addr lhs = lhs_buf.addr, rhs = rhs_buf.addr;
     const Bytes lhs_view = conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * ea)
                                 : static_cast<Bytes>(op.batch * op.m * op.k * ea);
-    const Waits deps = dep_waits(op);
+    const Waits deps = c_.dep_waits(op);
     // Operands XLA placed in VMEM (S(1)) must fit there whole.
     const Bytes lhs_bytes = static_cast<Bytes>(op.batch * op.m * op.k * ea);
     const Bytes rhs_bytes = static_cast<Bytes>(op.batch * op.k * op.n * eb);
     const Bytes resident = (op.lhs_in_vmem ? lhs_bytes : 0) + (op.rhs_in_vmem ? rhs_bytes : 0);
     if (static_cast<double>(resident) > cap)
-        throw InputError(trace_name_, fmt::format("op \"{}\"", op.id),
-                         fmt::format("its VMEM-resident operands (vmem_operands) take {:.2f} MiB; "
-                                     "the core has {} MiB of VMEM",
-                                     static_cast<double>(resident) / kMiB, cfg_.vmem.capacity_mib));
+        throw InputError(
+            c_.trace_name(), fmt::format("op \"{}\"", op.id),
+            fmt::format("its VMEM-resident operands (vmem_operands) take {:.2f} MiB; "
+                        "the core has {} MiB of VMEM",
+                        static_cast<double>(resident) / kMiB, c_.cfg().vmem.capacity_mib));
     // Which operand is stationary in the array. With M no wider than the array, a weight tile
     // of B would stream only M rows per swap, and a swap costs about rows + cols + Lw cycles
     // (docs/mxu.md), so the array would idle most of the time; XLA then keeps the LHS tile
@@ -133,12 +136,12 @@ void CoreLowering::lower_matmul(std::size_t i) {
     const auto u32 = static_cast<std::uint32_t>(i);
 
     // State carried between pipeline steps of one op.
-    Buffer acc{0, 0};
-    Buffer bbuf{0, 0};
+    LoweringContext::Buffer acc{0, 0};
+    LoweringContext::Buffer bbuf{0, 0};
     std::uint32_t b_load = 0;
     Waits acc_waits;
 
-    // Step s is tile (b, jn, jm, jk), K innermost, then M, N and the batch.
+    // PipelineStep s is tile (b, jn, jm, jk), K innermost, then M, N and the batch.
     const auto make = [&](std::size_t s_index) {
         auto rest = static_cast<std::int64_t>(s_index);
         const std::int64_t jk = rest % nk;
@@ -151,8 +154,8 @@ void CoreLowering::lower_matmul(std::size_t i) {
         const std::int64_t tk_e = std::min(tk, op.k - jk * tk);
         const std::int64_t tn_e = std::min(tn, op.n - jn * tn);
         const bool reuse_b = nk == 1 && jm > 0;  // weights stay resident across M
-        Step st;
-        st.load = [=, &bbuf, &b_load](Step& s) {
+        PipelineStep st;
+        st.load = [=, &bbuf, &b_load](PipelineStep& s) {
             Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * ea);
             WindowLoad win;
             if (conv) {
@@ -161,7 +164,7 @@ void CoreLowering::lower_matmul(std::size_t i) {
             }
             const bool windowed = conv && win.bytes() == a_bytes;
             Waits w = deps;
-            Buffer a = alloc(a_bytes, false, w, i);
+            LoweringContext::Buffer a = c_.alloc(a_bytes, false, w, i);
             Instr ld;
             ld.unit = Unit::Dma;
             ld.op = u32;
@@ -195,16 +198,16 @@ void CoreLowering::lower_matmul(std::size_t i) {
             if (op.lhs_in_vmem) {  // resident in VMEM (S(1)): no DMA, ready after its deps
                 s.loaded.insert(s.loaded.end(), w.begin(), w.end());
             } else {
-                wrap_block(ld.dma(), lhs_buf);
-                const std::uint32_t a_id = emit(ld);
-                vmem_.use(a.addr, a_id);
+                c_.wrap_block(ld.dma(), lhs_buf);
+                const std::uint32_t a_id = c_.emit(ld);
+                c_.vmem().use(a.addr, a_id);
                 s.loaded.push_back(a_id);
-                count_hbm(i, ld.dma().bytes());
+                c_.count_hbm(i, ld.dma().bytes());
             }
             if (!reuse_b) {
                 const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * eb);
                 Waits wb = deps;
-                bbuf = alloc(b_bytes, nk == 1, wb, i);
+                bbuf = c_.alloc(b_bytes, nk == 1, wb, i);
                 Instr lb = ld;
                 lb.waits = wb;
                 lb.dma() = dma_block(
@@ -214,20 +217,20 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 if (op.rhs_in_vmem) {
                     s.loaded.insert(s.loaded.end(), wb.begin(), wb.end());
                 } else {
-                    wrap_block(lb.dma(), rhs_buf);
-                    b_load = emit(lb);
-                    vmem_.use(bbuf.addr, b_load);
-                    count_hbm(i, lb.dma().bytes());
+                    c_.wrap_block(lb.dma(), rhs_buf);
+                    b_load = c_.emit(lb);
+                    c_.vmem().use(bbuf.addr, b_load);
+                    c_.count_hbm(i, lb.dma().bytes());
                 }
             }
             if (!op.rhs_in_vmem) s.loaded.push_back(b_load);
             s.buffers = {a.addr, bbuf.addr};
             s.weights = bbuf.addr;
         };
-        st.compute = [=, &acc, &acc_waits](Step& s) {
+        st.compute = [=, &acc, &acc_waits](PipelineStep& s) {
             if (jk == 0) {
                 acc_waits.clear();
-                acc = alloc(static_cast<Bytes>(tm_e * tn_e * 4), true, acc_waits, i);
+                acc = c_.alloc(static_cast<Bytes>(tm_e * tn_e * 4), true, acc_waits, i);
             }
             if (lhs_stationary) {
                 // XLA's choice for a thin LHS: its tm_e x tk_e tile is the
@@ -243,13 +246,13 @@ void CoreLowering::lower_matmul(std::size_t i) {
                     mm.waits = s.loaded;
                     if (jk == 0) append_waits(mm.waits, acc_waits);
                     mm.mm() = {x, std::min(share, tn_e - x * share), tk_e, tm_e};
-                    const std::uint32_t id = emit(std::move(mm));
-                    for (Addr a : s.buffers) vmem_.use(a, id);
-                    vmem_.use(acc.addr, id);
+                    const std::uint32_t id = c_.emit(std::move(mm));
+                    for (Addr a : s.buffers) c_.vmem().use(a, id);
+                    c_.vmem().use(acc.addr, id);
                     s.computed.push_back(id);
                 }
                 s.acc = acc.addr;
-                if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);  // as below
+                if (nk == 1 && jm == nm - 1) c_.vmem().unpin(s.weights);  // as below
                 return;
             }
             const auto issue = [&](std::int64_t x, std::int64_t rows, std::int64_t cols) {
@@ -259,9 +262,9 @@ void CoreLowering::lower_matmul(std::size_t i) {
                 mm.waits = s.loaded;
                 if (jk == 0) append_waits(mm.waits, acc_waits);
                 mm.mm() = {x, rows, tk_e, cols};
-                const std::uint32_t id = emit(std::move(mm));
-                for (Addr a : s.buffers) vmem_.use(a, id);
-                vmem_.use(acc.addr, id);
+                const std::uint32_t id = c_.emit(std::move(mm));
+                for (Addr a : s.buffers) c_.vmem().use(a, id);
+                c_.vmem().use(acc.addr, id);
                 s.computed.push_back(id);
             };
             // Column groups of C go round-robin to the MXUs.
@@ -293,18 +296,18 @@ void CoreLowering::lower_matmul(std::size_t i) {
             // overwritten once they are done (the ring makes a later buffer wait for them), so
             // it is unpinned now rather than when the step finishes. Held one step longer, the
             // weights of three steps stay pinned beside two accumulators and fragment VMEM.
-            if (nk == 1 && jm == nm - 1) vmem_.unpin(s.weights);
+            if (nk == 1 && jm == nm - 1) c_.vmem().unpin(s.weights);
         };
         if (jk == nk - 1) {
-            st.finish = [=](Step& s) {
-                sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
-                                consumer ? 4 : op.out_bytes, s.computed});
-                vmem_.unpin(s.acc);
+            st.finish = [=](PipelineStep& s) {
+                c_.sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
+                                   consumer ? 4 : op.out_bytes, s.computed});
+                c_.vmem().unpin(s.acc);
             };
         }
         return st;
     };
-    run_pipeline(static_cast<std::size_t>(op.batch * nn * nm * nk), make);
+    c_.run_pipeline(static_cast<std::size_t>(op.batch * nn * nm * nk), make);
 }
 
 }  // namespace tpusim

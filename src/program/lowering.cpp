@@ -51,21 +51,9 @@ std::vector<std::int64_t> program_signature(const std::vector<OpSpec>& ops, std:
             key[i] = -1;
             continue;
         }
-        if (op.group.empty()) continue;
-        std::int64_t ordinal = 0, found = -2;
-        bool in_current = false, any = false;
-        for (std::int64_t g : op.group) {
-            if (g >= 0) {
-                any = true;
-                in_current = in_current || g == c;
-                continue;
-            }
-            if (in_current) found = ordinal;
-            ++ordinal;
-            in_current = any = false;
-        }
-        if (any && in_current) found = ordinal;
-        key[i] = found;
+        if (op.replica_groups.empty()) continue;
+        const std::ptrdiff_t g = replica_group_of(op, c);
+        key[i] = g >= 0 ? static_cast<std::int64_t>(g) : -2;
     }
     return key;
 }
@@ -132,7 +120,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
         if (op.kind != OpKind::Vector) continue;
         try {
             vector_loop_iterations(
-                VectorOpDesc{op.vop, std::max<std::int64_t>(op.rows, 1),
+                VectorOpDesc{op.vop, op.saved_mask, std::max<std::int64_t>(op.rows, 1),
                              std::max<std::int64_t>(op.cols, 1), vpu_element_bytes(op.in_bytes),
                              vpu_element_bytes(op.out_bytes)},
                 cfg.vpu);
@@ -173,7 +161,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
             for (std::size_t i = 0; i < ops.size(); ++i) {
                 if (key[i] < 0 || counted[i]) continue;
                 counted[i] = true;
-                prog.ops[i].hbm_bytes = lowering.hbm_bytes()[i];
+                prog.ops[i].hbm_bytes = lowering.hbm_bytes(i);
             }
             it = streams.emplace(std::move(key), std::move(s)).first;
         }

@@ -10,7 +10,9 @@ Ctx::Ctx(const VpuConfig& v, const VectorOpDesc& d)
       k(d.in_bytes == 2 || d.out_bytes == 2 ? 2 : 1),
       in_bytes(d.in_bytes),
       out_bytes(d.out_bytes),
-      vreg_bytes(static_cast<std::uint32_t>(v.sublanes * v.lanes * 4)) {}
+      vreg_bytes(static_cast<std::uint32_t>(v.sublanes * v.lanes * 4)),
+      tiles(static_cast<std::int64_t>(ceil_div(d.cols, v.lanes))),
+      saved_mask(d.saved_mask) {}
 
 std::vector<VVal> Ctx::load_in() {
     std::vector<VVal> xs;

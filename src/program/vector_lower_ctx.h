@@ -3,7 +3,6 @@
 // loads and stores tiles in the right layout, and the row reduction helper.
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <vector>
 
 #include "tpusim/program/vector_lowering.h"
@@ -21,6 +20,8 @@ struct Ctx {
     int k;
     std::int64_t in_bytes, out_bytes;
     std::uint32_t vreg_bytes;
+    std::int64_t tiles;  // tile columns of a row: ceil(cols / lanes)
+    bool saved_mask;     // VectorOpDesc::saved_mask
 
     Ctx(const VpuConfig& v, const VectorOpDesc& d);
 
@@ -68,23 +69,36 @@ class RowReducer {
     std::vector<std::vector<std::vector<VVal>>> acc_;  // [r][h][partial]
 };
 
-// Row ops (vector_lowering_rows.cpp); `tiles` = ceil(cols / lanes).
-void lower_softmax(Ctx& c, std::int64_t tiles);
-void lower_softmax_grad(Ctx& c, std::int64_t tiles);
-void lower_norm(Ctx& c, std::int64_t tiles, bool rms);
-void lower_layernorm_grad(Ctx& c, std::int64_t tiles);
-void lower_reduce(Ctx& c, std::int64_t tiles, bool is_max);
+// The expansions of the vector ops (VectorOpLowering::expand), by file. Row ops
+// (vector_lowering_rows.cpp) iterate over c.tiles tile columns.
+void lower_softmax(Ctx& c);
+void lower_softmax_grad(Ctx& c);
+void lower_layernorm(Ctx& c);
+void lower_rmsnorm(Ctx& c);
+void lower_layernorm_grad(Ctx& c);
+void lower_reduce_sum(Ctx& c);
+void lower_reduce_max(Ctx& c);
 
 // Per-column statistics, embedding rows and optimizers (vector_lowering_cols.cpp).
 void lower_batchnorm(Ctx& c);
 void lower_batchnorm_grad(Ctx& c);
-void lower_gather(Ctx& c, bool scatter_add);
+void lower_gather(Ctx& c);
+void lower_scatter_add(Ctx& c);
 void lower_adam(Ctx& c);
 void lower_lamb(Ctx& c);
 void lower_sgd_momentum(Ctx& c);
 
-// Elementwise ops other than the plain one-instruction ones: div, neg, abs, sqrt, scale,
-// dropout and the activation gradients (vector_lowering_grad.cpp). False if `op` is none.
-bool lower_elementwise_more(Ctx& c, const std::string& op);
+// Elementwise ops of more than one instruction: div, neg, abs, sqrt, scale, dropout and the
+// activation gradients (vector_lowering_grad.cpp).
+void lower_div(Ctx& c);
+void lower_sign_bit(Ctx& c);  // neg, abs: one logic op with a sign mask
+void lower_scale(Ctx& c);
+void lower_sqrt(Ctx& c);
+void lower_relu_grad(Ctx& c);
+void lower_gelu_grad(Ctx& c);
+void lower_tanh_grad(Ctx& c);
+void lower_sigmoid_grad(Ctx& c);
+void lower_dropout(Ctx& c);
+void lower_dropout_grad(Ctx& c);
 
 }  // namespace tpusim

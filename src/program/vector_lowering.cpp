@@ -1,5 +1,6 @@
-// Vector op names, iteration counts and the dispatch to the per-op lowerings (the one-line
-// elementwise ops are here; the rest in vector_lowering_{rows,cols,grad}.cpp). docs/vpu.md
+// The vector op registry (one entry per VectorOp: its expansion and its class), iteration
+// counts and the dispatch through the registry (the one-line elementwise expansions are
+// here; the rest in vector_lowering_{rows,cols,grad}.cpp). docs/vpu.md
 // tabulates the instruction mix of every op.
 #include "tpusim/program/vector_lowering.h"
 
@@ -7,7 +8,7 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
+#include <iterator>
 #include <stdexcept>
 
 #include "tpusim/common/error.h"
@@ -28,31 +29,149 @@ VVal gelu(Ctx& c, VVal x, VVal c0, VVal c1, VVal half) {
     return c.b.op(VOp::Mul, x, h);
 }
 
-}  // namespace
-
-const std::vector<std::string>& vector_op_names() {
-    // In the order of the trace format's table (docs/trace-format.md).
-    static const std::vector<std::string> names = [] {
-        std::vector<std::string> v = {
-            "add",       "sub",         "mul",          "div",          "max",
-            "min",       "neg",         "abs",          "relu",         "gelu",
-            "tanh",      "sigmoid",     "exp",          "log",          "sqrt",
-            "rsqrt",     "scale",       "convert",      "dropout",      "transpose",
-            "relu_grad", "gelu_grad",   "tanh_grad",    "sigmoid_grad", "dropout_grad",
-            "bias_add",  "softmax",     "softmax_grad", "layernorm",    "layernorm_grad",
-            "rmsnorm",   "reduce_sum",  "reduce_max",   "batchnorm",    "batchnorm_grad",
-            "gather",    "scatter_add", "sgd",          "sgd_momentum", "adam",
-            "lamb"};
-        // a trace's dropout and dropout_grad with "mask": "saved" (OpSpec::vop)
-        v.insert(v.end(), {"dropout_saved_mask", "dropout_grad_saved_mask"});
-        return v;
-    }();
-    return names;
+// One result per element from the f32 values of the op's `n_in` operands.
+void one(Ctx& c, int n_in, const std::function<VVal(Ctx&, Args)>& f) {
+    lower_elementwise(c, n_in, 1, [&](Ctx& x, Args a) { return Args{f(x, a)}; });
 }
 
-bool is_row_vector_op(const std::string& op) {
-    return op == "softmax" || op == "softmax_grad" || op == "layernorm" || op == "layernorm_grad" ||
-           op == "rmsnorm" || op == "reduce_sum" || op == "reduce_max";
+template <VOp O>
+void lower_binary(Ctx& c) {
+    one(c, 2, [](Ctx& x, Args a) { return x.b.op(O, a[0], a[1]); });
+}
+
+template <VOp O>
+void lower_unary(Ctx& c) {
+    one(c, 1, [](Ctx& x, Args a) { return x.b.op(O, a[0]); });
+}
+
+void lower_relu(Ctx& c) {
+    VVal zero = c.b.konst();
+    one(c, 1, [&](Ctx& x, Args a) { return x.b.op(VOp::Max, a[0], zero); });
+}
+
+void lower_bias_add(Ctx& c) {
+    VVal bias = c.load_row();  // one 128-lane slice of the bias, shared by the k halves
+    one(c, 1, [&](Ctx& x, Args a) { return x.b.op(VOp::Add, a[0], bias); });
+}
+
+void lower_gelu(Ctx& c) {
+    VVal c0 = c.b.konst(), c1 = c.b.konst(), half = c.b.konst();
+    one(c, 1, [&](Ctx& x, Args a) { return gelu(x, a[0], c0, c1, half); });
+}
+
+void lower_sigmoid(Ctx& c) {
+    // XLA expands logistic(x) as 0.5 * tanh(0.5 x) + 0.5.
+    VVal half = c.b.konst();
+    one(c, 1, [&](Ctx& x, Args a) {
+        return x.fma(x.b.op(VOp::Tanh, x.b.op(VOp::Mul, a[0], half)), half, half);
+    });
+}
+
+void lower_convert(Ctx& c) {
+    if (c.in_bytes == c.out_bytes) {  // same type: a copy of the packed tile
+        for (int h = 0; h < (c.in_bytes == 2 ? 1 : c.k); ++h)
+            c.b.store(c.b.load(c.vreg_bytes), c.vreg_bytes);
+    } else {
+        one(c, 1, [](Ctx&, Args a) { return a[0]; });
+    }
+}
+
+void lower_sgd(Ctx& c) {
+    VVal neg_lr = c.b.konst();
+    one(c, 2, [=](Ctx& x, Args a) { return x.fma(a[1], neg_lr, a[0]); });
+}
+
+// The registry: one entry per VectorOp, in the enum's order (checked below), so that adding
+// an op is adding its entry here and its row to the trace layer's table.
+struct Entry {
+    VectorOp op;
+    VectorOpLowering lowering;
+};
+// clang-format off
+constexpr Entry kVectorOpLowerings[] = {
+    // op                       expand                        row    stats  max1st  colsums
+    {VectorOp::Add,           {lower_binary<VOp::Add>,      false, 0,     false,  false}},
+    {VectorOp::Sub,           {lower_binary<VOp::Sub>,      false, 0,     false,  false}},
+    {VectorOp::Mul,           {lower_binary<VOp::Mul>,      false, 0,     false,  false}},
+    {VectorOp::Div,           {lower_div,                   false, 0,     false,  false}},
+    {VectorOp::Max,           {lower_binary<VOp::Max>,      false, 0,     false,  false}},
+    {VectorOp::Min,           {lower_binary<VOp::Min>,      false, 0,     false,  false}},
+    {VectorOp::Neg,           {lower_sign_bit,              false, 0,     false,  false}},
+    {VectorOp::Abs,           {lower_sign_bit,              false, 0,     false,  false}},
+    {VectorOp::Relu,          {lower_relu,                  false, 0,     false,  false}},
+    {VectorOp::Gelu,          {lower_gelu,                  false, 0,     false,  false}},
+    {VectorOp::Tanh,          {lower_unary<VOp::Tanh>,      false, 0,     false,  false}},
+    {VectorOp::Sigmoid,       {lower_sigmoid,               false, 0,     false,  false}},
+    {VectorOp::Exp,           {lower_unary<VOp::Exp>,       false, 0,     false,  false}},
+    {VectorOp::Log,           {lower_unary<VOp::Log>,       false, 0,     false,  false}},
+    {VectorOp::Sqrt,          {lower_sqrt,                  false, 0,     false,  false}},
+    {VectorOp::Rsqrt,         {lower_unary<VOp::Rsqrt>,     false, 0,     false,  false}},
+    {VectorOp::Scale,         {lower_scale,                 false, 0,     false,  false}},
+    {VectorOp::Convert,       {lower_convert,               false, 0,     false,  false}},
+    {VectorOp::Dropout,       {lower_dropout,               false, 0,     false,  false}},
+    {VectorOp::Transpose,     {lower_unary<VOp::Transpose>, false, 0,     false,  false}},
+    {VectorOp::ReluGrad,      {lower_relu_grad,             false, 0,     false,  false}},
+    {VectorOp::GeluGrad,      {lower_gelu_grad,             false, 0,     false,  false}},
+    {VectorOp::TanhGrad,      {lower_tanh_grad,             false, 0,     false,  false}},
+    {VectorOp::SigmoidGrad,   {lower_sigmoid_grad,          false, 0,     false,  false}},
+    {VectorOp::DropoutGrad,   {lower_dropout_grad,          false, 0,     false,  false}},
+    {VectorOp::BiasAdd,       {lower_bias_add,              false, 0,     false,  false}},
+    {VectorOp::Softmax,       {lower_softmax,               true,  2,     true,   false}},
+    {VectorOp::SoftmaxGrad,   {lower_softmax_grad,          true,  0,     false,  false}},
+    {VectorOp::Layernorm,     {lower_layernorm,             true,  2,     false,  false}},
+    {VectorOp::LayernormGrad, {lower_layernorm_grad,        true,  0,     false,  true}},
+    {VectorOp::Rmsnorm,       {lower_rmsnorm,               true,  1,     false,  false}},
+    {VectorOp::ReduceSum,     {lower_reduce_sum,            true,  0,     false,  false}},
+    {VectorOp::ReduceMax,     {lower_reduce_max,            true,  0,     false,  false}},
+    {VectorOp::Batchnorm,     {lower_batchnorm,             false, 0,     false,  false}},
+    {VectorOp::BatchnormGrad, {lower_batchnorm_grad,        false, 0,     false,  true}},
+    {VectorOp::Gather,        {lower_gather,                false, 0,     false,  false}},
+    {VectorOp::ScatterAdd,    {lower_scatter_add,           false, 0,     false,  false}},
+    {VectorOp::Sgd,           {lower_sgd,                   false, 0,     false,  false}},
+    {VectorOp::SgdMomentum,   {lower_sgd_momentum,          false, 0,     false,  false}},
+    {VectorOp::Adam,          {lower_adam,                  false, 0,     false,  false}},
+    {VectorOp::Lamb,          {lower_lamb,                  false, 0,     false,  false}},
+};
+// clang-format on
+constexpr std::size_t kVectorOpCount = static_cast<std::size_t>(VectorOp::Lamb) + 1;
+static_assert(std::size(kVectorOpLowerings) == kVectorOpCount, "one entry per VectorOp");
+constexpr bool in_enum_order() {
+    for (std::size_t i = 0; i < kVectorOpCount; ++i)
+        if (static_cast<std::size_t>(kVectorOpLowerings[i].op) != i) return false;
+    return true;
+}
+static_assert(in_enum_order(), "entries in the order of VectorOp");
+
+bool has_mask_form(VectorOp op) { return op == VectorOp::Dropout || op == VectorOp::DropoutGrad; }
+
+}  // namespace
+
+const VectorOpLowering& vector_op_lowering(VectorOp op) {
+    const auto i = static_cast<std::size_t>(op);
+    if (i >= kVectorOpCount)
+        throw std::logic_error(fmt::format("vector lowering: no entry for vector op {}", i));
+    return kVectorOpLowerings[i].lowering;
+}
+
+const std::vector<VectorOpDesc>& vector_op_forms() {
+    static const std::vector<VectorOpDesc> forms = [] {
+        std::vector<VectorOpDesc> v;
+        for (std::size_t i = 0; i < kVectorOpCount; ++i) v.push_back({static_cast<VectorOp>(i)});
+        for (std::size_t i = 0; i < kVectorOpCount; ++i) {
+            if (has_mask_form(static_cast<VectorOp>(i)))
+                v.push_back({static_cast<VectorOp>(i), true});
+        }
+        return v;
+    }();
+    return forms;
+}
+
+std::string vector_op_name(VectorOp op, bool saved_mask) {
+    if (static_cast<std::size_t>(op) >= kVectorOpCount) return std::to_string(static_cast<int>(op));
+    std::string name = vector_op_info(op).name;
+    // The program layer's own names for the saved-mask forms: their bodies differ.
+    if (saved_mask && has_mask_form(op)) name += "_saved_mask";
+    return name;
 }
 
 int VectorLoop::stages() const {
@@ -60,11 +179,14 @@ int VectorLoop::stages() const {
 }
 
 std::int64_t vector_loop_iterations(const VectorOpDesc& d, const VpuConfig& vpu) {
-    auto bad = [&](const std::string& what) { throw InputError("vector op", d.op, what); };
-    if (std::find(vector_op_names().begin(), vector_op_names().end(), d.op) ==
-        vector_op_names().end()) {
-        bad("unknown vector op; expected one of: " +
-            fmt::format("{}", fmt::join(vector_op_names(), ", ")));
+    auto bad = [&](const std::string& what) {
+        throw InputError("vector op", vector_op_name(d.op, d.saved_mask), what);
+    };
+    if (static_cast<std::size_t>(d.op) >= kVectorOpCount) {
+        std::vector<std::string> names;
+        for (const VectorOpDesc& f : vector_op_forms())
+            names.push_back(vector_op_name(f.op, f.saved_mask));
+        bad("unknown vector op; expected one of: " + fmt::format("{}", fmt::join(names, ", ")));
     }
     if (d.rows < 1 || d.cols < 1) {
         bad(fmt::format("expected rows and cols >= 1, got {} x {}", d.rows, d.cols));
@@ -76,86 +198,15 @@ std::int64_t vector_loop_iterations(const VectorOpDesc& d, const VpuConfig& vpu)
     const std::int64_t k = d.in_bytes == 2 || d.out_bytes == 2 ? 2 : 1;
     const auto row_groups = static_cast<std::int64_t>(ceil_div(d.rows, vpu.sublanes * k));
     const auto tiles = static_cast<std::int64_t>(ceil_div(d.cols, vpu.lanes));
-    return is_row_vector_op(d.op) ? row_groups : row_groups * tiles;
+    return vector_op_lowering(d.op).row_op ? row_groups : row_groups * tiles;
 }
 
 VectorLoop lower_vector_loop(const VectorOpDesc& d, const VpuConfig& vpu) {
     const std::int64_t iterations = vector_loop_iterations(d, vpu);
+    const VectorOpLowering& l = vector_op_lowering(d.op);
     Ctx c(vpu, d);
-    const std::int64_t tiles = static_cast<std::int64_t>(ceil_div(d.cols, vpu.lanes));
-    const std::string& op = d.op;
-    if (op == "softmax") {
-        lower_softmax(c, tiles);
-    } else if (op == "softmax_grad") {
-        lower_softmax_grad(c, tiles);
-    } else if (op == "layernorm_grad") {
-        lower_layernorm_grad(c, tiles);
-    } else if (op == "layernorm" || op == "rmsnorm") {
-        lower_norm(c, tiles, op == "rmsnorm");
-    } else if (op == "reduce_sum" || op == "reduce_max") {
-        lower_reduce(c, tiles, op == "reduce_max");
-    }
-    if (is_row_vector_op(op)) {
-        return c.b.finish(iterations, vpu.vregs, true);
-    }
-
-    static const std::map<std::string, VOp> binary = {{"add", VOp::Add},
-                                                      {"sub", VOp::Sub},
-                                                      {"mul", VOp::Mul},
-                                                      {"max", VOp::Max},
-                                                      {"min", VOp::Min}};
-    static const std::map<std::string, VOp> unary = {
-        {"tanh", VOp::Tanh}, {"exp", VOp::Exp}, {"log", VOp::Log}, {"rsqrt", VOp::Rsqrt}};
-    auto one = [&](int n_in, const std::function<VVal(Ctx&, Args)>& f) {
-        lower_elementwise(c, n_in, 1, [&](Ctx& x, Args a) { return Args{f(x, a)}; });
-    };
-    if (auto it = binary.find(op); it != binary.end()) {
-        one(2, [o = it->second](Ctx& x, Args a) { return x.b.op(o, a[0], a[1]); });
-    } else if (auto u = unary.find(op); u != unary.end()) {
-        one(1, [o = u->second](Ctx& x, Args a) { return x.b.op(o, a[0]); });
-    } else if (lower_elementwise_more(c, op)) {
-        // div, neg, abs, scale, sqrt, dropout and the activation gradients
-    } else if (op == "relu") {
-        VVal zero = c.b.konst();
-        one(1, [&](Ctx& x, Args a) { return x.b.op(VOp::Max, a[0], zero); });
-    } else if (op == "bias_add") {
-        VVal bias = c.load_row();  // one 128-lane slice of the bias, shared by the k halves
-        one(1, [&](Ctx& x, Args a) { return x.b.op(VOp::Add, a[0], bias); });
-    } else if (op == "gelu") {
-        VVal c0 = c.b.konst(), c1 = c.b.konst(), half = c.b.konst();
-        one(1, [&](Ctx& x, Args a) { return gelu(x, a[0], c0, c1, half); });
-    } else if (op == "sigmoid") {
-        // XLA expands logistic(x) as 0.5 * tanh(0.5 x) + 0.5.
-        VVal half = c.b.konst();
-        one(1, [&](Ctx& x, Args a) {
-            return x.fma(x.b.op(VOp::Tanh, x.b.op(VOp::Mul, a[0], half)), half, half);
-        });
-    } else if (op == "convert") {
-        if (d.in_bytes == d.out_bytes) {  // same type: a copy of the packed tile
-            for (int h = 0; h < (d.in_bytes == 2 ? 1 : c.k); ++h)
-                c.b.store(c.b.load(c.vreg_bytes), c.vreg_bytes);
-        } else {
-            one(1, [](Ctx&, Args a) { return a[0]; });
-        }
-    } else if (op == "sgd") {
-        VVal neg_lr = c.b.konst();
-        one(2, [=](Ctx& x, Args a) { return x.fma(a[1], neg_lr, a[0]); });
-    } else if (op == "sgd_momentum") {
-        lower_sgd_momentum(c);
-    } else if (op == "adam") {
-        lower_adam(c);
-    } else if (op == "lamb") {
-        lower_lamb(c);
-    } else if (op == "batchnorm" || op == "batchnorm_grad") {
-        op == "batchnorm" ? lower_batchnorm(c) : lower_batchnorm_grad(c);
-    } else if (op == "gather" || op == "scatter_add") {
-        lower_gather(c, op == "scatter_add");
-    } else if (op == "transpose") {
-        one(1, [](Ctx& x, Args a) { return x.b.op(VOp::Transpose, a[0]); });
-    } else {
-        throw std::logic_error("vector lowering: no lowering for listed op " + op);
-    }
-    return c.b.finish(iterations, vpu.vregs, false);
+    l.expand(c);
+    return c.b.finish(iterations, vpu.vregs, l.row_op);
 }
 
 }  // namespace tpusim

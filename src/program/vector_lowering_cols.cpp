@@ -87,20 +87,20 @@ void store_rows(Ctx& c, std::vector<VVal> ys, std::int64_t bytes) {
 // tile, converted if the dtypes differ. scatter_add: the updates tile is loaded densely, the
 // addressed table rows (dtype out_bytes) are read row by row, added, and written back row by
 // row; duplicate indices within a tile are assumed combined beforehand (XLA sorts them).
-void lower_gather(Ctx& c, bool scatter_add) {
-    if (scatter_add) {
-        const std::vector<VVal> u = c.load_in();
-        const std::vector<VVal> t = load_rows(c, c.out_bytes, true);
-        std::vector<VVal> ys;
-        for (int h = 0; h < c.k; ++h) ys.push_back(c.b.op(VOp::Add, t[h], u[h]));
-        store_rows(c, ys, c.out_bytes);
-        return;
-    }
+void lower_gather(Ctx& c) {
     if (c.in_bytes == c.out_bytes) {
         for (VVal v : load_rows(c, c.in_bytes, false)) c.b.store(v, c.vreg_bytes);
     } else {
         c.store_out(load_rows(c, c.in_bytes, true));
     }
+}
+
+void lower_scatter_add(Ctx& c) {
+    const std::vector<VVal> u = c.load_in();
+    const std::vector<VVal> t = load_rows(c, c.out_bytes, true);
+    std::vector<VVal> ys;
+    for (int h = 0; h < c.k; ++h) ys.push_back(c.b.op(VOp::Add, t[h], u[h]));
+    store_rows(c, ys, c.out_bytes);
 }
 
 namespace {

@@ -11,7 +11,7 @@ namespace {
 // regenerates the same mask from the seed and applies it to dy. With a saved mask (TF's
 // dropout: x * scale * cast(keep_mask), whose gradient reads the cast mask), dropout also
 // writes the mask as 1 or 0 in its dtype, and dropout_grad reads it: dy * mask * scale.
-void lower_dropout(Ctx& c, bool save_mask) {
+void dropout(Ctx& c, bool save_mask) {
     VVal iota = c.b.konst(), key = c.b.konst(), thresh = c.b.konst(), scale = c.b.konst(),
          zero = c.b.konst(), one = c.b.konst();
     lower_elementwise(c, 1, save_mask ? 2 : 1, [=](Ctx& x, Args a) {
@@ -37,70 +37,85 @@ VVal gelu_grad(Ctx& c, VVal dy, VVal x, VVal c0, VVal c1, VVal c3, VVal half, VV
     return c.b.op(VOp::Mul, dy, c.fma(q, half, a));
 }
 
+void unary(Ctx& c, const std::function<VVal(Ctx&, VVal)>& f) {
+    lower_elementwise(c, 1, 1, [&](Ctx& x, Args a) { return Args{f(x, a[0])}; });
+}
+
+void binary(Ctx& c, const std::function<VVal(Ctx&, VVal, VVal)>& f) {
+    lower_elementwise(c, 2, 1, [&](Ctx& x, Args a) { return Args{f(x, a[0], a[1])}; });
+}
+
 }  // namespace
 
-bool lower_elementwise_more(Ctx& c, const std::string& op) {
-    auto unary = [&](const std::function<VVal(Ctx&, VVal)>& f) {
-        lower_elementwise(c, 1, 1, [&](Ctx& x, Args a) { return Args{f(x, a[0])}; });
-    };
-    auto binary = [&](const std::function<VVal(Ctx&, VVal, VVal)>& f) {
-        lower_elementwise(c, 2, 1, [&](Ctx& x, Args a) { return Args{f(x, a[0], a[1])}; });
-    };
-    if (op == "div") {
-        // The EUP reciprocal is an approximation; f32 division refines it with one
-        // Newton-Raphson step, r' = r (2 - b r), before the multiply (XLA's expansion).
-        VVal two = c.b.konst();
-        binary([=](Ctx& x, VVal a, VVal b) {
-            VVal r = x.b.op(VOp::Recip, b);
-            VVal e = x.b.op(VOp::Sub, two, x.b.op(VOp::Mul, b, r));
-            return x.b.op(VOp::Mul, a, x.b.op(VOp::Mul, r, e));
-        });
-    } else if (op == "neg" || op == "abs") {
-        // Sign-bit arithmetic on the 32-bit pattern: xor (neg) or and-not (abs) with a mask.
-        VVal sign = c.b.konst();
-        unary([=](Ctx& x, VVal a) { return x.b.op(VOp::Logic, a, sign); });
-    } else if (op == "scale") {
-        VVal s = c.b.konst();
-        unary([=](Ctx& x, VVal a) { return x.b.op(VOp::Mul, a, s); });
-    } else if (op == "sqrt") {
-        // sqrt(x) = x rsqrt(x) on the EUP's rsqrt, with x == 0 selected to 0 (0 * inf is NaN).
-        VVal zero = c.b.konst();
-        unary([=](Ctx& x, VVal a) {
-            VVal s = x.b.op(VOp::Mul, a, x.b.op(VOp::Rsqrt, a));
-            return x.b.op(VOp::Select, x.b.op(VOp::Cmp, a, zero), zero, s);
-        });
-    } else if (op == "relu_grad") {  // dy where x > 0
-        VVal zero = c.b.konst();
-        binary([=](Ctx& x, VVal dy, VVal v) {
-            return x.b.op(VOp::Select, x.b.op(VOp::Cmp, v, zero), dy, zero);
-        });
-    } else if (op == "gelu_grad") {
-        VVal c0 = c.b.konst(), c1 = c.b.konst(), c3 = c.b.konst(), half = c.b.konst(),
-             one = c.b.konst();
-        binary([=](Ctx& x, VVal dy, VVal v) { return gelu_grad(x, dy, v, c0, c1, c3, half, one); });
-    } else if (op == "tanh_grad") {  // dy (1 - y^2), y the forward output
-        VVal one = c.b.konst();
-        binary([=](Ctx& x, VVal dy, VVal y) {
-            return x.b.op(VOp::Mul, dy, x.b.op(VOp::Sub, one, x.b.op(VOp::Mul, y, y)));
-        });
-    } else if (op == "sigmoid_grad") {  // dy y (1 - y), y the forward output
-        VVal one = c.b.konst();
-        binary([=](Ctx& x, VVal dy, VVal y) {
-            return x.b.op(VOp::Mul, dy, x.b.op(VOp::Mul, y, x.b.op(VOp::Sub, one, y)));
-        });
-    } else if (op == "dropout" || op == "dropout_grad") {
-        lower_dropout(c, false);
-    } else if (op == "dropout_saved_mask") {
-        lower_dropout(c, true);
-    } else if (op == "dropout_grad_saved_mask") {
-        VVal scale = c.b.konst();
-        binary([=](Ctx& x, VVal dy, VVal mask) {
-            return x.b.op(VOp::Mul, x.b.op(VOp::Mul, dy, mask), scale);
-        });
-    } else {
-        return false;
+void lower_div(Ctx& c) {
+    // The EUP reciprocal is an approximation; f32 division refines it with one
+    // Newton-Raphson step, r' = r (2 - b r), before the multiply (XLA's expansion).
+    VVal two = c.b.konst();
+    binary(c, [=](Ctx& x, VVal a, VVal b) {
+        VVal r = x.b.op(VOp::Recip, b);
+        VVal e = x.b.op(VOp::Sub, two, x.b.op(VOp::Mul, b, r));
+        return x.b.op(VOp::Mul, a, x.b.op(VOp::Mul, r, e));
+    });
+}
+
+void lower_sign_bit(Ctx& c) {
+    // Sign-bit arithmetic on the 32-bit pattern: xor (neg) or and-not (abs) with a mask.
+    VVal sign = c.b.konst();
+    unary(c, [=](Ctx& x, VVal a) { return x.b.op(VOp::Logic, a, sign); });
+}
+
+void lower_scale(Ctx& c) {
+    VVal s = c.b.konst();
+    unary(c, [=](Ctx& x, VVal a) { return x.b.op(VOp::Mul, a, s); });
+}
+
+void lower_sqrt(Ctx& c) {
+    // sqrt(x) = x rsqrt(x) on the EUP's rsqrt, with x == 0 selected to 0 (0 * inf is NaN).
+    VVal zero = c.b.konst();
+    unary(c, [=](Ctx& x, VVal a) {
+        VVal s = x.b.op(VOp::Mul, a, x.b.op(VOp::Rsqrt, a));
+        return x.b.op(VOp::Select, x.b.op(VOp::Cmp, a, zero), zero, s);
+    });
+}
+
+void lower_relu_grad(Ctx& c) {  // dy where x > 0
+    VVal zero = c.b.konst();
+    binary(c, [=](Ctx& x, VVal dy, VVal v) {
+        return x.b.op(VOp::Select, x.b.op(VOp::Cmp, v, zero), dy, zero);
+    });
+}
+
+void lower_gelu_grad(Ctx& c) {
+    VVal c0 = c.b.konst(), c1 = c.b.konst(), c3 = c.b.konst(), half = c.b.konst(),
+         one = c.b.konst();
+    binary(c, [=](Ctx& x, VVal dy, VVal v) { return gelu_grad(x, dy, v, c0, c1, c3, half, one); });
+}
+
+void lower_tanh_grad(Ctx& c) {  // dy (1 - y^2), y the forward output
+    VVal one = c.b.konst();
+    binary(c, [=](Ctx& x, VVal dy, VVal y) {
+        return x.b.op(VOp::Mul, dy, x.b.op(VOp::Sub, one, x.b.op(VOp::Mul, y, y)));
+    });
+}
+
+void lower_sigmoid_grad(Ctx& c) {  // dy y (1 - y), y the forward output
+    VVal one = c.b.konst();
+    binary(c, [=](Ctx& x, VVal dy, VVal y) {
+        return x.b.op(VOp::Mul, dy, x.b.op(VOp::Mul, y, x.b.op(VOp::Sub, one, y)));
+    });
+}
+
+void lower_dropout(Ctx& c) { dropout(c, c.saved_mask); }
+
+void lower_dropout_grad(Ctx& c) {
+    if (!c.saved_mask) {
+        dropout(c, false);  // the mask regenerated from the seed, applied to dy
+        return;
     }
-    return true;
+    VVal scale = c.b.konst();
+    binary(c, [=](Ctx& x, VVal dy, VVal mask) {
+        return x.b.op(VOp::Mul, x.b.op(VOp::Mul, dy, mask), scale);
+    });
 }
 
 }  // namespace tpusim

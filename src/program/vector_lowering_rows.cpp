@@ -4,7 +4,10 @@
 
 namespace tpusim {
 
-void lower_norm(Ctx& c, std::int64_t tiles, bool rms) {
+namespace {
+
+void lower_norm(Ctx& c, bool rms) {
+    const std::int64_t tiles = c.tiles;
     const VpuOpTable& t = c.vpu.ops;
     VVal inv_n = c.b.konst(), eps = c.b.konst();
     std::vector<VVal> mean(c.k), rstd(c.k);
@@ -51,6 +54,11 @@ void lower_norm(Ctx& c, std::int64_t tiles, bool rms) {
     }
 }
 
+}  // namespace
+
+void lower_layernorm(Ctx& c) { lower_norm(c, false); }
+void lower_rmsnorm(Ctx& c) { lower_norm(c, true); }
+
 // dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy gamma, xhat = (x - mean) rstd, with
 // the per-row mean and rstd saved by the forward pass (one f32 per row each; JAX and PyTorch
 // keep them as residuals). Pass 1 computes the two row reductions and, per column,
@@ -58,7 +66,8 @@ void lower_norm(Ctx& c, std::int64_t tiles, bool rms) {
 // per row group; their final fold over the 8 sublanes happens once per op and is left out).
 // Pass 2 re-reads dy and x (cheaper than keeping g and xhat in VMEM: 2 loads against 2 loads
 // and 2 stores).
-void lower_layernorm_grad(Ctx& c, std::int64_t tiles) {
+void lower_layernorm_grad(Ctx& c) {
+    const std::int64_t tiles = c.tiles;
     const VpuOpTable& t = c.vpu.ops;
     VVal inv_n = c.b.konst();
     std::vector<VVal> mean(c.k), rstd(c.k);
@@ -104,7 +113,8 @@ void lower_layernorm_grad(Ctx& c, std::int64_t tiles) {
     }
 }
 
-void lower_softmax(Ctx& c, std::int64_t tiles) {
+void lower_softmax(Ctx& c) {
+    const std::int64_t tiles = c.tiles;
     const VpuOpTable& t = c.vpu.ops;
     RowReducer maxes(c, tiles, {{VOp::Max, &t.max}});
     for (std::int64_t j = 0; j < tiles; ++j) {
@@ -134,7 +144,8 @@ void lower_softmax(Ctx& c, std::int64_t tiles) {
 
 // dx = y (dy - sum(dy y)) along the row: one pass for the dot product, one that re-reads dy
 // and y for the elementwise term.
-void lower_softmax_grad(Ctx& c, std::int64_t tiles) {
+void lower_softmax_grad(Ctx& c) {
+    const std::int64_t tiles = c.tiles;
     RowReducer dots(c, tiles, {{VOp::Add, &c.vpu.ops.add}});
     for (std::int64_t j = 0; j < tiles; ++j) {
         const std::vector<VVal> dy = c.load_in(), y = c.load_in();
@@ -151,7 +162,10 @@ void lower_softmax_grad(Ctx& c, std::int64_t tiles) {
     }
 }
 
-void lower_reduce(Ctx& c, std::int64_t tiles, bool is_max) {
+namespace {
+
+void lower_reduce(Ctx& c, bool is_max) {
+    const std::int64_t tiles = c.tiles;
     const VpuOpTable& t = c.vpu.ops;
     RowReducer red(c, tiles, {{is_max ? VOp::Max : VOp::Add, is_max ? &t.max : &t.add}});
     for (std::int64_t j = 0; j < tiles; ++j) {
@@ -165,5 +179,10 @@ void lower_reduce(Ctx& c, std::int64_t tiles, bool is_max) {
         c.b.store(v, static_cast<std::uint32_t>(c.vpu.sublanes * c.out_bytes));
     }
 }
+
+}  // namespace
+
+void lower_reduce_sum(Ctx& c) { lower_reduce(c, false); }
+void lower_reduce_max(Ctx& c) { lower_reduce(c, true); }
 
 }  // namespace tpusim

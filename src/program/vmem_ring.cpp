@@ -43,7 +43,7 @@ std::optional<VmemRing::Buffer> VmemRing::allocate(Bytes bytes, bool pinned,
         // Not sorted here: `waits` often starts as a copy of a producer's every write-back,
         // and sorting it on each allocation cost more than the rest of lowering. The
         // instruction that takes these waits drops the covered ones and sorts the rest
-        // (CoreLowering::emit).
+        // (LoweringContext::emit).
         return Buffer{begin, bytes};
     }
     return std::nullopt;

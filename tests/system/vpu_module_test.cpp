@@ -39,8 +39,9 @@ struct Issuer : sc_core::sc_module {
 TEST_CASE("Vpu module finishes programs at the VpuTiming cycle", "[vpu][system]") {
     const VpuConfig cfg;
     const VmemConfig vmem;
-    const VectorProgram gelu = lower_vector_op({"gelu", 64, 512, 4, 4}, cfg, vmem);
-    const VectorProgram softmax = lower_vector_op({"softmax", 32, 256, 2, 2}, cfg, vmem);
+    const VectorProgram gelu = lower_vector_op({VectorOp::Gelu, false, 64, 512, 4, 4}, cfg, vmem);
+    const VectorProgram softmax =
+        lower_vector_op({VectorOp::Softmax, false, 32, 256, 2, 2}, cfg, vmem);
 
     // Reference: the same programs on the plain model, the second handed over `gap` cycles
     // after the first completed.

@@ -51,7 +51,7 @@ TEST_CASE("lowering.vector_chunk_bytes sets the rows of a vector chunk", "[lower
     OpSpec v;
     v.id = "v";
     v.kind = OpKind::Vector;
-    v.vop = "gelu";
+    v.vop = VectorOp::Gelu;
     v.rows = 4096;
     v.cols = 1024;
     v.in_bytes = v.out_bytes = 4;

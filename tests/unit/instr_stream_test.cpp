@@ -13,7 +13,7 @@ namespace {
 
 using test::matmul_spec;
 
-OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t cols, bool fused,
+OpSpec vector(const char* id, VectorOp op, std::int64_t rows, std::int64_t cols, bool fused,
               std::size_t dep) {
     OpSpec s = test::vector_spec(id, op, rows, cols);
     s.in_bytes = s.out_bytes = 2;
@@ -26,15 +26,15 @@ OpSpec vector(const char* id, const char* op, std::int64_t rows, std::int64_t co
 // row-wise softmax and an all-reduce.
 std::vector<OpSpec> ops() {
     std::vector<OpSpec> v{
-        matmul_spec("a", 4096, 1024, 1024), vector("g", "gelu", 4096, 1024, true, 0),
-        matmul_spec("b", 4096, 1024, 1024), vector("s", "softmax", 4096, 1024, false, 2)};
+        matmul_spec("a", 4096, 1024, 1024), vector("g", VectorOp::Gelu, 4096, 1024, true, 0),
+        matmul_spec("b", 4096, 1024, 1024), vector("s", VectorOp::Softmax, 4096, 1024, false, 2)};
     v[2].deps = {1};
     v[3].rowwise = true;
     OpSpec ar;
     ar.id = "ar";
     ar.kind = OpKind::AllReduce;
     ar.bytes = 1 << 20;
-    ar.group = {0, 1};
+    ar.replica_groups = {{0, 1}};
     ar.deps = {3};
     v.push_back(ar);
     return v;

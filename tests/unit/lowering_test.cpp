@@ -137,7 +137,8 @@ TEST_CASE("a thin LHS is the stationary operand and B streams through both MXUs"
 TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[lowering]") {
     const TpuConfig cfg = v3();
     const Program p = lower_ops(
-        {matmul_spec("a", 4096, 4096, 4096), vector_spec("g", "gelu", 4096, 4096)}, cfg, {}, "t");
+        {matmul_spec("a", 4096, 4096, 4096), vector_spec("g", VectorOp::Gelu, 4096, 4096)}, cfg, {},
+        "t");
     const auto& in = p.cores[0].instrs;
     bool dma_before_first_mxu_done = false;
     std::size_t first_mxu = in.size();
@@ -155,7 +156,7 @@ TEST_CASE("waits only name earlier instructions and DMA runs one step ahead", "[
 TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]") {
     const TpuConfig cfg = v3();
     OpSpec mm = matmul_spec("mm", 2048, 768, 3072);
-    OpSpec g = vector_spec("gelu", "gelu", 2048, 3072);
+    OpSpec g = vector_spec("gelu", VectorOp::Gelu, 2048, 3072);
     g.deps = {0};
     // Bytes each op moves in each direction.
     auto per_op = [](const Program& p, std::uint32_t op, bool in) {
@@ -180,7 +181,7 @@ TEST_CASE("a fused consumer reads its producer's tiles from VMEM", "[lowering]")
 
     // Multi-output fusion: with a second, unfused consumer the matmul hands its tiles to the
     // fused GELU and also writes its result once for the other consumer, which reads it.
-    OpSpec other = vector_spec("relu", "relu", 2048, 3072);
+    OpSpec other = vector_spec("relu", VectorOp::Relu, 2048, 3072);
     other.deps = {0};
     const Program multi = lower_ops({mm, g, other}, cfg, {}, "t");
     CHECK(per_op(multi, 0, false) == 2048ull * 3072 * 2);
@@ -303,8 +304,8 @@ TEST_CASE("every DMA stays inside the HBM buffer it reads or writes", "[lowering
     // hand-written dep of another size) reads inside the scalar's buffer: the whole buffer
     // once per chunk, as each chunk is larger than it. Before, it read 32 MiB on from the
     // scalar's 4 KiB.
-    OpSpec scalar = vector_spec("s", "exp", 1, 1);
-    OpSpec wide = vector_spec("w", "exp", 2048, 4096);
+    OpSpec scalar = vector_spec("s", VectorOp::Exp, 1, 1);
+    OpSpec wide = vector_spec("w", VectorOp::Exp, 2048, 4096);
     wide.deps = {0};
     const Program p = lower_ops({scalar, wide}, cfg, {}, "t");
     const auto wrote = ranges(p, false);
@@ -316,8 +317,8 @@ TEST_CASE("every DMA stays inside the HBM buffer it reads or writes", "[lowering
     CHECK(read.at("w").hi <= wrote.at("s").lo + 4096);
     // A fused reduction whose rows are not its producer's (a column reduction of the
     // producer's tiles): each tile writes its share of the op's own result, inside it.
-    OpSpec x = vector_spec("x", "exp", 4096, 1024);
-    OpSpec col = vector_spec("col", "reduce_sum", 1024, 4096, 1, true);
+    OpSpec x = vector_spec("x", VectorOp::Exp, 4096, 1024);
+    OpSpec col = vector_spec("col", VectorOp::ReduceSum, 1024, 4096, 1, true);
     col.deps = {0};
     col.fused = true;
     const Program q = lower_ops({x, col}, cfg, {}, "t");

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,26 +31,28 @@ TpuConfig v3() { return load_config(test::config_path("tpu_v3_8.json")); }
 TEST_CASE("vector ops are chunked in whole rows and every element is processed once",
           "[lowering]") {
     const TpuConfig cfg = v3();
-    const Program p = lower_ops({vector_spec("sm", "softmax", 1000, 4096, 1, true)}, cfg, {}, "t");
+    const Program p =
+        lower_ops({vector_spec("sm", VectorOp::Softmax, 1000, 4096, 1, true)}, cfg, {}, "t");
     const Totals t = totals(p.cores[0]);
     // XLA's softmax reads its input three times: max, sum of exp, then the quotient.
-    CHECK(xla_statistics_passes("softmax") == 2);
+    CHECK(xla_statistics_passes(VectorOp::Softmax) == 2);
     CHECK(t.dma_in == 3 * 1000ull * 4096 * 4);
     CHECK(t.dma_out == 1000ull * 4096 * 4);
     // Each statistics kernel (reduce_max, then reduce_sum) and the op's own body cover every
     // element once, in that order.
-    std::map<std::string, std::uint64_t> elems;
-    std::vector<std::string> order;
+    std::map<VectorOp, std::uint64_t> elems;
+    std::vector<VectorOp> order;
     for (const auto& in : p.cores[0].instrs) {
         if (in.unit != Unit::Vpu) continue;
         CHECK(in.vec().cols == 4096);
         elems[in.vec().op] += static_cast<std::uint64_t>(in.vec().rows * in.vec().cols);
         if (order.empty() || order.back() != in.vec().op) order.push_back(in.vec().op);
     }
-    CHECK(elems["softmax"] == 1000ull * 4096);
-    CHECK(elems["reduce_max"] == 1000ull * 4096);
-    CHECK(elems["reduce_sum"] == 1000ull * 4096);
-    CHECK(order == std::vector<std::string>{"reduce_max", "reduce_sum", "softmax"});
+    CHECK(elems[VectorOp::Softmax] == 1000ull * 4096);
+    CHECK(elems[VectorOp::ReduceMax] == 1000ull * 4096);
+    CHECK(elems[VectorOp::ReduceSum] == 1000ull * 4096);
+    CHECK(order ==
+          std::vector<VectorOp>{VectorOp::ReduceMax, VectorOp::ReduceSum, VectorOp::Softmax});
 }
 
 TEST_CASE("a row normalisation's kernels run one after the other", "[lowering]") {
@@ -56,13 +60,13 @@ TEST_CASE("a row normalisation's kernels run one after the other", "[lowering]")
     // last VPU instruction (the statistic it needs) has been waited for.
     const TpuConfig cfg = v3();
     const Program p =
-        lower_ops({vector_spec("ln", "layernorm", 4096, 1024, 1, true)}, cfg, {}, "t");
+        lower_ops({vector_spec("ln", VectorOp::Layernorm, 4096, 1024, 1, true)}, cfg, {}, "t");
     const auto& ins = p.cores[0].instrs;
     std::vector<std::size_t> last_of_pass;  // index of each statistics kernel's last VPU instr
-    std::string cur;
+    std::optional<VectorOp> cur;
     for (std::size_t k = 0; k < ins.size(); ++k) {
         if (ins[k].unit != Unit::Vpu) continue;
-        if (ins[k].vec().op != cur && !cur.empty()) last_of_pass.push_back(k);
+        if (cur && ins[k].vec().op != *cur) last_of_pass.push_back(k);
         cur = ins[k].vec().op;
     }
     REQUIRE(last_of_pass.size() == 1);  // reduce_sum (mean, variance) -> layernorm
@@ -70,7 +74,7 @@ TEST_CASE("a row normalisation's kernels run one after the other", "[lowering]")
     // through an earlier DMA; the first load of the next kernel names it.
     std::size_t boundary = 0;
     for (std::size_t k = 0; k < ins.size(); ++k) {
-        if (ins[k].unit == Unit::Vpu && ins[k].vec().op == "layernorm") break;
+        if (ins[k].unit == Unit::Vpu && ins[k].vec().op == VectorOp::Layernorm) break;
         if (ins[k].unit == Unit::Vpu) boundary = k;
     }
     bool named = false;
@@ -88,23 +92,26 @@ TEST_CASE("a vector op's rows occupy whole lane tiles in HBM; reductions keep th
     const auto lanes = static_cast<std::uint64_t>(cfg.vpu.lanes);  // 128
     // 4096 x 32 f32 layernorm: XLA's {1,0:T(8,128)} layout pads each 32-wide row to one
     // 128-lane tile, so each of the three reads of x and the write of y moves 4096 x 128 x 4 B.
-    const Program p = lower_ops({vector_spec("ln", "layernorm", 4096, 32, 1, true)}, cfg, {}, "t");
+    const Program p =
+        lower_ops({vector_spec("ln", VectorOp::Layernorm, 4096, 32, 1, true)}, cfg, {}, "t");
     const Totals t = totals(p.cores[0]);
     const std::uint64_t padded = 4096ull * lanes * 4;
     CHECK(t.dma_in ==
-          (1 + static_cast<std::uint64_t>(xla_statistics_passes("layernorm"))) * padded);
+          (1 + static_cast<std::uint64_t>(xla_statistics_passes(VectorOp::Layernorm))) * padded);
     CHECK(t.dma_out == padded);
     // The VPU is handed the logical shape (its loop already covers whole tiles): the two
     // statistics kernels and the normalisation, 4096 x 32 each.
     CHECK(t.vec_elems == 3 * 4096ull * 32);
     // An elementwise op: 200 columns pad to 2 tiles (256 lanes) in and out.
-    const Totals e = totals(lower_ops({vector_spec("r", "relu", 512, 200)}, cfg, {}, "t").cores[0]);
+    const Totals e =
+        totals(lower_ops({vector_spec("r", VectorOp::Relu, 512, 200)}, cfg, {}, "t").cores[0]);
     CHECK(e.dma_in == 512ull * 2 * lanes * 4);
     CHECK(e.dma_out == 512ull * 2 * lanes * 4);
     // reduce_sum: `cols` may be the major dimension (rows and cols swapped) or a pooling
     // window, so its columns are moved as given; the result is one value per row.
-    const Totals r = totals(
-        lower_ops({vector_spec("s", "reduce_sum", 512, 49, 1, true)}, cfg, {}, "t").cores[0]);
+    const Totals r =
+        totals(lower_ops({vector_spec("s", VectorOp::ReduceSum, 512, 49, 1, true)}, cfg, {}, "t")
+                   .cores[0]);
     CHECK(r.dma_in == 512ull * 49 * 4);
     CHECK(r.dma_out == 512ull * 4);
 }
@@ -114,17 +121,17 @@ TEST_CASE("a vector op's on-chip inputs (vmem_operands) move no bytes", "[loweri
     const std::uint64_t full = 512ull * 256 * 4;
     // add of two 512 x 256 f32 arrays: both read, the result written.
     const Totals both =
-        totals(lower_ops({vector_spec("a", "add", 512, 256, 2)}, cfg, {}, "t").cores[0]);
+        totals(lower_ops({vector_spec("a", VectorOp::Add, 512, 256, 2)}, cfg, {}, "t").cores[0]);
     CHECK(both.dma_in == 2 * full);
     // The second input already on chip: one stream in, the same VPU work, the same write.
-    OpSpec one = vector_spec("a", "add", 512, 256, 2);
+    OpSpec one = vector_spec("a", VectorOp::Add, 512, 256, 2);
     one.vmem_inputs = 0b10;
     const Totals half = totals(lower_ops({one}, cfg, {}, "t").cores[0]);
     CHECK(half.dma_in == full);
     CHECK(half.dma_out == both.dma_out);
     CHECK(half.vec_elems == both.vec_elems);
     // A reduction whose only input is on chip reads nothing and still writes its result.
-    OpSpec red = vector_spec("s", "reduce_sum", 512, 256, 1, true);
+    OpSpec red = vector_spec("s", VectorOp::ReduceSum, 512, 256, 1, true);
     red.vmem_inputs = 0b1;
     const Totals r = totals(lower_ops({red}, cfg, {}, "t").cores[0]);
     CHECK(r.dma_in == 0);
@@ -267,10 +274,10 @@ TEST_CASE("vector-op chunks are whole VPU row groups", "[lowering]") {
     // f32 rows of 65536 columns: 256 KiB in + 256 KiB out, so lowering.vector_chunk_bytes
     // (1 MiB) holds 2 rows; a VPU row group is 8 rows (one vreg per 128 columns), and a
     // double-buffered 8-row chunk (8 MiB) fits the 16 MiB VMEM, so chunks are 8 rows.
-    CHECK(chunk_rows(vector_spec("w", "relu", 64, 65536)) == std::set<std::int64_t>{sub});
+    CHECK(chunk_rows(vector_spec("w", VectorOp::Relu, 64, 65536)) == std::set<std::int64_t>{sub});
     // bf16: a packed tile holds 16 rows (two f32 vregs per 128 columns), so 1 MiB /
     // (20 KiB in + 20 KiB out) = 25 rows becomes 16, not 24 (a group and a half).
-    OpSpec b = vector_spec("b", "relu", 64, 10240);
+    OpSpec b = vector_spec("b", VectorOp::Relu, 64, 10240);
     b.in_bytes = b.out_bytes = 2;
     CHECK(chunk_rows(b) == std::set<std::int64_t>{2 * sub});
 }
@@ -278,7 +285,8 @@ TEST_CASE("vector-op chunks are whole VPU row groups", "[lowering]") {
 TEST_CASE("an op that cannot fit VMEM is a located error", "[lowering]") {
     TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"), {"vmem.capacity_mib=1"});
     try {
-        lower_ops({vector_spec("wide", "layernorm", 8, 1 << 20, 1, true)}, cfg, {}, "trace.json");
+        lower_ops({vector_spec("wide", VectorOp::Layernorm, 8, 1 << 20, 1, true)}, cfg, {},
+                  "trace.json");
         FAIL("expected an InputError");
     } catch (const InputError& e) {
         CHECK(e.file() == "trace.json");

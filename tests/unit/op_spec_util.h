@@ -21,7 +21,7 @@ inline OpSpec matmul_spec(const char* id, std::int64_t m, std::int64_t k, std::i
 }
 
 // An f32 vector op of rows x cols with `inputs` full-size operands, no dependencies.
-inline OpSpec vector_spec(const char* id, const char* op, std::int64_t rows, std::int64_t cols,
+inline OpSpec vector_spec(const char* id, VectorOp op, std::int64_t rows, std::int64_t cols,
                           std::int64_t inputs = 1, bool rowwise = false) {
     OpSpec s;
     s.id = id;

@@ -39,10 +39,11 @@ TEST_CASE("fast path equals the full simulation for every op", "[vpu][lowering]"
     // for the steady state to be extrapolated.
     const Shape shapes[] = {{1, 1}, {8, 128}, {24, 300}, {200, 1000}, {1000, 512}};
     const std::pair<std::int64_t, std::int64_t> dtypes[] = {{4, 4}, {2, 2}, {4, 2}, {2, 4}};
-    for (const std::string& op : vector_op_names()) {
+    for (const VectorOpDesc& f : vector_op_forms()) {
+        const std::string op = vector_op_name(f.op, f.saved_mask);
         for (const Shape& s : shapes) {
             for (auto [in, out] : dtypes) {
-                const VectorOpDesc d{op, s.rows, s.cols, in, out};
+                const VectorOpDesc d{f.op, f.saved_mask, s.rows, s.cols, in, out};
                 INFO(op << " " << s.rows << "x" << s.cols << " " << in << "->" << out);
                 const VectorOpCost full = simulate_vector_op(d, vpu, vmem);
                 const VectorOpCost fast = vector_op_cost(d, vpu, vmem);
@@ -61,10 +62,11 @@ TEST_CASE("fast path equals the full simulation under other configs", "[vpu][low
     vpu.vregs = 64;
     VmemConfig vmem;
     vmem.load_bytes_per_cycle = 1024;
-    for (const char* op : {"gelu", "softmax", "layernorm", "adam", "transpose", "gelu_grad",
-                           "layernorm_grad", "batchnorm_grad", "scatter_add"}) {
-        const VectorOpDesc d{op, 520, 384, 2, 4};
-        INFO(op);
+    for (VectorOp op : {VectorOp::Gelu, VectorOp::Softmax, VectorOp::Layernorm, VectorOp::Adam,
+                        VectorOp::Transpose, VectorOp::GeluGrad, VectorOp::LayernormGrad,
+                        VectorOp::BatchnormGrad, VectorOp::ScatterAdd}) {
+        const VectorOpDesc d{op, false, 520, 384, 2, 4};
+        INFO(vector_op_info(op).name);
         CHECK(same(simulate_vector_op(d, vpu, vmem), vector_op_cost(d, vpu, vmem)));
     }
 }
@@ -74,8 +76,8 @@ TEST_CASE("a 100M-element op is costed without materialising it", "[vpu][lowerin
     const VmemConfig vmem;
     // 100M f32 elements as 97656 x 1024 plus change: the cost must be linear in the tile
     // count once in steady state, and the instruction count must match the per-tile mix.
-    const VectorOpDesc big{"gelu", 102400, 1024, 4, 4};
-    const VectorOpDesc half{"gelu", 51200, 1024, 4, 4};
+    const VectorOpDesc big{VectorOp::Gelu, false, 102400, 1024, 4, 4};
+    const VectorOpDesc half{VectorOp::Gelu, false, 51200, 1024, 4, 4};
     const VectorOpCost cb = vector_op_cost(big, vpu, vmem);
     const VectorOpCost ch = vector_op_cost(half, vpu, vmem);
     const VectorLoop loop = lower_vector_loop(big, vpu);
@@ -89,7 +91,7 @@ TEST_CASE("a 100M-element op is costed without materialising it", "[vpu][lowerin
 TEST_CASE("GELU runs at the resource-bound initiation interval", "[vpu][lowering]") {
     const VpuConfig vpu;
     const VmemConfig vmem;
-    const VectorOpDesc d{"gelu", 8 * 4096, 128, 4, 4};  // 4096 f32 tiles
+    const VectorOpDesc d{VectorOp::Gelu, false, 8 * 4096, 128, 4, 4};  // 4096 f32 tiles
     const VectorOpCost c = vector_op_cost(d, vpu, vmem);
     // Per 8 x 128 tile, without fma: x*x, c1*x2, +c0, x*t, the tanh push, 0.5*th, +0.5, x*h
     // on the VALU slots; tanh on the EUP; one vld and one vst (one port cycle each).
@@ -114,7 +116,8 @@ TEST_CASE("layernorm VMEM traffic and cost follow its lowering", "[vpu][lowering
     const VpuConfig vpu;
     const VmemConfig vmem;
     const std::int64_t rows = 512, cols = 1024;
-    const VectorOpCost c = vector_op_cost({"layernorm", rows, cols, 4, 4}, vpu, vmem);
+    const VectorOpCost c =
+        vector_op_cost({VectorOp::Layernorm, false, rows, cols, 4, 4}, vpu, vmem);
     // x is read twice (one pass for both moments, one to normalise); gamma and beta are one
     // 128-lane f32 row each per tile column and row group; y is written once.
     const std::int64_t tiles = cols / vpu.lanes, groups = rows / vpu.sublanes;
@@ -123,8 +126,10 @@ TEST_CASE("layernorm VMEM traffic and cost follow its lowering", "[vpu][lowering
     // Twice the rows: twice the row groups at the same steady-state interval. Twice the
     // columns: more than before but less than twice, since each row group's fixed part (the
     // cross-lane reductions, rsqrt and their latencies) does not grow with cols.
-    const VectorOpCost c2r = vector_op_cost({"layernorm", 2 * rows, cols, 4, 4}, vpu, vmem);
-    const VectorOpCost c2c = vector_op_cost({"layernorm", rows, 2 * cols, 4, 4}, vpu, vmem);
+    const VectorOpCost c2r =
+        vector_op_cost({VectorOp::Layernorm, false, 2 * rows, cols, 4, 4}, vpu, vmem);
+    const VectorOpCost c2c =
+        vector_op_cost({VectorOp::Layernorm, false, rows, 2 * cols, 4, 4}, vpu, vmem);
     CHECK(double(c2r.cycles) / double(c.cycles) == Approx(2.0).epsilon(0.02));
     CHECK(c2c.cycles > c.cycles);
     CHECK(c2c.cycles <= 2 * c.cycles);
@@ -136,22 +141,23 @@ TEST_CASE("softmax cost grows with rows and cols", "[vpu][lowering]") {
     const VmemConfig vmem;
     Cycle prev = 0;
     for (std::int64_t cols : {128, 256, 512, 1024, 2048}) {
-        const VectorOpCost c = vector_op_cost({"softmax", 256, cols, 4, 4}, vpu, vmem);
+        const VectorOpCost c =
+            vector_op_cost({VectorOp::Softmax, false, 256, cols, 4, 4}, vpu, vmem);
         CHECK(c.cycles > prev);
         // One exp per element: the VALU time holds at least that.
         CHECK(c.busy_cycles[0] >= Cycle(256 * cols / vpu.elements_per_vreg()) *
                                       Cycle(vpu.ops.exp.issue_interval_cycles));
         prev = c.cycles;
     }
-    const VectorOpCost r1 = vector_op_cost({"softmax", 1024, 512, 4, 4}, vpu, vmem);
-    const VectorOpCost r2 = vector_op_cost({"softmax", 2048, 512, 4, 4}, vpu, vmem);
+    const VectorOpCost r1 = vector_op_cost({VectorOp::Softmax, false, 1024, 512, 4, 4}, vpu, vmem);
+    const VectorOpCost r2 = vector_op_cost({VectorOp::Softmax, false, 2048, 512, 4, 4}, vpu, vmem);
     CHECK(double(r2.cycles) / double(r1.cycles) == Approx(2.0).epsilon(0.05));
 }
 
 TEST_CASE("slower transcendentals slow down GELU", "[vpu][lowering]") {
     VpuConfig vpu;
     const VmemConfig vmem;
-    const VectorOpDesc d{"gelu", 4096, 1024, 4, 4};
+    const VectorOpDesc d{VectorOp::Gelu, false, 4096, 1024, 4, 4};
     const Cycle base = vector_op_cost(d, vpu, vmem).cycles;
     vpu.ops.tanh.issue_interval_cycles *= 4;
     CHECK(vector_op_cost(d, vpu, vmem).cycles > base);
@@ -159,9 +165,10 @@ TEST_CASE("slower transcendentals slow down GELU", "[vpu][lowering]") {
 
 TEST_CASE("bad vector op descriptions are input errors", "[vpu][lowering]") {
     const VpuConfig vpu;
-    CHECK_THROWS_AS(lower_vector_loop({"frobnicate", 8, 128, 4, 4}, vpu), InputError);
-    CHECK_THROWS_AS(lower_vector_loop({"gelu", 0, 128, 4, 4}, vpu), InputError);
-    CHECK_THROWS_AS(lower_vector_loop({"gelu", 8, 128, 3, 4}, vpu), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({static_cast<VectorOp>(255), false, 8, 128, 4, 4}, vpu),
+                    InputError);
+    CHECK_THROWS_AS(lower_vector_loop({VectorOp::Gelu, false, 0, 128, 4, 4}, vpu), InputError);
+    CHECK_THROWS_AS(lower_vector_loop({VectorOp::Gelu, false, 8, 128, 3, 4}, vpu), InputError);
 }
 
 // Hidden (run with "[vpu-table]"): prints the per-op table of docs/vpu.md for the default
@@ -174,8 +181,9 @@ TEST_CASE("per-op instruction mix and steady-state table", "[.][vpu-table]") {
             "\n%s\n| op | iteration | instrs | VALU | vld | vst | XLU | EUP | II | "
             "cycles/iter | elements/cycle |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
             bytes == 4 ? "f32" : "bf16");
-        for (const std::string& op : vector_op_names()) {
-            const VectorOpDesc d{op, 4096, 1024, bytes, bytes};
+        for (const VectorOpDesc& f : vector_op_forms()) {
+            const std::string op = vector_op_name(f.op, f.saved_mask);
+            const VectorOpDesc d{f.op, f.saved_mask, 4096, 1024, bytes, bytes};
             const VectorLoop l = scheduled_vector_loop(d, vpu, vmem);
             VpuTiming one(vpu, vmem);
             for (const VInstr& in : l.body) one.issue(in);
@@ -197,8 +205,10 @@ TEST_CASE("lamb is adam's pass plus the weight decay term and the two norms", "[
     const VpuConfig vpu;
     const VmemConfig vmem;
     const std::int64_t tiles = 4096;
-    const VectorOpCost adam = vector_op_cost({"adam", 8 * tiles, 128, 4, 4}, vpu, vmem);
-    const VectorOpCost lamb = vector_op_cost({"lamb", 8 * tiles, 128, 4, 4}, vpu, vmem);
+    const VectorOpCost adam =
+        vector_op_cost({VectorOp::Adam, false, 8 * tiles, 128, 4, 4}, vpu, vmem);
+    const VectorOpCost lamb =
+        vector_op_cost({VectorOp::Lamb, false, 8 * tiles, 128, 4, 4}, vpu, vmem);
     // Both read p, g, m, v and write three f32 streams (adam: p, m, v; lamb: m, v, update).
     CHECK(lamb.vmem_bytes_loaded == adam.vmem_bytes_loaded);
     CHECK(lamb.vmem_bytes_stored == adam.vmem_bytes_stored);

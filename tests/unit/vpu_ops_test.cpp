@@ -51,16 +51,16 @@ TEST_CASE("every vector op of the trace format is lowered", "[vpu][lowering]") {
     const auto ops = all_trace_vector_ops();
     // Same set both ways: nothing lowered that a trace cannot name (the saved-mask forms of
     // dropout and dropout_grad are those ops with "mask": "saved").
-    CHECK(ops.size() + 2 == vector_op_names().size());
+    CHECK(ops.size() + 2 == vector_op_forms().size());
     for (VectorOp op : ops) {
         const VectorOpInfo& info = vector_op_info(op);
         INFO(info.name);
-        const auto& names = vector_op_names();
-        CHECK(std::find(names.begin(), names.end(), info.name) != names.end());
+        CHECK(vector_op_forms()[static_cast<std::size_t>(op)].op == op);
+        CHECK(vector_op_name(op, false) == info.name);
         // Ops whose lowered body depends on cols are row-wise in the trace's sense too.
-        if (is_row_vector_op(info.name)) CHECK(info.row_wise);
+        if (is_row_vector_op(op)) CHECK(info.row_wise);
         for (std::int64_t bytes : {4, 2}) {
-            const VectorOpDesc d{info.name, 64, 256, bytes, bytes};
+            const VectorOpDesc d{op, false, 64, 256, bytes, bytes};
             VectorOpCost c;
             REQUIRE_NOTHROW(c = vector_op_cost(d, vpu, vmem));
             CHECK(c.cycles > 0);
@@ -78,7 +78,7 @@ TEST_CASE("lowered ops read and write the streams of the trace table", "[vpu][lo
     for (VectorOp op : all_trace_vector_ops()) {
         const VectorOpInfo& info = vector_op_info(op);
         INFO(info.name);
-        const Streams s = count_streams(lower_vector_loop({info.name, 64, 256, 4, 4}, vpu), vpu);
+        const Streams s = count_streams(lower_vector_loop({op, false, 64, 256, 4, 4}, vpu), vpu);
         const int in = info.inputs, out = info.outputs;
         switch (op) {
             case VectorOp::BiasAdd:  // plus the bias's 128-lane row
@@ -136,12 +136,13 @@ TEST_CASE("new ops: fast path equals the full simulation under another config", 
     vpu.ops.reciprocal = {3, 11};
     VmemConfig vmem;
     vmem.load_bytes_per_cycle = 1024;
-    for (const char* op :
-         {"div", "sqrt", "gelu_grad", "softmax_grad", "layernorm_grad", "batchnorm",
-          "batchnorm_grad", "gather", "scatter_add", "sgd_momentum", "dropout_grad", "lamb"}) {
+    for (VectorOp op :
+         {VectorOp::Div, VectorOp::Sqrt, VectorOp::GeluGrad, VectorOp::SoftmaxGrad,
+          VectorOp::LayernormGrad, VectorOp::Batchnorm, VectorOp::BatchnormGrad, VectorOp::Gather,
+          VectorOp::ScatterAdd, VectorOp::SgdMomentum, VectorOp::DropoutGrad, VectorOp::Lamb}) {
         for (auto [in, out] : {std::pair<int, int>{4, 4}, {2, 4}, {4, 2}}) {
-            const VectorOpDesc d{op, 520, 384, in, out};
-            INFO(op << " " << in << "->" << out);
+            const VectorOpDesc d{op, false, 520, 384, in, out};
+            INFO(vector_op_info(op).name << " " << in << "->" << out);
             const VectorOpCost a = simulate_vector_op(d, vpu, vmem);
             const VectorOpCost b = vector_op_cost(d, vpu, vmem);
             CHECK(a.cycles == b.cycles);
@@ -157,7 +158,8 @@ TEST_CASE("gather is bound by its row-addressed loads", "[vpu][lowering]") {
     const VpuConfig vpu;
     const VmemConfig vmem;
     const std::int64_t tiles = 4096;
-    const VectorOpCost c = vector_op_cost({"gather", 8 * tiles, 128, 4, 4}, vpu, vmem);
+    const VectorOpCost c =
+        vector_op_cost({VectorOp::Gather, false, 8 * tiles, 128, 4, 4}, vpu, vmem);
     // Per 8 x 128 f32 tile: one load per row (sublane), each holding the vld port for
     // ceil(512 B / port width) cycles; everything else (one 4 KiB store) fits beside them.
     const std::int64_t port = ceil_div(vpu.lanes * 4, vmem.load_bytes_per_cycle);
@@ -176,7 +178,8 @@ TEST_CASE("batchnorm reduces down the rows on the VALU, not the cross-lane unit"
     REQUIRE_FALSE(vpu.has_fma);
     const std::int64_t rows = 8 * 1024, cols = 512;  // 4096 f32 tiles
     const std::int64_t tiles = rows / vpu.sublanes * cols / vpu.lanes;
-    const VectorOpCost c = vector_op_cost({"batchnorm", rows, cols, 4, 4}, vpu, vmem);
+    const VectorOpCost c =
+        vector_op_cost({VectorOp::Batchnorm, false, rows, cols, 4, 4}, vpu, vmem);
     CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Xlu)] == 0);
     // Per tile: sum += x, x * x, sumsq += x^2; then x * scale + shift (mul, add); plus the
     // two accumulator splats in the prologue.
@@ -197,7 +200,8 @@ TEST_CASE("div takes one EUP reciprocal per vreg", "[vpu][lowering]") {
     const VmemConfig vmem;
     for (std::int64_t bytes : {4, 2}) {
         const std::int64_t rows = 4096, cols = 1024;
-        const VectorOpCost c = vector_op_cost({"div", rows, cols, bytes, bytes}, vpu, vmem);
+        const VectorOpCost c =
+            vector_op_cost({VectorOp::Div, false, rows, cols, bytes, bytes}, vpu, vmem);
         const std::int64_t vregs = rows * cols / vpu.elements_per_vreg();
         CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Eup)] ==
               std::uint64_t(vregs * vpu.ops.reciprocal.issue_interval_cycles));
@@ -208,7 +212,8 @@ TEST_CASE("softmax_grad does one cross-lane reduction per row group", "[vpu][low
     const VpuConfig vpu;
     const VmemConfig vmem;
     const std::int64_t rows = 512, cols = 1024;
-    const VectorOpCost c = vector_op_cost({"softmax_grad", rows, cols, 4, 4}, vpu, vmem);
+    const VectorOpCost c =
+        vector_op_cost({VectorOp::SoftmaxGrad, false, rows, cols, 4, 4}, vpu, vmem);
     // Per 8-row group: one reduce and one broadcast of dot(dy, y).
     const std::int64_t groups = rows / vpu.sublanes;
     CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Xlu)] ==

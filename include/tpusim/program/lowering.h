@@ -12,6 +12,7 @@
 // Dependencies become waits on the producing instructions; VMEM buffers are allocated from a
 // ring, and reusing a region waits for its last reader (write-after-read), so the amount of
 // buffering follows from the VMEM capacity in the config.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/program/program.h"
 #include "tpusim/trace/op_kind.h"
+#include "tpusim/trace/trace.h"
 
 namespace tpusim {
 
@@ -32,12 +34,15 @@ struct OpSpec {
     std::int64_t in_bytes = 2, out_bytes = 2;   // element sizes
     std::int64_t lhs_bytes = 2, rhs_bytes = 2;  // matmul: each operand's element size
     // conv2d: the NHWC input the implicit GEMM's LHS views (kh = 0: a plain matmul). The LHS
-    // tiles then move the input rows their windows cover, not im2col rows (lower_matmul).
+    // tiles then move the input rows their windows cover, not im2col rows (MatmulLowering).
     struct ConvWindow {
         std::int64_t h = 0, w = 0, c = 0, kh = 0, kw = 0, stride_h = 1, out_h = 0, out_w = 0;
     } conv;
     // vector
-    std::string vop;
+    VectorOp vop = VectorOp::Add;
+    // dropout: also writes its keep mask (a second result); dropout_grad: reads it (a second
+    // operand). VectorShape::saved_mask.
+    bool saved_mask = false;
     std::int64_t rows = 0, cols = 0;
     std::int64_t vector_inputs = 1;
     // Full-size result streams, each its own array in the result buffer (adam: p, m, v).
@@ -52,7 +57,9 @@ struct OpSpec {
     double vector_flops = 0;  // useful FLOPs of a vector op on one core (op_flops)
     // data movement and collectives
     Bytes bytes = 0;
-    std::vector<std::int64_t> group;
+    // Collectives: the replica groups (TraceOp::replica_groups), a partition of the op's
+    // cores; each core takes the group that holds it. Empty: one group of all the op's cores.
+    std::vector<std::vector<std::int64_t>> replica_groups;
     std::int64_t peer = -1;
     std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
     // graph
@@ -88,9 +95,12 @@ inline constexpr std::size_t kMaxCoreInstructions = (std::size_t{1} << 32) - 1;
 std::int64_t vector_input_bytes(const OpSpec& op, std::int64_t j);
 std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k);
 
+// The index in op.replica_groups of the last group that holds `core`, or -1 for none.
+std::ptrdiff_t replica_group_of(const OpSpec& op, std::int64_t core);
+
 // Extra reads of its input that XLA's separate statistics fusions add to an unfused row
 // normalisation (layernorm, softmax: 2; rmsnorm: 1; other ops: 0). docs/program.md.
-int xla_statistics_passes(const std::string& vop);
+int xla_statistics_passes(VectorOp vop);
 
 // Throws InputError(trace_name, "op \"id\"", ...) when an op cannot be placed (e.g. its
 // smallest tile does not fit VMEM).

@@ -16,6 +16,7 @@
 #include "tpusim/common/types.h"
 #include "tpusim/program/collectives.h"
 #include "tpusim/program/dma_descriptor.h"
+#include "tpusim/trace/trace.h"
 
 namespace tpusim {
 
@@ -30,7 +31,8 @@ struct MatmulInstr {
 };
 
 struct VectorInstr {
-    std::string op;  // trace vector op name (gelu, softmax, ...)
+    VectorOp op = VectorOp::Add;
+    bool saved_mask = false;  // dropout, dropout_grad: the keep mask is saved (VectorOpDesc)
     std::int64_t rows = 0, cols = 0;
     std::int64_t in_bytes = 4, out_bytes = 4;  // element sizes
 };

@@ -13,13 +13,17 @@
 #include "tpusim/config/memory_config.h"
 #include "tpusim/config/vpu_config.h"
 #include "tpusim/program/vector_isa.h"
+#include "tpusim/trace/trace.h"
 
 namespace tpusim {
 
 // One vector op on a rows x cols array (row ops reduce / normalise along cols). Element
 // sizes in bytes: bf16 = 2, f32 = 4.
 struct VectorOpDesc {
-    std::string op;
+    VectorOp op = VectorOp::Add;
+    // dropout: also writes its keep mask; dropout_grad: reads that mask instead of
+    // regenerating it (VectorShape::saved_mask). Their bodies differ; other ops ignore it.
+    bool saved_mask = false;
     std::int64_t rows = 1;
     std::int64_t cols = 1;
     std::int64_t in_bytes = 4;
@@ -62,13 +66,42 @@ struct VectorLoop {
     std::int64_t chunks() const { return iterations + stages() - 1; }
 };
 
-// Op names lower_vector_op accepts.
-const std::vector<std::string>& vector_op_names();
-// Row ops reduce or normalise along cols; their loop iterates over row groups.
-bool is_row_vector_op(const std::string& op);
+struct Ctx;  // a loop body under construction (src/program/vector_lower_ctx.h)
+
+// What the program layer knows of one vector op: one entry per VectorOp
+// (vector_op_lowering), so that a new op is one entry. Its name in reports and messages is
+// the trace format's (vector_op_info(op).name; vector_op_name), its streams and FLOPs are in
+// the trace layer's table (VectorOpInfo), and whether it reduces each row to one value is
+// VectorOpInfo::reduces.
+struct VectorOpLowering {
+    // Builds one iteration of the op's loop body (a tile, or a row group for row ops).
+    void (*expand)(Ctx& c);
+    // Row op: reduces or normalises along cols, so one iteration is a row group across all
+    // of cols, the body depends on cols, and chunks hold whole rows (softmax, layernorm,
+    // rmsnorm, reduce_*; bias_add and batchnorm are row-wise in the trace's sense only).
+    bool row_op;
+    // Extra reads of its input that XLA's separate statistics fusions add when the op is not
+    // fused (xla_statistics_passes): the first a reduce_max where statistics_max_first, the
+    // others reduce_sum.
+    int statistics_passes;
+    bool statistics_max_first;
+    // Its result is followed by two rows of per-column sums (dgamma and dbeta).
+    bool column_sums;
+};
+const VectorOpLowering& vector_op_lowering(VectorOp op);
+
+// Every form lower_vector_loop accepts, in the trace format's order (docs/trace-format.md):
+// each VectorOp, then the saved-mask forms of dropout and dropout_grad, with the default
+// sizes of VectorOpDesc.
+const std::vector<VectorOpDesc>& vector_op_forms();
+// The op's name in messages: the trace's, with "_saved_mask" for a saved-mask form.
+std::string vector_op_name(VectorOp op, bool saved_mask);
+// Row ops (VectorOpLowering::row_op) iterate over row groups.
+inline bool is_row_vector_op(VectorOp op) { return vector_op_lowering(op).row_op; }
 
 // Loop iterations of `op` (tiles, or row groups for row ops). Throws InputError("vector op",
-// <op>, ...) for an unknown op, non-positive sizes or element sizes other than 2 and 4.
+// <vector_op_name>, ...) for an op outside the enum, non-positive sizes or element sizes other than
+// 2 and 4.
 std::int64_t vector_loop_iterations(const VectorOpDesc& op, const VpuConfig& vpu);
 
 // The loop body, not yet scheduled (ii 1, no stages): the VPU layer fills in the modulo

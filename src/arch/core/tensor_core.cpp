@@ -224,8 +224,8 @@ void TensorCore::vpu_lane() {
         while (vpu_lane_.queue.empty()) wait(vpu_lane_.pushed);
         const std::uint32_t idx = vpu_lane_.queue.front();
         const VectorInstr& v = program_->instrs[idx].vec();
-        const VectorOpCost& cost =
-            vpu_->op_cost(VectorOpDesc{v.op, v.rows, v.cols, v.in_bytes, v.out_bytes});
+        const VectorOpCost& cost = vpu_->op_cost(
+            VectorOpDesc{v.op, v.saved_mask, v.rows, v.cols, v.in_bytes, v.out_bytes});
         const Cycle now = now_cycles();
         stats_.vpu_busy_cycles += cost.cycles;
         stats_.vpu_instructions += cost.instructions;

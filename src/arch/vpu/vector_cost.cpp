@@ -4,10 +4,24 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <tuple>
 
 namespace tpusim {
+
+// The steady state of one loop under one config. snapshots[k]: the VPU after the prologue
+// and chunks 0 .. k-1 of the endless listing. Once found, the state relative to the front
+// cycle after `start + period` chunks equals the one after `start`, `delta` cycles and
+// `delta_counts` later; the period is a multiple of the register rotation and both points lie
+// past the pipeline fill, so the listing ahead repeats too and the VPU evolves identically
+// from both.
+struct VectorSteadyState {
+    VectorLoop loop;
+    std::vector<VpuTiming> snapshots;
+    bool found = false;
+    std::size_t start = 0, period = 0;
+    Cycle delta = 0;
+    VpuCounters delta_counts;
+};
 
 namespace {
 
@@ -29,49 +43,15 @@ void run_chunk(VpuTiming& m, const VectorLoop& loop, std::int64_t g, std::int64_
     for (const VInstr& in : emit_chunk(loop, g, iterations)) m.issue(in);
 }
 
-// Every config value that can change the lowering or the timing, in visit() order: the cache
-// key, so that two configs share an entry only when they would simulate identically.
-class KeyCollector : public ConfigVisitor {
- public:
-    std::vector<double> values;
-    void value(const char*, std::int64_t& v, Limits, const char*, const char*) override {
-        values.push_back(static_cast<double>(v));
-    }
-    void value(const char*, double& v, Limits, const char*, const char*) override {
-        values.push_back(v);
-    }
-    void value(const char*, bool& v, const char*) override { values.push_back(v ? 1 : 0); }
-    void value(const char*, std::string&, const std::vector<std::string>&, const char*) override {}
-
- protected:
-    bool begin_section(const char*, const char*) override { return true; }
-    void end_section() override {}
-};
-
-// The steady state of one loop under one config. snapshots[k]: the VPU after the prologue
-// and chunks 0 .. k-1 of the endless listing. Once found, the state relative to the front
-// cycle after `start + period` chunks equals the one after `start`, `delta` cycles and
-// `delta_counts` later; the period is a multiple of the register rotation and both points lie
-// past the pipeline fill, so the listing ahead repeats too and the VPU evolves identically
-// from both.
-struct SteadyState {
-    std::shared_ptr<const VectorLoop> loop;
-    std::vector<VpuTiming> snapshots;
-    bool found = false;
-    std::size_t start = 0, period = 0;
-    Cycle delta = 0;
-    VpuCounters delta_counts;
-};
-
 // Instructions the probe may simulate while looking for a repeating state before giving up
 // on extrapolation (then the rest of the loop is simulated: exact, only slower).
 constexpr std::uint64_t kProbeInstructionBudget = std::uint64_t{1} << 18;
 
-std::shared_ptr<const SteadyState> find_steady_state(std::shared_ptr<const VectorLoop> lp,
-                                                     const VpuConfig& vpu, const VmemConfig& vmem) {
-    const VectorLoop& loop = *lp;
-    auto st = std::make_shared<SteadyState>();
+std::unique_ptr<const VectorSteadyState> find_steady_state(VectorLoop lp, const VpuConfig& vpu,
+                                                           const VmemConfig& vmem) {
+    auto st = std::make_unique<VectorSteadyState>();
     st->loop = std::move(lp);
+    const VectorLoop& loop = st->loop;
     VpuTiming m(vpu, vmem);
     for (const VInstr& in : loop.prologue) m.issue(in);
     st->snapshots.push_back(m);
@@ -102,39 +82,6 @@ std::shared_ptr<const SteadyState> find_steady_state(std::shared_ptr<const Vecto
     }
 }
 
-struct CacheKey {
-    std::string body;  // op (and cols for row ops), element sizes
-    std::vector<double> config;
-    bool operator<(const CacheKey& o) const {
-        return std::tie(body, config) < std::tie(o.body, o.config);
-    }
-};
-
-std::shared_ptr<const SteadyState> cached_steady_state(const VectorOpDesc& d, const VpuConfig& vpu,
-                                                       const VmemConfig& vmem) {
-    static std::mutex mu;
-    static std::map<CacheKey, std::shared_ptr<const SteadyState>> cache;
-    KeyCollector kc;
-    VpuConfig v = vpu;
-    VmemConfig w = vmem;
-    v.visit(kc);
-    w.visit(kc);
-    CacheKey key{d.op + "/" + std::to_string(is_row_vector_op(d.op) ? d.cols : 0) + "/" +
-                     std::to_string(d.in_bytes) + "/" + std::to_string(d.out_bytes),
-                 std::move(kc.values)};
-    {
-        std::lock_guard<std::mutex> lock(mu);
-        if (auto it = cache.find(key); it != cache.end()) return it->second;
-    }
-    auto st = find_steady_state(
-        std::make_shared<const VectorLoop>(scheduled_vector_loop(d, vpu, vmem)), vpu, vmem);
-    std::lock_guard<std::mutex> lock(mu);
-    // Bound memory over long sweeps (an entry holds the snapshots of its probe).
-    if (cache.size() >= 256) cache.clear();
-    cache.emplace(std::move(key), st);
-    return st;
-}
-
 }  // namespace
 
 VectorOpCost simulate_vector_op(const VectorOpDesc& d, const VpuConfig& vpu,
@@ -144,10 +91,36 @@ VectorOpCost simulate_vector_op(const VectorOpDesc& d, const VpuConfig& vpu,
     return to_cost(m.finish_cycle(), m.counters());
 }
 
-VectorOpCost vector_op_cost(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
-    const auto n = static_cast<std::size_t>(vector_loop_iterations(d, vpu));  // validates d
-    const auto st = cached_steady_state(d, vpu, vmem);
-    const VectorLoop& loop = *st->loop;
+bool VectorCostModel::BodyKey::operator<(const BodyKey& o) const {
+    return std::tie(op, saved_mask, row_cols, in_bytes, out_bytes) <
+           std::tie(o.op, o.saved_mask, o.row_cols, o.in_bytes, o.out_bytes);
+}
+
+bool VectorCostModel::ShapeKey::operator<(const ShapeKey& o) const {
+    return std::tie(op, saved_mask, rows, cols, in_bytes, out_bytes) <
+           std::tie(o.op, o.saved_mask, o.rows, o.cols, o.in_bytes, o.out_bytes);
+}
+
+VectorCostModel::VectorCostModel(const VpuConfig& vpu, const VmemConfig& vmem)
+    : vpu_(vpu), vmem_(vmem) {}
+
+VectorCostModel::~VectorCostModel() = default;
+
+const VectorSteadyState& VectorCostModel::steady_state(const VectorOpDesc& d) {
+    BodyKey key{d.op, d.saved_mask, is_row_vector_op(d.op) ? d.cols : 0, d.in_bytes, d.out_bytes};
+    if (auto it = bodies_.find(key); it != bodies_.end()) return *it->second;
+    auto st = find_steady_state(scheduled_vector_loop(d, vpu_, vmem_), vpu_, vmem_);
+    // Bound memory over programs of many bodies (an entry holds the snapshots of its probe).
+    if (bodies_.size() >= 256) bodies_.clear();
+    return *bodies_.emplace(key, std::move(st)).first->second;
+}
+
+const VectorOpCost& VectorCostModel::cost(const VectorOpDesc& d) {
+    ShapeKey key{d.op, d.saved_mask, d.rows, d.cols, d.in_bytes, d.out_bytes};
+    if (auto it = costs_.find(key); it != costs_.end()) return it->second;
+    const auto n = static_cast<std::size_t>(vector_loop_iterations(d, vpu_));  // validates d
+    const VectorSteadyState* st = &steady_state(d);
+    const VectorLoop& loop = st->loop;
 
     // The VPU after chunks 0 .. n-1 (the listing of an endless loop up to there), as a
     // snapshot `periods` steady-state periods earlier; then the drain chunks of the real loop.
@@ -169,7 +142,12 @@ VectorOpCost vector_op_cost(const VectorOpDesc& d, const VpuConfig& vpu, const V
     for (std::int64_t g = k; g < k + loop.stages() - 1; ++g) run_chunk(m, loop, g, k);
     VpuCounters c = m.counters();
     c += st->delta_counts.scaled(periods);
-    return to_cost(m.finish_cycle() + periods * st->delta, c);
+    return costs_.emplace(key, to_cost(m.finish_cycle() + periods * st->delta, c)).first->second;
+}
+
+VectorOpCost vector_op_cost(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {
+    VectorCostModel model(vpu, vmem);
+    return model.cost(d);
 }
 
 }  // namespace tpusim

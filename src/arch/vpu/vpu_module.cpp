@@ -5,19 +5,12 @@
 namespace tpusim {
 
 Vpu::Vpu(sc_core::sc_module_name name, const VpuConfig& vpu, const VmemConfig& vmem)
-    : sc_module(name), vpu_(vpu), vmem_(vmem), timing_(vpu, vmem) {
+    : sc_module(name), timing_(vpu, vmem), costs_(vpu, vmem) {
     SC_HAS_PROCESS(Vpu);
     SC_THREAD(run);
 }
 
-const VectorOpCost& Vpu::op_cost(const VectorOpDesc& op) {
-    auto key = std::make_tuple(op.op, op.rows, op.cols, op.in_bytes, op.out_bytes);
-    auto it = costs_.find(key);
-    if (it == costs_.end()) {
-        it = costs_.emplace(std::move(key), vector_op_cost(op, vpu_, vmem_)).first;
-    }
-    return it->second;
-}
+const VectorOpCost& Vpu::op_cost(const VectorOpDesc& op) { return costs_.cost(op); }
 
 void Vpu::execute(const VectorProgram& prog, sc_core::sc_event* done) {
     queue_.push_back(Job{prog, now_cycles(), done});

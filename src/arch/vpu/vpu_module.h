@@ -6,10 +6,7 @@
 //    exactly the cycles of executing its program; the TensorCore's vector lane uses this.
 #include <cstdint>
 #include <deque>
-#include <map>
-#include <string>
 #include <systemc>
-#include <tuple>
 
 #include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/arch/vpu/vpu.h"
@@ -27,8 +24,7 @@ class Vpu : public sc_core::sc_module {
     void execute(const VectorProgram& prog, sc_core::sc_event* done);
 
     // The cost of one vector op on this VPU. A pure function of the op's shape and the fixed
-    // config; a program repeats a few chunk shapes thousands of times, so each is computed
-    // once.
+    // config, computed once per shape by the VPU's own cost model.
     const VectorOpCost& op_cost(const VectorOpDesc& op);
 
     bool busy() const { return running_ || !queue_.empty(); }
@@ -42,12 +38,8 @@ class Vpu : public sc_core::sc_module {
     };
     void run();
 
-    VpuConfig vpu_;
-    VmemConfig vmem_;
     VpuTiming timing_;
-    std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
-             VectorOpCost>
-        costs_;
+    VectorCostModel costs_;
     std::deque<Job> queue_;
     sc_core::sc_event wake_;
     bool running_ = false;

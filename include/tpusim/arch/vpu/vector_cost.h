@@ -5,6 +5,8 @@
 // path. Plain C++ (no SystemC).
 #include <array>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "tpusim/arch/vpu/vpu.h"
@@ -44,11 +46,50 @@ VectorProgram lower_vector_op(const VectorOpDesc& op, const VpuConfig& vpu, cons
 VectorOpCost simulate_vector_op(const VectorOpDesc& op, const VpuConfig& vpu,
                                 const VmemConfig& vmem);
 
-// Fast path, exactly equal to simulate_vector_op: simulates groups until the VPU state
-// relative to the issue cycle repeats (the steady state: every later period adds the same
-// cycles and counts), then extrapolates and simulates only the drain. The lowered loop and its
-// steady state are cached per (op, cols for row ops, element sizes, config), so repeated calls
-// for chunks of one op cost a drain simulation. Thread-safe.
+struct VectorSteadyState;  // a loop body's repeating VPU state (vector_cost.cpp)
+
+// The cost of vector ops on one VPU and VMEM configuration by the fast path, exactly equal to
+// simulate_vector_op: simulates groups until the VPU state relative to the issue cycle
+// repeats (the steady state: every later period adds the same cycles and counts), then
+// extrapolates and simulates only the drain. It remembers the lowered loop and steady state
+// of each loop body (op, saved mask, cols for row ops, element sizes), so further chunks of
+// one op cost a drain simulation, and the cost of each exact op shape, since a program repeats
+// a few chunk shapes thousands of times. Owned by the Vpu that asks (state of one simulation,
+// not shared between threads).
+class VectorCostModel {
+ public:
+    VectorCostModel(const VpuConfig& vpu, const VmemConfig& vmem);
+    ~VectorCostModel();
+    VectorCostModel(const VectorCostModel&) = delete;
+    VectorCostModel& operator=(const VectorCostModel&) = delete;
+
+    // Throws as vector_loop_iterations. The reference stays valid while the model lives.
+    const VectorOpCost& cost(const VectorOpDesc& op);
+
+ private:
+    struct BodyKey {
+        VectorOp op;
+        bool saved_mask;
+        std::int64_t row_cols;  // cols for row ops (their body depends on it), else 0
+        std::int64_t in_bytes, out_bytes;
+        bool operator<(const BodyKey& o) const;
+    };
+    struct ShapeKey {
+        VectorOp op;
+        bool saved_mask;
+        std::int64_t rows, cols, in_bytes, out_bytes;
+        bool operator<(const ShapeKey& o) const;
+    };
+    const VectorSteadyState& steady_state(const VectorOpDesc& op);
+
+    VpuConfig vpu_;
+    VmemConfig vmem_;
+    std::map<BodyKey, std::unique_ptr<const VectorSteadyState>> bodies_;
+    std::map<ShapeKey, VectorOpCost> costs_;
+};
+
+// One op's cost by a model of its own: for tests and one-off queries (a simulation asks its
+// Vpu, whose model remembers).
 VectorOpCost vector_op_cost(const VectorOpDesc& op, const VpuConfig& vpu, const VmemConfig& vmem);
 
 }  // namespace tpusim

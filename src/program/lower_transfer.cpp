@@ -1,0 +1,93 @@
+// Copy and host-transfer lowering (chunks through VMEM; one host-link instruction) and the
+// collective lowering (one ICI instruction over this core's replica group).
+#include <algorithm>
+#include <memory>
+
+#include "op_lowerings.h"
+
+namespace tpusim {
+
+std::ptrdiff_t replica_group_of(const OpSpec& op, std::int64_t core) {
+    std::ptrdiff_t found = -1;
+    for (std::size_t g = 0; g < op.replica_groups.size(); ++g) {
+        const auto& group = op.replica_groups[g];
+        if (std::find(group.begin(), group.end(), core) != group.end())
+            found = static_cast<std::ptrdiff_t>(g);
+    }
+    return found;
+}
+
+void TransferLowering::lower_copy(std::size_t i) {
+    const OpSpec& op = c_.op(i);
+    const Bytes chunk = 1 * kMiB;
+    const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.bytes, chunk));
+    const HbmSrc src = c_.operand(i, 0, op.bytes);
+    const Waits deps = c_.dep_waits(op);
+    const auto make = [&](std::size_t c) {
+        const Bytes off = static_cast<Bytes>(c) * chunk;
+        const Bytes bytes = std::min(chunk, op.bytes - off);
+        PipelineStep st;
+        st.load = [=](PipelineStep& s) {  // one contiguous row of the chunk's bytes
+            c_.load_rows(i, src, bytes, 0, 1, deps, s, off);
+            s.acc = s.buffers.back();
+        };
+        st.compute = [](PipelineStep& s) { s.computed = s.loaded; };
+        st.finish = [=](PipelineStep& s) {
+            c_.sink(i, TileRef{s.acc, 0, static_cast<std::int64_t>(off), 1,
+                               static_cast<std::int64_t>(bytes),
+                               static_cast<std::int64_t>(op.bytes), 1, s.computed});
+        };
+        return st;
+    };
+    c_.run_pipeline(static_cast<std::size_t>(chunks), make);
+}
+
+void TransferLowering::lower(std::size_t i) {
+    const OpSpec& op = c_.op(i);
+    if (op.kind == OpKind::Copy) {
+        lower_copy(i);
+        return;
+    }
+    // Infeed / outfeed: one instruction for the host link.
+    Instr in;
+    in.op = static_cast<std::uint32_t>(i);
+    in.waits = c_.dep_waits(op);
+    in.unit = Unit::Host;
+    in.host() = {op.kind == OpKind::Infeed, op.bytes};
+    c_.state(i).done.push_back(c_.emit(std::move(in)));
+}
+
+void CollectiveLowering::lower(std::size_t i) {
+    const OpSpec& op = c_.op(i);
+    Instr in;
+    in.op = static_cast<std::uint32_t>(i);
+    in.waits = c_.dep_waits(op);
+    in.unit = Unit::Ici;
+    CollectiveInstr coll;
+    if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
+        coll.role =
+            op.kind == OpKind::Send ? CollectiveInstr::Role::kSend : CollectiveInstr::Role::kRecv;
+        coll.kind = CollectiveKind::kSendRecv;
+    } else {
+        coll.kind = collective_kind(op.kind);
+    }
+    coll.bytes = op.bytes;
+    // This core's replica group (the last that holds it, should a malformed list repeat the
+    // core; program_signature agrees).
+    if (const std::ptrdiff_t g = replica_group_of(op, c_.core()); g >= 0)
+        coll.group = op.replica_groups[static_cast<std::size_t>(g)];
+    if (coll.group.empty()) {
+        coll.group = op.cores;
+        if (coll.group.empty()) {
+            for (std::int64_t c = 0; c < c_.opts().cores; ++c) coll.group.push_back(c);
+        }
+    }
+    coll.peer = op.peer;
+    coll.pairs = op.pairs;
+    coll.element_bytes = op.in_bytes;
+    coll.instance = i;
+    in.coll = std::make_shared<const CollectiveInstr>(std::move(coll));
+    c_.state(i).done.push_back(c_.emit(std::move(in)));
+}
+
+}  // namespace tpusim
