@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "tpusim/common/types.h"
+#include "tpusim/common/wording.h"
 
 namespace tpusim {
 
@@ -32,9 +33,8 @@ std::string fusion_blocker(const std::vector<OpSpec>& ops, std::size_t i,
     const OpSpec& prod = ops[p];
     if (!(prod.kind == OpKind::Matmul || prod.kind == OpKind::Vector)) {
         return fmt::format(
-            "its producer \"{}\" is a {}: only matmul and vector results stay in "
-            "VMEM",
-            prod.id, op_kind_name(prod.kind));
+            "its producer \"{}\" is {}: only matmul and vector results stay in VMEM", prod.id,
+            with_article(op_kind_name(prod.kind)));
     }
     if (first_fused[p] != i) {
         return fmt::format("its producer \"{}\" already hands its tiles to the fused op \"{}\"",

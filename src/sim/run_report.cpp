@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tpusim/common/wording.h"
 #include "tpusim/program/program.h"
 #include "tpusim/sim/derived.h"
 #include "tpusim/sim/simulator.h"
@@ -69,8 +70,8 @@ nlohmann::json symmetry_json(const RunResult::Symmetry& s) {
 
 std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name) {
     std::ostringstream o;
-    o << fmt::format("{} on {}: {} cores on {} chip{}\n", name, cfg.name, r.cores, r.chips,
-                     r.chips == 1 ? "" : "s");
+    o << fmt::format("{} on {}: {} on {}\n", name, cfg.name, count_of(r.cores, "core"),
+                     count_of(r.chips, "chip"));
     if (r.symmetry.used) {
         o << fmt::format(
             "  symmetry   SPMD: {} of {} cores simulated, the others run the same "

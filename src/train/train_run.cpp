@@ -251,7 +251,7 @@ std::string train_summary_text(const TrainResult& r, const TrainInputs& in) {
                                 in.run.name.empty() ? in.run.path : in.run.name, in.run.epochs,
                                 in.run.steps_per_epoch(), in.run.global_batch);
     s += fmt::format(
-        "  epoch {:.4g} s (first {:.4g} s), run {:.4g} s, {:.4g} steps/s, {:.4g} "
+        "  epoch {:.4g} s (first {:.4g} s), run {:.4g} s; the last epoch: {:.4g} steps/s, {:.4g} "
         "samples/s\n",
         secs(p.epoch_cycles.back(), f), secs(p.epoch_cycles.front(), f), total,
         static_cast<double>(in.run.steps_per_epoch()) / secs(p.epoch_cycles.back(), f),

@@ -25,6 +25,15 @@ for i in 1 2; do
 done
 "$bin" run --config $v3 --trace "$tmp/mlp.json" --quiet --fidelity pe --report "$tmp/pe.json" \
     > /dev/null || fatal "tpusim run --fidelity pe exited with $?"
+# Grammar of the summary and of warnings: "1 core on 1 chip", "is an all_reduce".
+head -1 "$tmp/out1.txt" | grep -q "^tiny_mlp on tpu_v3_8: 1 core on 1 chip$" ||
+    fatal "summary line: $(head -1 "$tmp/out1.txt")"
+printf '%s\n' '{"format": "tpusim.trace", "version": 1, "name": "fz", "cores": 2, "ops": [' \
+    '{"id": "ar", "kind": "all_reduce", "bytes": 4096},' \
+    '{"id": "v", "kind": "vector", "op": "relu", "elements": 1024, "deps": ["ar"], "fused": true}]}' \
+    > "$tmp/fz.json"
+"$bin" run --config $v3 --trace "$tmp/fz.json" --quiet 2>&1 >/dev/null |
+    grep -q 'its producer "ar" is an all_reduce: only matmul' || fatal "article of the fusion warning"
 
 python3 - "$tmp" <<'PY' || exit 1
 import csv, json, sys

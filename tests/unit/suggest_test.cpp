@@ -1,7 +1,8 @@
-// "Did you mean": the closest known name to a mistyped one (common/suggest.h).
+// Wording of messages: "did you mean" (common/suggest.h), counts and articles (common/wording.h).
 #include <catch2/catch.hpp>
 
 #include "tpusim/common/suggest.h"
+#include "tpusim/common/wording.h"
 
 using tpusim::closest_name;
 using tpusim::edit_distance;
@@ -28,4 +29,13 @@ TEST_CASE("closest name: a likely typo, or nothing", "[suggest]") {
     CHECK(closest_name("run", cmds).empty());    // the name itself is not a suggestion
     CHECK(tpusim::did_you_mean("rowz", {"rows", "cols"}) == " (did you mean \"rows\"?)");
     CHECK(tpusim::did_you_mean("zzzz", {"rows", "cols"}).empty());
+}
+
+TEST_CASE("wording: counts and articles", "[suggest]") {
+    CHECK(tpusim::count_of(1, "core") == "1 core");
+    CHECK(tpusim::count_of(8, "core") == "8 cores");
+    CHECK(tpusim::count_of(0, "chip") == "0 chips");
+    CHECK(tpusim::with_article("all_reduce") == "an all_reduce");
+    CHECK(tpusim::with_article("infeed") == "an infeed");
+    CHECK(tpusim::with_article("matmul") == "a matmul");
 }
