@@ -8,8 +8,8 @@
 
 namespace tpusim {
 
-Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg,
-           CollectiveIf& ici, Timeline* timeline)
+Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg, UnitIf& ici,
+           Timeline* timeline)
     : sc_module(name), stats_(fmt::format("chip{}", index), "one TPU chip") {
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
     const bool burst = cfg.sim.hbm_model == HbmModel::burst;
@@ -38,8 +38,8 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
         } else {
             core.dma_engine().hbm_out(calibrated_->target_in);
         }
-        core.ici_out(ici);
-        core.host_out(host_->core_in);
+        core.unit_port(Unit::Ici).bind(ici);
+        core.unit_port(Unit::Host).bind(host_->core_in);
         stats_.add_child(core.stats().group);
     }
 }

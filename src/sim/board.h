@@ -31,7 +31,7 @@ namespace tpusim {
 class Chip : public sc_core::sc_module {
  public:
     // `index`: the chip's number; its cores are index * cores_per_chip + 0, 1, ...
-    Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg, CollectiveIf& ici,
+    Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg, UnitIf& ici,
          Timeline* timeline);
     ~Chip() override;
     TensorCore& core(std::size_t local) { return *cores_[local]; }
