@@ -1,6 +1,7 @@
-// `tpusim bench mxu`: one GEMM on one MXU alone, through the SystemC Mxu module, at tile or PE
-// fidelity. The PE run computes real numbers on seeded random operands; --check compares them
-// with the reference GEMM bit for bit.
+// `tpusim bench mxu`: one GEMM on one MXU alone, through the SystemC Mxu module a TensorCore
+// holds, driven as the core drives it (one matmul instruction), at tile or PE fidelity. The PE run
+// computes real numbers on seeded random operands; --check compares them with the reference GEMM
+// bit for bit.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -30,37 +31,28 @@ struct MxuBenchOptions {
     std::uint64_t seed = 1;
 };
 
-// Feeds the GEMM's passes to the MXU with every operand available at cycle 0 and waits for
-// the last one. With real operands (PE fidelity) each pass adds its results into C as they leave
-// the array (the accumulators), K tiles in order.
-class MxuBenchDriver : public sc_core::sc_module {
+// Issues the GEMM to the MXU as one matmul instruction, through the unit interface the
+// TensorCore uses, with every operand available at cycle 0, and records its completion. With
+// real operands (PE fidelity) the block adds its results into C as they leave the array (the
+// accumulators), K tiles in order.
+class MxuBenchDriver : public sc_core::sc_module, public UnitDoneIf {
  public:
+    sc_core::sc_port<UnitIf> mxu_out{"mxu_out"};
+
     SC_HAS_PROCESS(MxuBenchDriver);
-    MxuBenchDriver(sc_core::sc_module_name name, Mxu& mxu, std::vector<MxuTile> tiles,
-                   std::int64_t k, std::int64_t n, const float* a, const float* b, float* c)
-        : sc_module(name), mxu_(mxu), tiles_(std::move(tiles)), k_(k), n_(n), a_(a), b_(b), c_(c) {
+    MxuBenchDriver(sc_core::sc_module_name name, std::int64_t m, std::int64_t k, std::int64_t n)
+        : sc_module(name) {
+        gemm_.unit = Unit::Mxu;
+        gemm_.mm() = MatmulInstr{0, m, k, n};
         SC_THREAD(run);
     }
     Cycle end_cycle = 0;
 
  private:
-    void run() {
-        for (const MxuTile& t : tiles_) {
-            const bool data = a_ != nullptr;
-            const auto id = mxu_.push_weights(t.pass, data ? b_ + t.k0 * n_ + t.n0 : nullptr, n_);
-            mxu_.stream_lhs(id, data ? a_ + t.k0 : nullptr, k_, c_ != nullptr ? c_ + t.n0 : nullptr,
-                            n_, true);
-        }
-        mxu_.wait_done(tiles_.size() - 1);
-        end_cycle = mxu_.timing(tiles_.size() - 1).results_end;
-    }
+    void run() { mxu_out->issue(gemm_, UnitRequest{UnitReply{this, 0}, Issuer{}}); }
+    void done(std::uint64_t, const UnitDone& d) override { end_cycle = d.end; }
 
-    Mxu& mxu_;
-    std::vector<MxuTile> tiles_;
-    std::int64_t k_, n_;
-    const float* a_;
-    const float* b_;
-    float* c_;
+    Instr gemm_;
 };
 
 void run_bench_mxu(const MxuBenchOptions& o) {
@@ -92,10 +84,11 @@ void run_bench_mxu(const MxuBenchOptions& o) {
         for (float& x : a) x = dist(rng);
         for (float& x : b) x = dist(rng);
     }
-    Mxu mxu("mxu", mc, fidelity);
-    MxuBenchDriver driver("driver", mxu, mxu_gemm_tiles(mc, o.m, o.k, o.n), o.k, o.n,
-                          a.empty() ? nullptr : a.data(), b.empty() ? nullptr : b.data(),
-                          c.empty() ? nullptr : c.data());
+    Mxu mxu("mxu", mc, fidelity, cfg.sequencer.unit_queue_depth);
+    MxuBenchDriver driver("driver", o.m, o.k, o.n);
+    driver.mxu_out.bind(mxu.core_in);
+    if (fidelity == MxuFidelity::pe)
+        mxu.compute_next({a.data(), o.k, b.data(), o.n, c.data(), o.n});
     sc_core::sc_trace_file* tf = nullptr;
     if (!o.vcd.empty()) {
         std::string base = o.vcd;

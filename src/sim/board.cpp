@@ -21,7 +21,7 @@ std::string host_link_name(std::int64_t index) { return fmt::format("host_link{}
 }  // namespace
 
 Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg,
-           CollectiveIf& ici, Timeline* timeline, const HbmCalibration* hbm_calibration)
+           UnitIf& ici, Timeline* timeline, const HbmCalibration* hbm_calibration)
     : sc_module(name), stats_(chip_name(index), "one TPU chip") {
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
     const bool burst = cfg.sim.hbm_model == HbmModel::burst;
@@ -50,8 +50,8 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
         } else {
             core.dma_engine().hbm_out(calibrated_->target_in);
         }
-        core.ici_out(ici);
-        core.host_out(host_->core_in);
+        core.unit_port(Unit::Ici).bind(ici);
+        core.unit_port(Unit::Host).bind(host_->core_in);
         stats_.add_child(core.stats().group);
     }
 }

@@ -32,7 +32,7 @@ class Chip : public sc_core::sc_module {
  public:
     // `index`: the chip's number; its cores are index * cores_per_chip + 0, 1, ...
     // `hbm_calibration`: the calibrated HBM's (sim.hbm_model = calibrated; else unused).
-    Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg, CollectiveIf& ici,
+    Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg, UnitIf& ici,
          Timeline* timeline, const HbmCalibration* hbm_calibration);
     ~Chip() override;
     TensorCore& core(std::size_t local) { return *cores_[local]; }

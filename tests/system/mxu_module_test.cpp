@@ -1,5 +1,6 @@
-// The SystemC Mxu module: both fidelities, driven by the same sequencer-like thread, give the
-// same stage events and pass timings; the PE fidelity's results are bit-exact; it writes a VCD.
+// The SystemC Mxu module, driven as the TensorCore drives it (matmul instructions through its
+// UnitIf export): both fidelities tell the same completions, the PE fidelity's results are
+// bit-exact, the issuer's counters receive the blocks' work, and a traced PE Mxu writes a VCD.
 // One elaboration per TEST_CASE (each runs in its own process).
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <sstream>
 
 #include "../test_util.h"
+#include "tpusim/arch/core/core_stats.h"
 #include "tpusim/arch/mxu/mxu.h"
 #include "tpusim/arch/mxu/mxu_numerics.h"
 #include "tpusim/common/sim_time.h"
@@ -15,64 +17,77 @@
 namespace tpusim {
 namespace {
 
-struct PassData {
-    MxuPass pass;
-    Cycle push_gap, stream_gap;  // cycles before push_weights, then before stream_lhs
-    std::vector<float> w, x, out;
+struct BlockData {
+    Instr in;
+    Cycle gap = 0;  // cycles before it is issued
+    std::vector<float> a, b;
+    std::vector<float> c;  // pe fidelity's results
 };
 
-// Records the cycle of every stage event of one MXU.
-class Monitor : public sc_core::sc_module {
+// Issues the same blocks to several MXUs at the same cycles, like a sequencer would: each when
+// its MXU is not full. Records every completion, per MXU in issue order.
+class BlockIssuer : public sc_core::sc_module, public UnitDoneIf {
  public:
-    SC_HAS_PROCESS(Monitor);
-    Monitor(sc_core::sc_module_name name, Mxu& mxu) : sc_module(name), mxu_(mxu) {
-        SC_THREAD(watch);
-    }
-    std::vector<Cycle> events;
+    sc_core::sc_vector<sc_core::sc_port<UnitIf>> mxu_out;
 
- private:
-    void watch() {
-        for (;;) {
-            wait(mxu_.weights_loaded_event() | mxu_.lhs_consumed_event() | mxu_.results_event());
-            events.push_back(now_cycles());
-        }
-    }
-    Mxu& mxu_;
-};
-
-// Issues the same passes to several MXUs at the same cycles, like a sequencer would.
-class Sequencer : public sc_core::sc_module {
- public:
-    SC_HAS_PROCESS(Sequencer);
-    Sequencer(sc_core::sc_module_name name, std::vector<Mxu*> mxus, std::vector<PassData>& passes)
-        : sc_module(name), mxus_(std::move(mxus)), passes_(passes) {
+    SC_HAS_PROCESS(BlockIssuer);
+    BlockIssuer(sc_core::sc_module_name name, std::vector<Mxu*> mxus,
+                std::vector<BlockData>& blocks, CoreStats* stats)
+        : sc_module(name),
+          mxu_out("mxu_out", mxus.size()),
+          done_(mxus.size()),
+          mxus_(std::move(mxus)),
+          blocks_(blocks),
+          stats_(stats) {
+        for (std::size_t j = 0; j < mxus_.size(); ++j) mxu_out[j].bind(mxus_[j]->core_in);
         SC_THREAD(issue);
     }
-    bool finished = false;
+    const std::vector<UnitDone>& done(std::size_t mxu) const { return done_[mxu]; }
 
  private:
     void issue() {
-        for (PassData& p : passes_) {
-            wait(cycles(p.push_gap));
-            p.out.assign(static_cast<std::size_t>(p.pass.m * p.pass.n), -1.0f);
-            std::vector<Mxu::PassId> ids;
-            for (Mxu* m : mxus_) ids.push_back(m->push_weights(p.pass, p.w.data(), p.pass.n));
-            wait(cycles(p.stream_gap));
+        for (BlockData& b : blocks_) {
+            wait(cycles(b.gap));
+            const MatmulInstr& mm = b.in.mm();
+            b.c.assign(static_cast<std::size_t>(mm.m * mm.n), 0.0f);
             for (std::size_t j = 0; j < mxus_.size(); ++j) {
-                // Only the PE model writes results; the tile model has no numbers.
-                const bool pe = mxus_[j]->fidelity() == MxuFidelity::pe;
-                mxus_[j]->stream_lhs(ids[j], p.x.data(), p.pass.k, pe ? p.out.data() : nullptr,
-                                     p.pass.n);
+                while (mxu_out[j]->full(b.in)) wait(mxu_out[j]->freed(b.in));
+                // Only the PE model computes numbers; the tile model has none.
+                if (mxus_[j]->fidelity() == MxuFidelity::pe) {
+                    mxus_[j]->compute_next({b.a.data(), mm.k, b.b.data(), mm.n, b.c.data(), mm.n});
+                }
+                mxu_out[j]->issue(b.in, UnitRequest{UnitReply{this, j}, Issuer{0, 0, stats_}});
             }
         }
-        for (Mxu* m : mxus_) m->wait_done(passes_.size() - 1);
-        finished = true;
     }
+    void done(std::uint64_t tag, const UnitDone& d) override { done_[tag].push_back(d); }
+
+    std::vector<std::vector<UnitDone>> done_;
     std::vector<Mxu*> mxus_;
-    std::vector<PassData>& passes_;
+    std::vector<BlockData>& blocks_;
+    CoreStats* stats_;
 };
 
-TEST_CASE("mxu module: tile and pe fidelities give the same events and timings", "[mxu]") {
+std::vector<BlockData> random_blocks(const MxuConfig& cfg, std::size_t count, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> val(-4.0f, 4.0f);
+    auto pick = [&](std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+    };
+    std::vector<BlockData> blocks(count);
+    for (BlockData& b : blocks) {
+        b.in.unit = Unit::Mxu;
+        b.in.mm() = MatmulInstr{0, pick(1, 60), pick(1, 3 * cfg.rows), pick(1, 3 * cfg.cols)};
+        b.gap = static_cast<Cycle>(pick(0, 1) ? 0 : pick(1, 80));
+        b.a.resize(static_cast<std::size_t>(b.in.mm().m * b.in.mm().k));
+        b.b.resize(static_cast<std::size_t>(b.in.mm().k * b.in.mm().n));
+        for (float& v : b.a) v = val(rng);
+        for (float& v : b.b) v = val(rng);
+    }
+    return blocks;
+}
+
+TEST_CASE("mxu module: tile and pe fidelities tell the same completions", "[mxu]") {
     MxuConfig cfg;
     cfg.rows = 16;
     cfg.cols = 8;
@@ -80,39 +95,35 @@ TEST_CASE("mxu module: tile and pe fidelities give the same events and timings",
     cfg.input_latency_cycles = 2;
     cfg.accumulator_latency_cycles = 1;
     cfg.result_pop_latency_cycles = 3;
-    std::mt19937_64 rng(0x5eed0101);
-    std::uniform_real_distribution<float> val(-4.0f, 4.0f);
-    auto pick = [&](std::int64_t lo, std::int64_t hi) {
-        return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
-    };
-    std::vector<PassData> passes(12);
-    for (PassData& p : passes) {
-        p.pass = {pick(1, cfg.rows), pick(1, cfg.cols), pick(1, 60)};
-        p.push_gap = static_cast<Cycle>(pick(0, 1) ? 0 : pick(1, 50));
-        p.stream_gap = static_cast<Cycle>(pick(0, 1) ? 0 : pick(1, 30));
-        p.w.resize(static_cast<std::size_t>(p.pass.k * p.pass.n));
-        p.x.resize(static_cast<std::size_t>(p.pass.m * p.pass.k));
-        for (float& v : p.w) v = val(rng);
-        for (float& v : p.x) v = val(rng);
-    }
-    Mxu tile("tile", cfg, MxuFidelity::tile);
-    Mxu pe("pe", cfg, MxuFidelity::pe);
-    Sequencer seq("seq", {&tile, &pe}, passes);
-    Monitor tile_events("tile_events", tile), pe_events("pe_events", pe);
+    std::vector<BlockData> blocks = random_blocks(cfg, 12, 0x5eed0101);
+    const std::int64_t depth = 2;
+    Mxu tile("tile", cfg, MxuFidelity::tile, depth);
+    Mxu pe("pe", cfg, MxuFidelity::pe, depth);
+    CoreStats stats("core0");
+    BlockIssuer issuer("issuer", {&tile, &pe}, blocks, &stats);
     sc_core::sc_start();
-    REQUIRE(seq.finished);
-    for (std::size_t i = 0; i < passes.size(); ++i) {
-        INFO("pass " << i);
-        CHECK(tile.timing(i) == pe.timing(i));
-        const PassData& p = passes[i];
-        std::vector<float> ref(p.out.size());
-        mxu_reference_gemm(cfg.rows, p.pass.m, p.pass.k, p.pass.n, p.x.data(), p.pass.k, p.w.data(),
-                           p.pass.n, ref.data(), p.pass.n);
-        CHECK(std::memcmp(ref.data(), p.out.data(), ref.size() * sizeof(float)) == 0);
+    REQUIRE(issuer.done(0).size() == blocks.size());
+    REQUIRE(issuer.done(1).size() == blocks.size());
+    std::uint64_t passes = 0, useful = 0;
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        INFO("block " << i);
+        const UnitDone& t = issuer.done(0)[i];
+        CHECK(t == issuer.done(1)[i]);
+        CHECK(t.start < t.end);
+        CHECK(t.busy > 0);
+        if (i > 0) CHECK(t.end > issuer.done(0)[i - 1].end);  // blocks run in order
+        const BlockData& b = blocks[i];
+        const MatmulInstr& mm = b.in.mm();
+        std::vector<float> ref(b.c.size());
+        mxu_reference_gemm(cfg.rows, mm.m, mm.k, mm.n, b.a.data(), mm.k, b.b.data(), mm.n,
+                           ref.data(), mm.n);
+        CHECK(std::memcmp(ref.data(), b.c.data(), ref.size() * sizeof(float)) == 0);
+        passes += mxu_gemm_tiles(cfg, mm.m, mm.k, mm.n).size();
+        useful += static_cast<std::uint64_t>(mm.m * mm.k * mm.n);
     }
-    CHECK(tile_events.events.size() >= passes.size());
-    CHECK(tile_events.events == pe_events.events);
-    CHECK(tile.tile_model().passes() == passes.size());
+    // Both MXUs counted into the same issuer's counters.
+    CHECK(stats.mxu_passes == 2 * passes);
+    CHECK(stats.mxu_useful_macs == 2 * useful);
 }
 
 TEST_CASE("mxu module: pe fidelity writes a VCD waveform of the array", "[mxu]") {
@@ -121,21 +132,21 @@ TEST_CASE("mxu module: pe fidelity writes a VCD waveform of the array", "[mxu]")
     cfg.cols = 8;
     test::TempDir dir;
     const std::string base = dir.path("mxu_wave");
-    std::vector<PassData> passes(2);
-    for (PassData& p : passes) {
-        p.pass = {8, 8, 10};
-        p.push_gap = p.stream_gap = 0;
-        p.w.assign(64, 1.0f);
-        p.x.assign(80, 2.0f);
+    std::vector<BlockData> blocks(2);
+    for (BlockData& b : blocks) {
+        b.in.unit = Unit::Mxu;
+        b.in.mm() = MatmulInstr{0, 10, 8, 8};
+        b.a.assign(80, 2.0f);
+        b.b.assign(64, 1.0f);
     }
-    Mxu pe("pe", cfg, MxuFidelity::pe);
-    Sequencer seq("seq", {&pe}, passes);
+    Mxu pe("pe", cfg, MxuFidelity::pe, 2);
+    BlockIssuer issuer("issuer", {&pe}, blocks, nullptr);
     sc_core::sc_trace_file* tf = sc_core::sc_create_vcd_trace_file(base.c_str());
     tf->set_time_unit(1, sc_core::SC_NS);
     pe.trace(tf, 8);
     sc_core::sc_start();
     sc_core::sc_close_vcd_trace_file(tf);
-    REQUIRE(seq.finished);
+    REQUIRE(issuer.done(0).size() == 2);
     std::ifstream in(base + ".vcd");
     std::stringstream text;
     text << in.rdbuf();
@@ -145,8 +156,9 @@ TEST_CASE("mxu module: pe fidelity writes a VCD waveform of the array", "[mxu]")
     CHECK(vcd.find("$scope module pe_7_7 $end") != std::string::npos);
     CHECK(vcd.find(" psum ") != std::string::npos);
     // Every result is 8 x (1 x 2) = 16: the bottom-right PE's partial sum reaches it.
-    CHECK(passes[1].out == std::vector<float>(80, 16.0f));
-    CHECK(vcd.find("\n#" + std::to_string(pe.timing(0).results_end) + "\n") != std::string::npos);
+    CHECK(blocks[1].c == std::vector<float>(80, 16.0f));
+    // The waveform runs to the first block's last result (one pass: the block's end).
+    CHECK(vcd.find("\n#" + std::to_string(issuer.done(0)[0].end) + "\n") != std::string::npos);
 }
 
 }  // namespace

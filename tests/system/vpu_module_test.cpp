@@ -1,36 +1,55 @@
-// The Vpu sc_module: programs handed over by a sequencer-like thread finish at the cycle the
-// plain VpuTiming model gives (1 SystemC ns = 1 core cycle).
+// The Vpu sc_module, driven as the TensorCore drives it (vector instructions through its UnitIf
+// export): instructions run in order, each for the cycles of its loop on the plain VpuTiming
+// model (1 SystemC ns = 1 core cycle), and a full queue holds the issuer back.
 #include "arch/vpu/vpu_module.h"
 
 #include <catch2/catch.hpp>
 #include <systemc>
 
+#include "tpusim/arch/core/core_stats.h"
 #include "tpusim/arch/vpu/vector_cost.h"
 #include "tpusim/common/sim_time.h"
-#include "tpusim/program/vector_lowering.h"
 
 using namespace tpusim;
 
 namespace {
 
-struct Issuer : sc_core::sc_module {
-    Vpu* vpu = nullptr;
-    VectorProgram first, second;
+Instr vector_instr(const VectorOpDesc& d) {
+    Instr in;
+    in.unit = Unit::Vpu;
+    in.vec() = VectorInstr{d.op, d.saved_mask, d.rows, d.cols, d.in_bytes, d.out_bytes};
+    return in;
+}
+
+// Issues `first` twice back to back, then `second` `gap` cycles after the second has
+// completed, each when the VPU is not full; records the completions and the issue cycles.
+struct VectorIssuer : sc_core::sc_module, UnitDoneIf {
+    sc_core::sc_port<UnitIf> vpu_out{"vpu_out"};
+    Instr first, second;
     Cycle gap = 0;
-    Cycle first_done = 0, second_done = 0;
-    sc_core::sc_event done1, done2;
+    CoreStats* stats = nullptr;
+    std::vector<UnitDone> done_at;
+    std::vector<Cycle> issued_at;
+    sc_core::sc_event told;
 
-    SC_HAS_PROCESS(Issuer);
-    explicit Issuer(sc_core::sc_module_name n) : sc_module(n) { SC_THREAD(run); }
+    SC_HAS_PROCESS(VectorIssuer);
+    explicit VectorIssuer(sc_core::sc_module_name n) : sc_module(n) { SC_THREAD(run); }
 
+    void issue(const Instr& in) {
+        while (vpu_out->full(in)) wait(vpu_out->freed(in));
+        issued_at.push_back(now_cycles());
+        vpu_out->issue(in, UnitRequest{UnitReply{this, issued_at.size() - 1}, Issuer{0, 0, stats}});
+    }
     void run() {
-        vpu->execute(first, &done1);
-        wait(done1);
-        first_done = now_cycles();
+        issue(first);
+        issue(first);
+        while (done_at.size() < 2) wait(told);
         wait(cycles(gap));
-        vpu->execute(second, &done2);
-        wait(done2);
-        second_done = now_cycles();
+        issue(second);
+    }
+    void done(std::uint64_t, const UnitDone& d) override {
+        done_at.push_back(d);
+        told.notify(sc_core::SC_ZERO_TIME);
     }
 };
 
@@ -39,31 +58,34 @@ struct Issuer : sc_core::sc_module {
 TEST_CASE("Vpu module finishes programs at the VpuTiming cycle", "[vpu][system]") {
     const VpuConfig cfg;
     const VmemConfig vmem;
-    const VectorProgram gelu = lower_vector_op({VectorOp::Gelu, false, 64, 512, 4, 4}, cfg, vmem);
-    const VectorProgram softmax =
-        lower_vector_op({VectorOp::Softmax, false, 32, 256, 2, 2}, cfg, vmem);
+    const VectorOpDesc gelu{VectorOp::Gelu, false, 64, 512, 4, 4};
+    const VectorOpDesc softmax{VectorOp::Softmax, false, 32, 256, 2, 2};
+    // Reference: each op's program alone on the plain model.
+    const Cycle c1 = simulate_vector_op(gelu, cfg, vmem).cycles;
+    const Cycle c2 = simulate_vector_op(softmax, cfg, vmem).cycles;
+    REQUIRE(c1 > 0);
+    REQUIRE(c2 > 0);
 
-    // Reference: the same programs on the plain model, the second handed over `gap` cycles
-    // after the first completed.
-    const Cycle gap = 100;
-    VpuTiming ref(cfg, vmem);
-    ref.run(gelu);
-    const Cycle end1 = ref.finish_cycle();
-    ref.advance_to(end1 + gap);
-    ref.run(softmax);
-    const Cycle end2 = ref.finish_cycle();
-
-    Vpu vpu("vpu", cfg, vmem);
-    Issuer issuer("issuer");
-    issuer.vpu = &vpu;
-    issuer.first = gelu;
-    issuer.second = softmax;
-    issuer.gap = gap;
+    // Queue depth 1: the second gelu waits in the issuer until the first has completed.
+    Vpu vpu("vpu", cfg, vmem, 1);
+    CoreStats stats("core0");
+    VectorIssuer issuer("issuer");
+    issuer.vpu_out.bind(vpu.core_in);
+    issuer.first = vector_instr(gelu);
+    issuer.second = vector_instr(softmax);
+    issuer.gap = 100;
+    issuer.stats = &stats;
     sc_core::sc_start();
 
-    CHECK(issuer.first_done == end1);
-    CHECK(issuer.second_done == end2);
-    CHECK(end2 > end1 + gap);
-    CHECK(vpu.counters().instructions == gelu.instrs.size() + softmax.instrs.size());
-    CHECK_FALSE(vpu.busy());
+    REQUIRE(issuer.done_at.size() == 3);
+    CHECK(issuer.issued_at == std::vector<Cycle>{0, c1, 2 * c1 + 100});
+    CHECK(issuer.done_at[0].start == 0);
+    CHECK(issuer.done_at[0].end == c1);
+    CHECK(issuer.done_at[1].end == 2 * c1);
+    CHECK(issuer.done_at[2].start == 2 * c1 + 100);
+    CHECK(issuer.done_at[2].end == 2 * c1 + 100 + c2);
+    CHECK(issuer.done_at[2].busy == c2);
+    CHECK(stats.vpu_busy_cycles == 2 * c1 + c2);
+    CHECK(stats.vpu_instructions == 2 * vector_op_cost(gelu, cfg, vmem).instructions +
+                                        vector_op_cost(softmax, cfg, vmem).instructions);
 }

@@ -1,8 +1,9 @@
 #pragma once
 // How a target tells an initiator that a request completed, as TLM's backward path: a request
-// carries where its completion goes (the initiator's CompletionIf, usually exported as its
-// done_in, and the initiator's tag), not a callback. Used by every port between units (the
-// core's DMA, ICI and host ports, the DMA engines, the ICI network and engine).
+// carries where its completion goes (the initiator's CompletionIf and its tag), not a
+// callback. Used behind the units (the ICI network and engine tell the collective rendezvous;
+// DmaEngine::enqueue tells its caller); a unit tells its core with the richer UnitDone
+// (tpusim/arch/core/unit_if.h).
 #include <cstdint>
 #include <systemc>
 

@@ -1,5 +1,6 @@
 #include "tpusim/arch/host/host_link_module.h"
 
+#include "tpusim/arch/core/core_stats.h"
 #include "tpusim/common/sim_time.h"
 
 namespace tpusim {
@@ -10,8 +11,11 @@ HostLinkModule::HostLinkModule(sc_core::sc_module_name name, const HostConfig& c
     core_in.bind(*this);
 }
 
-void HostLinkModule::transfer(const HostInstr& h, ReplyTo reply) {
-    reply(link_.transfer(h.bytes, h.to_device, now_cycles()));
+void HostLinkModule::issue(const Instr& in, const UnitRequest& req) {
+    const Cycle now = now_cycles();
+    const Cycle end = link_.transfer(in.host().bytes, in.host().to_device, now);
+    if (CoreStats* s = req.issuer.stats) s->host_busy_cycles += end - now;
+    req.reply(UnitDone{now, end, end - now});
 }
 
 }  // namespace tpusim

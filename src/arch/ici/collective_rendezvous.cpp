@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tpusim/arch/core/core_stats.h"
 #include "tpusim/common/sim_time.h"
 #include "tpusim/program/collectives.h"
 
@@ -12,7 +13,16 @@ CollectiveRendezvous::CollectiveRendezvous(sc_core::sc_module_name name, IciNetw
     core_in.bind(*this);
 }
 
-void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, ReplyTo reply) {
+void CollectiveRendezvous::issue(const Instr& in, const UnitRequest& req) {
+    arrive(*in.coll, req.issuer.core, Arrival{req, now_cycles()});
+}
+
+void CollectiveRendezvous::tell(const Arrival& a, Cycle end) {
+    if (CoreStats* s = a.req.issuer.stats) s->ici_busy_cycles += end - a.at;
+    a.req.reply(UnitDone{a.at, end, end - a.at});
+}
+
+void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, const Arrival& a) {
     if (c.role == CollectiveInstr::Role::kSend) {
         CollectiveSpec s;
         s.kind = CollectiveKind::kSendRecv;
@@ -20,7 +30,7 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, R
         s.element_bytes = static_cast<Bytes>(c.element_bytes);
         s.group = {static_cast<int>(core), static_cast<int>(c.peer)};
         s.pairs = {{static_cast<int>(core), static_cast<int>(c.peer)}};
-        start(s, Started{{reply}, true, std::make_pair(core, c.peer)});
+        start(s, Started{{a}, true, std::make_pair(core, c.peer)});
         return;
     }
     if (c.role == CollectiveInstr::Role::kRecv) {
@@ -28,9 +38,9 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, R
         auto& sent = sends_done_[key];
         if (!sent.empty()) {
             sent.pop_front();
-            reply(now_cycles());
+            tell(a, now_cycles());
         } else {
-            recvs_waiting_[key].push_back(reply);
+            recvs_waiting_[key].push_back(a);
         }
         return;
     }
@@ -38,7 +48,7 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, R
     const std::int64_t leader = c.group.empty() ? 0 : c.group.front();
     Pending& p = pending_[{c.instance, leader}];
     ++p.arrived;
-    p.done.push_back(reply);
+    p.done.push_back(a);
     const auto expected = simulated_ > 0 ? static_cast<std::size_t>(std::count_if(
                                                c.group.begin(), c.group.end(),
                                                [this](std::int64_t g) { return g < simulated_; }))
@@ -66,15 +76,15 @@ void CollectiveRendezvous::complete(std::uint64_t tag, Cycle t) {
     const auto it = started_.find(tag);
     const Started st = std::move(it->second);
     started_.erase(it);
-    for (const ReplyTo& r : st.replies) r(t);
+    for (const Arrival& a : st.replies) tell(a, t);
     if (!st.is_send) return;
     auto& waiting = recvs_waiting_[st.key];
     if (waiting.empty()) {
         sends_done_[st.key].push_back(t);
     } else {
-        const ReplyTo r = waiting.front();
+        const Arrival a = waiting.front();
         waiting.pop_front();
-        r(t);
+        tell(a, t);
     }
 }
 

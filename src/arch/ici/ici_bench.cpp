@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <memory>
 #include <systemc>
+#include <utility>
 
 #include "arch/ici/ici_bounds.h"
+#include "tpusim/arch/ici/collective_rendezvous.h"
 #include "tpusim/arch/ici/ici_engine.h"
 #include "tpusim/arch/ici/ici_network.h"
 #include "tpusim/common/error.h"
@@ -77,8 +80,50 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Runs the specs one after another through the network, from one SC_THREAD.
-struct IciBenchDriver : sc_core::sc_module {
+// The collective instructions the cores of `spec` issue for it, as their lowered programs do:
+// a group collective once per core of its group (all cores when empty), a send / recv as the
+// send of its source and the recv of its destination.
+std::vector<std::pair<std::int64_t, Instr>> collective_instrs(const CollectiveSpec& spec, int cores,
+                                                              std::uint64_t instance) {
+    const auto instr = [](CollectiveInstr c) {
+        Instr in;
+        in.unit = Unit::Ici;
+        in.coll = std::make_shared<const CollectiveInstr>(std::move(c));
+        return in;
+    };
+    CollectiveInstr c;
+    c.kind = spec.kind;
+    c.bytes = spec.bytes;
+    c.element_bytes = static_cast<std::int64_t>(spec.element_bytes);
+    c.instance = instance;
+    std::vector<std::pair<std::int64_t, Instr>> out;
+    if (spec.kind == CollectiveKind::kSendRecv) {
+        for (const auto& [src, dst] : spec.pairs) {
+            c.role = CollectiveInstr::Role::kSend;
+            c.peer = dst;
+            out.emplace_back(src, instr(c));
+            c.role = CollectiveInstr::Role::kRecv;
+            c.peer = src;
+            out.emplace_back(dst, instr(c));
+        }
+        return out;
+    }
+    for (int g : spec.group) c.group.push_back(g);
+    if (c.group.empty()) {
+        for (int g = 0; g < cores; ++g) c.group.push_back(g);
+    }
+    for (const auto& [src, dst] : spec.pairs) c.pairs.emplace_back(src, dst);
+    const Instr in = instr(c);
+    for (std::int64_t g : c.group) out.emplace_back(g, in);
+    return out;
+}
+
+// Runs the specs one after another, from one SC_THREAD, through the collective rendezvous
+// `tpusim run` binds every core's ici_out to (UnitIf): every core of a collective issues its
+// instruction at the same cycle, and the collective has ended when each has been told.
+struct IciBenchDriver : sc_core::sc_module, UnitDoneIf {
+    sc_core::sc_port<UnitIf> ici_out{"ici_out"};
+
     SC_HAS_PROCESS(IciBenchDriver);
     IciBenchDriver(sc_core::sc_module_name n, const TpuConfig& cfg, const Topology& topo,
                    const ReductionCostModel& cost, IciNetwork& net,
@@ -89,7 +134,8 @@ struct IciBenchDriver : sc_core::sc_module {
     void run() {
         const IciFabric& fabric = net_.engine().fabric();
         const std::size_t links = topo_.links().size();
-        for (const CollectiveSpec& spec : specs_) {
+        for (std::size_t i = 0; i < specs_.size(); ++i) {
+            const CollectiveSpec& spec = specs_[i];
             const auto wall0 = std::chrono::steady_clock::now();
             std::vector<Bytes> bytes0(links);
             std::vector<Tick> busy0(links);
@@ -98,21 +144,35 @@ struct IciBenchDriver : sc_core::sc_module {
                 busy0[l] = fabric.link_busy_ticks(l);
             }
             const Cycle start = now_cycles();
-            const Cycle end = net_.run(spec);
+            const auto instrs = collective_instrs(spec, topo_.cores(), i);
+            told_ = 0;
+            expected_ = instrs.size();
+            end_ = start;
+            for (const auto& [core, in] : instrs) {
+                ici_out->issue(in, UnitRequest{UnitReply{this, 0}, Issuer{core, 0, nullptr}});
+            }
+            while (told_ < expected_) wait(ended_);
             for (std::size_t l = 0; l < links; ++l) {
                 bytes0[l] = fabric.link_bytes(l) - bytes0[l];
                 busy0[l] = fabric.link_busy_ticks(l) - busy0[l];
             }
             points.push_back(make_point(cfg_, spec, lower_collective(spec, topo_, cfg_.ici), fabric,
-                                        cost_, end - start, bytes0, busy0));
+                                        cost_, end_ - start, bytes0, busy0));
             points.back().wall_seconds = seconds_since(wall0);
         }
+    }
+    void done(std::uint64_t, const UnitDone& d) override {
+        end_ = std::max(end_, d.end);
+        if (++told_ == expected_) ended_.notify(sc_core::SC_ZERO_TIME);
     }
     const TpuConfig& cfg_;
     const Topology& topo_;
     const ReductionCostModel& cost_;
     IciNetwork& net_;
     const std::vector<CollectiveSpec>& specs_;
+    std::size_t told_ = 0, expected_ = 0;
+    Cycle end_ = 0;
+    sc_core::sc_event ended_;
     std::vector<IciPoint> points;
 };
 
@@ -144,7 +204,9 @@ std::vector<IciPoint> run_ici_points(const TpuConfig& cfg,
     const Topology topo(cfg.board, cfg.chip);
     const AnalyticalReductionCost cost(cfg.vpu, cfg.hbm, cfg.chip);
     IciNetwork net("ici", topo, cfg.ici, cfg.chip.clock_mhz, cost);
+    CollectiveRendezvous rendezvous("ici_rendezvous", net);
     IciBenchDriver driver("bench_ici", cfg, topo, cost, net, specs);
+    driver.ici_out.bind(rendezvous.core_in);
     sc_core::sc_start();
     return driver.points;
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "tpusim/arch/core/core_stats.h"
 #include "tpusim/arch/memory/hbm_module.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/sim_time.h"
@@ -68,8 +69,31 @@ void DmaEngine::enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::
     enqueue_job(engine, Job{d, done, reply});
 }
 
-void DmaEngine::transfer(const DmaDescriptor& d, ReplyTo reply) {
-    enqueue_job(least_loaded(), Job{d, nullptr, reply});
+bool DmaEngine::full(const Instr&) const {
+    return in_flight_ >= cfg_.engines * cfg_.descriptors_per_engine;
+}
+
+void DmaEngine::issue(const Instr& in, const UnitRequest& req) {
+    const Cycle now = now_cycles();
+    if (in_flight_++ == 0) busy_since_ = now;
+    if (CoreStats* s = req.issuer.stats) {
+        ++s->dma_descriptors;
+        (in.dma().to_vmem() ? s->dma_bytes_read : s->dma_bytes_written) += in.dma().bytes();
+    }
+    // A shared stream's addresses are relative to the issuing core's HBM share.
+    DmaDescriptor d = in.dma();
+    d.hbm_addr += req.issuer.hbm_base;
+    enqueue_job(least_loaded(), Job{d, nullptr, ReplyTo{}, req, now});
+}
+
+void DmaEngine::finish(const Job& job, Cycle end) {
+    if (job.done) job.done->notify(sc_core::SC_ZERO_TIME);
+    if (job.reply) job.reply(end);
+    if (!job.unit.reply) return;
+    CoreStats* s = job.unit.issuer.stats;
+    if (--in_flight_ == 0 && s) s->dma_busy_cycles += end - busy_since_;
+    slot_free_.notify(sc_core::SC_ZERO_TIME);
+    job.unit.reply(UnitDone{job.issued, end, end - job.issued});
 }
 
 void DmaEngine::enqueue_job(std::size_t engine, Job job) {
@@ -163,8 +187,7 @@ void DmaEngine::deliver() {
         due_.pop();
         engines_[d.engine]->queued_bytes -= d.job.d.bytes();
         ++descriptors_;
-        if (d.job.done) d.job.done->notify(sc_core::SC_ZERO_TIME);
-        if (d.job.reply) d.job.reply(now);
+        finish(d.job, now);
     }
 }
 
@@ -187,8 +210,7 @@ void DmaEngine::engine_thread(std::size_t idx) {
         busy_cycles_ += end - start;
         e.queued_bytes -= job.d.bytes();
         ++descriptors_;
-        if (job.done) job.done->notify(sc_core::SC_ZERO_TIME);
-        if (job.reply) job.reply(end);
+        finish(job, end);
     }
 }
 

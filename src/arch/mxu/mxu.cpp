@@ -1,13 +1,16 @@
-// SystemC wrapper of the MXU. Tile fidelity schedules a pass in closed form as soon as its LHS
-// is streamed and notifies the stage events at the computed cycles. PE fidelity runs one thread
-// that steps the PE array: cycle t is simulated at SystemC time t + 1, after every process has
-// had its say at time t, so operands pushed at cycle t are seen by cycle t's controller in both
-// fidelities alike (the controller ignores operands whose availability is later than t).
+// SystemC wrapper of the MXU: a queue of matmul blocks and the thread that times them with the
+// fidelity's block timer (mxu_block.h). A traced PE-fidelity Mxu also steps a waveform mirror:
+// cycle t is simulated at SystemC time t + 1, after every process has had its say at time t.
+// sc_spawn (the waveform thread, only when traced) needs the dynamic-process API.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "tpusim/arch/mxu/mxu.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <stdexcept>
 
+#include "tpusim/arch/core/core_stats.h"
 #include "tpusim/common/sim_time.h"
 
 namespace tpusim {
@@ -20,135 +23,89 @@ MxuFidelity parse_mxu_fidelity(const std::string& name) {
 
 const char* to_string(MxuFidelity f) { return kMxuFidelityNames[static_cast<std::size_t>(f)]; }
 
-SC_HAS_PROCESS(Mxu);
-
-Mxu::Mxu(sc_core::sc_module_name name, const MxuConfig& cfg, MxuFidelity fidelity)
+Mxu::Mxu(sc_core::sc_module_name name, const MxuConfig& cfg, MxuFidelity fidelity,
+         std::int64_t queue_depth, std::size_t index)
     : sc_module(name),
+      cfg_(cfg),
       fidelity_(fidelity),
-      pipe_(cfg),
-      tile_(cfg),
-      weights_q_("weights_q"),
-      lhs_q_("lhs_q"),
-      results_q_("results_q"),
+      depth_(static_cast<std::size_t>(queue_depth)),
+      index_(index),
       block_(make_mxu_block_timer(cfg, fidelity)) {
-    if (fidelity_ == MxuFidelity::pe) {
-        pe_ = std::make_unique<MxuPeArray>(cfg);
-        SC_THREAD(pe_thread);
-    }
+    core_in.bind(*this);
+    SC_THREAD(run);
 }
 
-void Mxu::notify_at(sc_core::sc_event_queue& q, Cycle at) {
-    const Cycle now = now_cycles();
-    q.notify(at > now ? cycles(at - now) : sc_core::SC_ZERO_TIME);
+bool Mxu::full(const Instr&) const { return queue_.size() >= depth_; }
+
+std::string Mxu::track_name() const { return fmt::format("MXU {}", index_); }
+
+void Mxu::issue(const Instr& in, const UnitRequest& req) {
+    queue_.push_back(Block{in.mm(), next_ops_, req});
+    next_ops_ = {};
+    pushed_.notify(sc_core::SC_ZERO_TIME);
 }
 
-Mxu::PassId Mxu::push_weights(const MxuPass& pass, const float* weights, std::int64_t ldw) {
-    PassRecord r;
-    r.pass = pass;
-    r.weights_avail = now_cycles();
-    if (pe_) {
-        pe_->submit(pass, r.weights_avail, MxuPeArray::kNever, {weights, ldw});
-        work_.notify(sc_core::SC_ZERO_TIME);
-    } else if (pass.m < 1 || pass.k < 1 || pass.n < 1 ||
-               pass.k > static_cast<std::int64_t>(pipe_.rows) ||
-               pass.n > static_cast<std::int64_t>(pipe_.cols)) {
-        throw std::invalid_argument("MxuPass: need 1 <= k <= rows, 1 <= n <= cols, m >= 1");
-    }
-    passes_.push_back(r);
-    if (!pe_) announce_weight_loads();
-    return passes_.size() - 1;
-}
-
-// Tile fidelity: a pass's weight load is fixed once every earlier pass is scheduled, possibly
-// before its own LHS arrives; announce it then, as the PE array would start it.
-void Mxu::announce_weight_loads() {
-    while (weights_announced_ < passes_.size() && weights_announced_ <= next_stream_) {
-        const PassRecord& r = passes_[weights_announced_];
-        const Cycle start = weights_announced_ < next_stream_
-                                ? r.timing.weights_start
-                                : tile_.next_weights_start(r.weights_avail);
-        notify_at(weights_q_, start + pipe_.load_cycles);
-        ++weights_announced_;
-    }
-}
-
-void Mxu::stream_lhs(PassId id, const float* lhs, std::int64_t ldl, float* out, std::int64_t ldo,
-                     bool accumulate) {
-    if (id != next_stream_ || id >= passes_.size()) {
-        throw std::logic_error("Mxu::stream_lhs: passes must be streamed in push order");
-    }
-    ++next_stream_;
-    PassRecord& r = passes_[id];
-    r.streamed = true;
-    const Cycle now = now_cycles();
-    if (pe_) {
-        pe_->provide_lhs(id, now, lhs, ldl, out, ldo, accumulate);
-        work_.notify(sc_core::SC_ZERO_TIME);
-        return;
-    }
-    r.timing = tile_.schedule(r.pass, r.weights_avail, now);
-    announce_weight_loads();
-    notify_at(lhs_q_, r.timing.lhs_end);
-    notify_at(results_q_, r.timing.results_end);
-}
-
-bool Mxu::done(PassId id) const {
-    if (pe_) return id < pe_->passes_completed();
-    return id < next_stream_ && now_cycles() >= passes_[id].timing.results_end;
-}
-
-void Mxu::wait_done(PassId id) {
-    while (!done(id)) wait(results_q_.default_event());
-}
-
-MxuPassTiming Mxu::timing(PassId id) const { return pe_ ? pe_->timing(id) : passes_.at(id).timing; }
-
-void Mxu::after_pe_step() {
-    // The step just simulated cycle now - 1; stage events fire at the cycle they describe.
-    while (loads_seen_ < pe_->passes_submitted() &&
-           pe_->weights_start(loads_seen_) != MxuPeArray::kNever) {
-        notify_at(weights_q_, pe_->weights_start(loads_seen_) + pipe_.load_cycles);
-        ++loads_seen_;
-    }
-    while (streams_seen_ < pe_->passes_submitted() &&
-           pe_->lhs_start(streams_seen_) != MxuPeArray::kNever) {
-        notify_at(lhs_q_, pe_->lhs_start(streams_seen_) +
-                              static_cast<Cycle>(passes_[streams_seen_].pass.m));
-        ++streams_seen_;
-    }
-    while (done_seen_ < pe_->passes_completed()) {
-        notify_at(results_q_, pe_->timing(done_seen_).results_end);
-        ++done_seen_;
-    }
-    if (trace_dim_ > 0) {
-        trace_cycle_ = pe_->now() - 1;
-        for (std::int64_t r = 0; r < trace_dim_; ++r) {
-            for (std::int64_t c = 0; c < trace_dim_; ++c) {
-                const auto i = static_cast<std::size_t>(r * trace_dim_ + c);
-                trace_lhs_[i] = pe_->lhs_at(r, c);
-                trace_psum_[i] = pe_->psum_at(r, c);
-            }
-        }
-    }
-}
-
-void Mxu::pe_thread() {
+void Mxu::run() {
     for (;;) {
-        if (pe_->quiescent()) {
-            wait(work_);
-            pe_->skip_to(now_cycles());
+        while (queue_.empty()) wait(pushed_);
+        const Block& b = queue_.front();
+        const Cycle now = now_cycles();
+        // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
+        const std::vector<MxuTile> tiles = mxu_gemm_tiles(cfg_, b.mm.m, b.mm.k, b.mm.n);
+        const MxuBlockTiming t = block_->run(tiles, now, b.ops);
+        if (CoreStats* s = b.req.issuer.stats) {
+            s->mxu_busy_cycles += t.busy_cycles;
+            s->mxu_useful_macs += t.useful_macs;
+            s->mxu_array_macs += t.array_macs;
+            s->mxu_passes += t.passes;
+        }
+        if (wave_) {
+            MxuBlockOperands shown = b.ops;
+            shown.c = nullptr;  // the block timer writes the results
+            for (const MxuTile& tile : tiles) {
+                wave_->submit(tile.pass, now, now, tile_operands(tile, shown));
+            }
+            wave_work_.notify(sc_core::SC_ZERO_TIME);
+        }
+        b.req.reply(UnitDone{t.first_weights_start, t.results_end, t.busy_cycles});
+        // The queue slot frees when the block's LHS has streamed: the array then takes the
+        // next block, whose weights the model preloads behind this one.
+        if (t.lhs_end > now) wait(cycles(t.lhs_end - now));
+        queue_.pop_front();
+        popped_.notify(sc_core::SC_ZERO_TIME);
+    }
+}
+
+void Mxu::wave_thread() {
+    for (;;) {
+        if (wave_->quiescent()) {
+            wait(wave_work_);
+            wave_->skip_to(now_cycles());
             continue;
         }
         const Cycle now = now_cycles();
-        if (pe_->now() + 1 > now) wait(cycles(pe_->now() + 1 - now));
-        pe_->step();
-        after_pe_step();
+        if (wave_->now() + 1 > now) wait(cycles(wave_->now() + 1 - now));
+        wave_->step();
+        sample_wave();
+    }
+}
+
+void Mxu::sample_wave() {
+    // The step just simulated cycle now - 1.
+    trace_cycle_ = wave_->now() - 1;
+    for (std::int64_t r = 0; r < trace_dim_; ++r) {
+        for (std::int64_t c = 0; c < trace_dim_; ++c) {
+            const auto i = static_cast<std::size_t>(r * trace_dim_ + c);
+            trace_lhs_[i] = wave_->lhs_at(r, c);
+            trace_psum_[i] = wave_->psum_at(r, c);
+        }
     }
 }
 
 void Mxu::trace(sc_core::sc_trace_file* tf, std::int64_t dim) {
-    if (!pe_ || tf == nullptr) return;
-    trace_dim_ = std::min({dim, pe_->rows(), pe_->cols()});
+    if (fidelity_ != MxuFidelity::pe || tf == nullptr || wave_) return;
+    wave_ = std::make_unique<MxuPeArray>(cfg_);
+    trace_dim_ = std::min({dim, wave_->rows(), wave_->cols()});
     trace_lhs_.assign(static_cast<std::size_t>(trace_dim_ * trace_dim_), 0.0f);
     trace_psum_.assign(trace_lhs_.size(), 0.0f);
     const std::string base = name();
@@ -161,6 +118,7 @@ void Mxu::trace(sc_core::sc_trace_file* tf, std::int64_t dim) {
             sc_core::sc_trace(tf, trace_psum_[i], pe + ".psum");
         }
     }
+    sc_core::sc_spawn([this] { wave_thread(); }, "wave");
 }
 
 }  // namespace tpusim

@@ -11,7 +11,8 @@ class TileBlockTimer final : public MxuBlockTimer {
  public:
     explicit TileBlockTimer(const MxuConfig& cfg) : mxu_(cfg) {}
 
-    MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now) override {
+    MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now,
+                       const MxuBlockOperands& /*ops*/) override {
         MxuBlockTiming b;
         const Cycle busy_before = mxu_.busy_cycles();
         const auto useful_before = mxu_.useful_macs();
@@ -38,18 +39,21 @@ class TileBlockTimer final : public MxuBlockTimer {
 // Steps the PE array. The array must never run past a cycle at which a later block could be
 // issued, so it is stepped only to the last pass's lhs_start (the lane issues the next block
 // at lhs_end or later); the remaining drain is read from a copy of the array run to the end.
+// The copy writes the results still in the array; the array itself then writes none.
 class PeBlockTimer final : public MxuBlockTimer {
  public:
     explicit PeBlockTimer(const MxuConfig& cfg) : pe_(cfg) {}
 
-    MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now) override {
+    MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now,
+                       const MxuBlockOperands& ops) override {
         if (tiles.empty()) throw std::invalid_argument("MXU block without passes");
         advance_to(now);
         const std::size_t first = pe_.passes_submitted();
-        for (const MxuTile& tile : tiles) pe_.submit(tile.pass, now, now);
+        for (const MxuTile& tile : tiles) pe_.submit(tile.pass, now, now, tile_operands(tile, ops));
         const std::size_t last = pe_.passes_submitted() - 1;
         while (pe_.lhs_start(last) == MxuPeArray::kNever) pe_.step();
         MxuPeArray tail = pe_;
+        pe_.discard_outputs();
         while (tail.passes_completed() <= last) tail.step();
 
         MxuBlockTiming b;
@@ -86,6 +90,22 @@ class PeBlockTimer final : public MxuBlockTimer {
 };
 
 }  // namespace
+
+MxuPeOperands tile_operands(const MxuTile& tile, const MxuBlockOperands& ops) {
+    MxuPeOperands p;
+    if (ops.a != nullptr && ops.b != nullptr) {
+        p.weights = ops.b + tile.k0 * ops.ldb + tile.n0;
+        p.ldw = ops.ldb;
+        p.lhs = ops.a + tile.k0;
+        p.ldl = ops.lda;
+    }
+    if (ops.c != nullptr) {
+        p.out = ops.c + tile.n0;
+        p.ldo = ops.ldc;
+        p.accumulate = true;
+    }
+    return p;
+}
 
 std::unique_ptr<MxuBlockTimer> make_mxu_block_timer(const MxuConfig& cfg, MxuFidelity fidelity) {
     if (fidelity == MxuFidelity::pe) return std::make_unique<PeBlockTimer>(cfg);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "tpusim/arch/mxu/mxu_block.h"
 #include "tpusim/arch/mxu/mxu_pe_array.h"
 
 namespace tpusim {
@@ -32,21 +33,8 @@ PeGemmRun mxu_pe_gemm(const MxuConfig& cfg, std::int64_t m, std::int64_t k, std:
     // Every pass adds its partial sums into C as they leave the array (the accumulators); the
     // K tiles of an output column run in K order, and a later pass's row i always leaves after
     // the earlier pass's row i, so C sums the tiles in K order, as the reference does.
-    for (const MxuTile& t : tiles) {
-        MxuPeOperands ops;
-        if (a != nullptr && b != nullptr) {
-            ops.weights = b + t.k0 * n + t.n0;
-            ops.ldw = n;
-            ops.lhs = a + t.k0;
-            ops.ldl = k;
-        }
-        if (c != nullptr) {
-            ops.out = c + t.n0;
-            ops.ldo = n;
-            ops.accumulate = true;
-        }
-        pe.submit(t.pass, 0, 0, ops);
-    }
+    const MxuBlockOperands ops{a, k, b, n, c, n};
+    for (const MxuTile& t : tiles) pe.submit(t.pass, 0, 0, tile_operands(t, ops));
     pe.run_until_idle();
     for (std::size_t p = 0; p < tiles.size(); ++p) run.passes.push_back(pe.timing(p));
     run.timing.cycles = run.passes.back().results_end;

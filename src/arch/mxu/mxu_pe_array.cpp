@@ -237,6 +237,10 @@ void MxuPeArray::run_until_idle() {
     }
 }
 
+void MxuPeArray::discard_outputs() {
+    for (std::size_t i = completed_; i < passes_.size(); ++i) passes_[i].ops.out = nullptr;
+}
+
 void MxuPeArray::skip_to(Cycle t) {
     if (!in_flight_.empty() || !pops_.empty() || now_ < loader_free_at_) {
         throw std::logic_error("MxuPeArray::skip_to while a pass is in the array");

@@ -1,37 +1,42 @@
 #include "arch/vpu/vpu_module.h"
 
+#include "tpusim/arch/core/core_stats.h"
 #include "tpusim/common/sim_time.h"
 
 namespace tpusim {
 
-Vpu::Vpu(sc_core::sc_module_name name, const VpuConfig& vpu, const VmemConfig& vmem)
-    : sc_module(name), timing_(vpu, vmem), costs_(vpu, vmem) {
-    SC_HAS_PROCESS(Vpu);
+Vpu::Vpu(sc_core::sc_module_name name, const VpuConfig& vpu, const VmemConfig& vmem,
+         std::int64_t queue_depth)
+    : sc_module(name), depth_(static_cast<std::size_t>(queue_depth)), costs_(vpu, vmem) {
+    core_in.bind(*this);
     SC_THREAD(run);
 }
 
 const VectorOpCost& Vpu::op_cost(const VectorOpDesc& op) { return costs_.cost(op); }
 
-void Vpu::execute(const VectorProgram& prog, sc_core::sc_event* done) {
-    queue_.push_back(Job{prog, now_cycles(), done});
-    wake_.notify(sc_core::SC_ZERO_TIME);
+bool Vpu::full(const Instr&) const { return queue_.size() >= depth_; }
+
+void Vpu::issue(const Instr& in, const UnitRequest& req) {
+    queue_.push_back(Op{&in, req});
+    pushed_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void Vpu::run() {
     for (;;) {
-        while (queue_.empty()) wait(wake_);
-        running_ = true;
-        Job job = std::move(queue_.front());
-        queue_.pop_front();
-        // The whole program is timed at once (its issue is decided by the static schedule),
-        // then the thread sleeps until its completion cycle.
-        timing_.advance_to(job.submitted);
-        timing_.run(job.prog);
-        const Cycle end = timing_.finish_cycle();
+        while (queue_.empty()) wait(pushed_);
+        const Op& o = queue_.front();
+        const VectorInstr& v = o.in->vec();
+        const VectorOpCost& cost =
+            op_cost(VectorOpDesc{v.op, v.saved_mask, v.rows, v.cols, v.in_bytes, v.out_bytes});
         const Cycle now = now_cycles();
-        if (end > now) wait(cycles(end - now));
-        if (job.done) job.done->notify(sc_core::SC_ZERO_TIME);
-        running_ = false;
+        if (CoreStats* s = o.req.issuer.stats) {
+            s->vpu_busy_cycles += cost.cycles;
+            s->vpu_instructions += cost.instructions;
+        }
+        wait(cycles(cost.cycles));
+        o.req.reply(UnitDone{now, now + cost.cycles, cost.cycles});
+        queue_.pop_front();
+        popped_.notify(sc_core::SC_ZERO_TIME);
     }
 }
 

@@ -1,25 +1,31 @@
 #pragma once
-// The chip's host link as the module its cores' host_out ports are bound to: infeed and
-// outfeed transfers timed by HostLink (host_link.h), first come, first served.
+// The chip's host link as the unit its cores issue infeed and outfeed instructions to (their
+// host_out ports are bound to core_in, UnitIf; never full): transfers timed by HostLink
+// (host_link.h), first come, first served.
 #include <systemc>
 
-#include "tpusim/arch/core/core_ports.h"
+#include "tpusim/arch/core/unit_if.h"
 #include "tpusim/arch/host/host_link.h"
 #include "tpusim/config/board_config.h"
 
 namespace tpusim {
 
-class HostLinkModule : public sc_core::sc_module, public HostIf {
+class HostLinkModule : public sc_core::sc_module, public UnitIf {
  public:
-    sc_core::sc_export<HostIf> core_in{"core_in"};
+    sc_core::sc_export<UnitIf> core_in{"core_in"};
 
     HostLinkModule(sc_core::sc_module_name name, const HostConfig& cfg, double core_clock_mhz,
                    int chip);
-    void transfer(const HostInstr& h, ReplyTo reply) override;
+    // UnitIf: a host instruction (HostInstr).
+    bool full(const Instr&) const override { return false; }
+    const sc_core::sc_event& freed(const Instr&) const override { return never_; }
+    void issue(const Instr& in, const UnitRequest& req) override;
+    std::string track_name() const override { return "host"; }
     const HostLink& link() const { return link_; }
 
  private:
     HostLink link_;
+    sc_core::sc_event never_;  // never notified: the link is never full
 };
 
 }  // namespace tpusim

@@ -1,7 +1,8 @@
 #pragma once
 // Collectives run alone on the ICI model of the configured board or slice, with the figures
-// `tpusim bench ici` reports: through the IciNetwork module `tpusim run` builds
-// (run_ici_points, the CLI), or on the plain IciEngine inside it (run_ici_point, the unit tests).
+// `tpusim bench ici` reports: issued by every core through the collective rendezvous and
+// IciNetwork modules `tpusim run` builds (run_ici_points, the CLI), or on the plain IciEngine
+// inside them (run_ici_point, the unit tests).
 #include <string>
 #include <vector>
 
@@ -33,8 +34,10 @@ double busbw_factor(CollectiveKind kind, int n);
 
 // One collective on a fresh IciEngine (no SystemC kernel).
 IciPoint run_ici_point(const TpuConfig& cfg, const CollectiveSpec& spec);
-// Each of `specs` alone, one after another, on one IciNetwork module of the board (the module
-// `tpusim run` binds the cores' collectives to). Elaborates SystemC: once per process.
+// Each of `specs` alone, one after another, issued by each of its cores as a collective
+// instruction to a CollectiveRendezvous on an IciNetwork of the board (the modules every
+// core's ici_out is bound to in `tpusim run`). A collective instruction carries no algorithm
+// or piece count: those of `specs` are the config's. Elaborates SystemC: once per process.
 std::vector<IciPoint> run_ici_points(const TpuConfig& cfg,
                                      const std::vector<CollectiveSpec>& specs);
 

@@ -1,5 +1,7 @@
 #pragma once
-// The DMA engines of one TensorCore (DmaConfig::engines of them in one module). Each engine
+// The DMA engines of one TensorCore (DmaConfig::engines of them in one module), the unit its
+// core issues DMA instructions to through core_in (UnitIf): the core may have
+// dma.engines x dma.descriptors_per_engine descriptors in flight. Each engine
 // runs its descriptors in FIFO order, each after dma.setup_latency_cycles of decode; engines
 // run concurrently. A descriptor is cut into chunks (split_descriptor, dma.chunk_bytes); an
 // engine keeps up to max_outstanding_chunks chunks in flight, each one HBM transaction over
@@ -23,7 +25,8 @@
 #include <tlm>
 #include <vector>
 
-#include "tpusim/arch/core/core_ports.h"
+#include "tpusim/arch/completion.h"
+#include "tpusim/arch/core/unit_if.h"
 #include "tpusim/arch/memory/cycle_ticks.h"
 #include "tpusim/arch/memory/dma_descriptor.h"
 #include "tpusim/arch/memory/dma_workers.h"
@@ -35,11 +38,11 @@ namespace tpusim {
 
 struct HbmAccessExtension;  // hbm_module.h
 
-class DmaEngine : public sc_core::sc_module, public DmaIf {
+class DmaEngine : public sc_core::sc_module, public UnitIf {
  public:
     tlm_utils::simple_initiator_socket<DmaEngine> hbm_out;
     sc_core::sc_port<VmemIf> vmem_out{"vmem_out"};  // the core's Vmem.dma_in
-    sc_core::sc_export<DmaIf> core_in{"core_in"};   // the core's dma_out binds here
+    sc_core::sc_export<UnitIf> core_in{"core_in"};  // the core's dma_out binds here
 
     // How the HBM behind hbm_out answers (see above).
     enum class HbmTiming : std::uint8_t { blocking, annotated };
@@ -59,8 +62,12 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     void enqueue_on(std::size_t engine, const DmaDescriptor& d, sc_core::sc_event* done,
                     ReplyTo reply = {});
 
-    // DmaIf: the core's DMA instruction, enqueued.
-    void transfer(const DmaDescriptor& d, ReplyTo reply) override;
+    // UnitIf: the core's DMA instruction (its descriptor, HBM address relative to the
+    // issuer's hbm_base), enqueued as enqueue() does.
+    bool full(const Instr& in) const override;
+    const sc_core::sc_event& freed(const Instr&) const override { return slot_free_; }
+    void issue(const Instr& in, const UnitRequest& req) override;
+    std::string track_name() const override { return "DMA"; }
 
     std::size_t engines() const { return engines_.size(); }
     StatGroup& stats() { return stats_; }
@@ -70,6 +77,8 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
         DmaDescriptor d;
         sc_core::sc_event* done;
         ReplyTo reply;
+        UnitRequest unit = {};  // issued through core_in: told with UnitDone
+        Cycle issued = 0;
     };
     struct Engine {
         std::deque<Job> jobs;
@@ -109,7 +118,8 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     void prepare(tlm::tlm_generic_payload& p, HbmAccessExtension& ext, bool to_vmem) const;
     void transport(tlm::tlm_generic_payload& p, HbmAccessExtension& ext, const DmaDescriptor& c,
                    sc_core::sc_time& delay);
-    void deliver();  // annotated: completes the descriptors due now
+    void deliver();                          // annotated: completes the descriptors due now
+    void finish(const Job& job, Cycle end);  // tells whoever waits for `job`
 
     DmaConfig cfg_;
     HbmTiming timing_;
@@ -120,6 +130,10 @@ class DmaEngine : public sc_core::sc_module, public DmaIf {
     std::uint64_t busy_cycles_ = 0;  // summed over engines: cycles with a descriptor running
     std::uint64_t hbm_errors_ = 0;
     std::uint64_t next_seq_ = 0;
+    // Descriptors issued through core_in and not completed; since when one has been.
+    std::int64_t in_flight_ = 0;
+    Cycle busy_since_ = 0;
+    sc_core::sc_event slot_free_;
     std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
     // Annotated: plan()'s workers and the payload it sends, reused (the target keeps
     // neither), and its cycle <-> SystemC time conversions.

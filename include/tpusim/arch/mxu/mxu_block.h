@@ -29,12 +29,28 @@ struct MxuBlockTiming {
     std::uint64_t useful_macs = 0, array_macs = 0, passes = 0;
 };
 
+// Real numbers for a block (pe fidelity; the tile timer has none): C (m x n) += A (m x k) x
+// B (k x n), row-major with leading dimensions in elements. Null pointers: zeros / discard.
+struct MxuBlockOperands {
+    const float* a = nullptr;
+    std::int64_t lda = 0;
+    const float* b = nullptr;
+    std::int64_t ldb = 0;
+    float* c = nullptr;
+    std::int64_t ldc = 0;
+};
+// The operands of one of the block's tiles: its weights, its LHS columns and its output
+// columns, accumulated (the accumulators summing the K tiles in pass order).
+MxuPeOperands tile_operands(const MxuTile& tile, const MxuBlockOperands& ops);
+
 class MxuBlockTimer {
  public:
     virtual ~MxuBlockTimer() = default;
     // Runs the passes of one block (mxu_gemm_tiles of its m x k x n) issued at `now`, all
-    // operands available then.
-    virtual MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now) = 0;
+    // operands available then. Every result is written to ops.c exactly once, by the time
+    // run returns (pe fidelity).
+    virtual MxuBlockTiming run(const std::vector<MxuTile>& tiles, Cycle now,
+                               const MxuBlockOperands& ops = {}) = 0;
 };
 
 std::unique_ptr<MxuBlockTimer> make_mxu_block_timer(const MxuConfig& cfg, MxuFidelity fidelity);

@@ -64,6 +64,9 @@ class MxuPeArray {
     // True when nothing can happen until new operands arrive: no pass in flight, no load in
     // progress and no queued pass with its operands.
     bool quiescent() const;
+    // Results still to leave the array are discarded from now on (their rows written by a
+    // copy of the array that runs ahead instead: the block timer, mxu_block.h).
+    void discard_outputs();
     // Jumps over idle cycles: only while no pass is loading or in the array, and with t not
     // past the availability of a queued operand (the caller's responsibility).
     void skip_to(Cycle t);
