@@ -1,5 +1,5 @@
 // `tpusim bench hbm`: streaming and random traffic through one chip's HBM model (every chip
-// of a board is identical): each case drives its own HbmModule, the module `tpusim run --set
+// of a board is identical): each case drives its own BurstHbm, the module `tpusim run --set
 // sim.hbm_model=burst` binds the DMA engines to, through its TLM socket (HbmTrafficGen); the
 // cases run side by side in one simulation. Reports achieved GB/s, fraction of peak, row-hit rate
 // and the pseudo-channel bus time lost to refresh, read/write turnaround and bank conflicts,
@@ -122,10 +122,10 @@ void run(const BenchHbmOptions& o) {
     // the other processes.
     const std::clock_t cpu0 = std::clock();
     const auto wall0 = std::chrono::steady_clock::now();
-    std::vector<std::unique_ptr<HbmModule>> hbms;
+    std::vector<std::unique_ptr<BurstHbm>> hbms;
     std::vector<std::unique_ptr<HbmTrafficGen>> gens;
     for (const Run& r : runs) {
-        hbms.push_back(std::make_unique<HbmModule>(("hbm_" + r.c.name).c_str(), cfg.hbm,
+        hbms.push_back(std::make_unique<BurstHbm>(("hbm_" + r.c.name).c_str(), cfg.hbm,
                                                    cfg.chip.clock_mhz, cores));
         gens.push_back(std::make_unique<HbmTrafficGen>(("traffic_" + r.c.name).c_str(), r.c.traffic,
                                                        hbms.back()->system().address_map()));

@@ -43,11 +43,11 @@ void run_bench_ici(const BenchIciOptions& o) {
     CollectiveSpec spec;
     spec.kind = parse_collective_kind(o.collective);
     spec.element_bytes = dtype_bytes(o.dtype);
-    if (spec.kind == CollectiveKind::kSendRecv || spec.kind == CollectiveKind::kCollectivePermute) {
+    if (spec.kind == CollectiveKind::SendRecv || spec.kind == CollectiveKind::CollectivePermute) {
         // Every core sends to the next core in id order (a shift).
         for (int c = 0; c < cfg.cores(); ++c) {
             spec.pairs.emplace_back(c, static_cast<int>((c + 1) % cfg.cores()));
-            if (spec.kind == CollectiveKind::kSendRecv) break;
+            if (spec.kind == CollectiveKind::SendRecv) break;
         }
     }
     // Through the IciNetwork module `tpusim run` builds, one size after another.

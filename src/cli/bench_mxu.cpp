@@ -66,16 +66,16 @@ void run_bench_mxu(const MxuBenchOptions& o) {
     } catch (const std::invalid_argument& e) {
         throw InputError(who, "--fidelity", e.what());
     }
-    if (!o.vcd.empty() && fidelity != MxuFidelity::pe) {
+    if (!o.vcd.empty() && fidelity != MxuFidelity::Pe) {
         throw InputError(who, "--vcd", "a waveform needs --fidelity pe");
     }
-    if (o.check && fidelity != MxuFidelity::pe) {
+    if (o.check && fidelity != MxuFidelity::Pe) {
         throw InputError(who, "--check", "numbers are computed at --fidelity pe only");
     }
 
     // Operands: seeded values over a few binades (PE fidelity only; tile fidelity has none).
     std::vector<float> a, b, c;
-    if (fidelity == MxuFidelity::pe) {
+    if (fidelity == MxuFidelity::Pe) {
         std::mt19937_64 rng(o.seed);
         std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
         a.resize(static_cast<std::size_t>(o.m * o.k));
@@ -87,7 +87,7 @@ void run_bench_mxu(const MxuBenchOptions& o) {
     Mxu mxu("mxu", mc, fidelity, cfg.sequencer.unit_queue_depth);
     MxuBenchDriver driver("driver", o.m, o.k, o.n);
     driver.mxu_out.bind(mxu.core_in);
-    if (fidelity == MxuFidelity::pe)
+    if (fidelity == MxuFidelity::Pe)
         mxu.compute_next({a.data(), o.k, b.data(), o.n, c.data(), o.n});
     sc_core::sc_trace_file* tf = nullptr;
     if (!o.vcd.empty()) {

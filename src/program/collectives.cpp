@@ -149,12 +149,12 @@ void lower_torus2d(Schedule& s, const Topology& topo, Bytes bytes, bool y_first)
 
 CollectiveKind parse_collective_kind(const std::string& name) {
     static const std::map<std::string, CollectiveKind> kinds = {
-        {"all_reduce", CollectiveKind::kAllReduce},
-        {"reduce_scatter", CollectiveKind::kReduceScatter},
-        {"all_gather", CollectiveKind::kAllGather},
-        {"all_to_all", CollectiveKind::kAllToAll},
-        {"collective_permute", CollectiveKind::kCollectivePermute},
-        {"send_recv", CollectiveKind::kSendRecv}};
+        {"all_reduce", CollectiveKind::AllReduce},
+        {"reduce_scatter", CollectiveKind::ReduceScatter},
+        {"all_gather", CollectiveKind::AllGather},
+        {"all_to_all", CollectiveKind::AllToAll},
+        {"collective_permute", CollectiveKind::CollectivePermute},
+        {"send_recv", CollectiveKind::SendRecv}};
     const auto it = kinds.find(name);
     if (it == kinds.end()) {
         bad(
@@ -168,18 +168,18 @@ CollectiveKind parse_collective_kind(const std::string& name) {
 CollectiveKind collective_kind(OpKind kind) {
     switch (kind) {
         case OpKind::AllReduce:
-            return CollectiveKind::kAllReduce;
+            return CollectiveKind::AllReduce;
         case OpKind::ReduceScatter:
-            return CollectiveKind::kReduceScatter;
+            return CollectiveKind::ReduceScatter;
         case OpKind::AllGather:
-            return CollectiveKind::kAllGather;
+            return CollectiveKind::AllGather;
         case OpKind::AllToAll:
-            return CollectiveKind::kAllToAll;
+            return CollectiveKind::AllToAll;
         case OpKind::CollectivePermute:
-            return CollectiveKind::kCollectivePermute;
+            return CollectiveKind::CollectivePermute;
         case OpKind::Send:
         case OpKind::Recv:
-            return CollectiveKind::kSendRecv;
+            return CollectiveKind::SendRecv;
         default:
             break;
     }
@@ -188,17 +188,17 @@ CollectiveKind collective_kind(OpKind kind) {
 
 const char* collective_kind_name(CollectiveKind kind) {
     switch (kind) {
-        case CollectiveKind::kAllReduce:
+        case CollectiveKind::AllReduce:
             return "all_reduce";
-        case CollectiveKind::kReduceScatter:
+        case CollectiveKind::ReduceScatter:
             return "reduce_scatter";
-        case CollectiveKind::kAllGather:
+        case CollectiveKind::AllGather:
             return "all_gather";
-        case CollectiveKind::kAllToAll:
+        case CollectiveKind::AllToAll:
             return "all_to_all";
-        case CollectiveKind::kCollectivePermute:
+        case CollectiveKind::CollectivePermute:
             return "collective_permute";
-        case CollectiveKind::kSendRecv:
+        case CollectiveKind::SendRecv:
             return "send_recv";
     }
     return "?";
@@ -220,9 +220,9 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
     Schedule s;
     std::vector<int> ring;
     const bool pairwise =
-        spec.kind == CollectiveKind::kCollectivePermute || spec.kind == CollectiveKind::kSendRecv;
+        spec.kind == CollectiveKind::CollectivePermute || spec.kind == CollectiveKind::SendRecv;
     if (pairwise) {
-        if (spec.kind == CollectiveKind::kSendRecv && spec.pairs.size() != 1) {
+        if (spec.kind == CollectiveKind::SendRecv && spec.pairs.size() != 1) {
             bad(fmt::format("send_recv takes exactly one (source, destination) pair, got {}",
                             spec.pairs.size()));
         }
@@ -253,9 +253,9 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
     s.element_bytes = spec.element_bytes;
     const int n = static_cast<int>(s.cores.size());
     switch (spec.kind) {
-        case CollectiveKind::kAllReduce: {
+        case CollectiveKind::AllReduce: {
             const auto alg = spec.algorithm.value_or(ici.all_reduce_algorithm);
-            if (alg == AllReduceAlgorithm::kTorus2d && n == topo.cores()) {
+            if (alg == AllReduceAlgorithm::Torus2d && n == topo.cores()) {
                 // Participants are all cores in id order, so participant index == core id.
                 const bool both = topo.chips_x() > 1 && topo.chips_y() > 1;
                 const int per_order =
@@ -274,13 +274,13 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
             }
             break;
         }
-        case CollectiveKind::kReduceScatter:
+        case CollectiveKind::ReduceScatter:
             ring_phase(s, ring, spec.bytes, true, 1, 0);
             break;
-        case CollectiveKind::kAllGather:
+        case CollectiveKind::AllGather:
             ring_phase(s, ring, spec.bytes, false, 1, 0);
             break;
-        case CollectiveKind::kAllToAll:
+        case CollectiveKind::AllToAll:
             for (auto& c : s.cores) c.steps.resize(1);
             for (int p = 0; p < n; ++p) {
                 for (int q = 0; q < n; ++q) {
@@ -292,12 +292,12 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
                 }
             }
             break;
-        case CollectiveKind::kCollectivePermute:
-        case CollectiveKind::kSendRecv:
+        case CollectiveKind::CollectivePermute:
+        case CollectiveKind::SendRecv:
             break;
     }
     const bool point_to_point =
-        spec.kind == CollectiveKind::kCollectivePermute || spec.kind == CollectiveKind::kSendRecv;
+        spec.kind == CollectiveKind::CollectivePermute || spec.kind == CollectiveKind::SendRecv;
     return LoweredCollective{
         s.name, {std::move(s)}, point_to_point ? 0.0 : ici.collective_setup_us};
 }

@@ -66,8 +66,8 @@ void CollectiveLowering::lower(std::size_t i) {
     CollectiveInstr coll;
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
         coll.role =
-            op.kind == OpKind::Send ? CollectiveInstr::Role::kSend : CollectiveInstr::Role::kRecv;
-        coll.kind = CollectiveKind::kSendRecv;
+            op.kind == OpKind::Send ? CollectiveInstr::Role::Send : CollectiveInstr::Role::Recv;
+        coll.kind = CollectiveKind::SendRecv;
     } else {
         coll.kind = collective_kind(op.kind);
     }

@@ -24,9 +24,9 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
            UnitIf& ici, Timeline* timeline, const HbmCalibration* hbm_calibration)
     : sc_module(name), stats_(chip_name(index), "one TPU chip") {
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
-    const bool burst = cfg.sim.hbm_model == HbmModel::burst;
+    const bool burst = cfg.sim.hbm_model == HbmModel::Burst;
     if (burst) {
-        hbm_ = std::make_unique<HbmModule>("hbm", cfg.hbm, cfg.chip.clock_mhz,
+        hbm_ = std::make_unique<BurstHbm>("hbm", cfg.hbm, cfg.chip.clock_mhz,
                                            static_cast<std::uint32_t>(per_chip));
     } else {
         calibrated_ = std::make_unique<CalibratedHbm>("hbm", cfg.hbm, cfg.chip.clock_mhz, per_chip,
@@ -40,7 +40,7 @@ Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cf
     tc.mxu_fidelity = cfg.sim.mxu_fidelity;
     tc.cores_per_chip = per_chip;
     tc.hbm_capacity_bytes = cfg.hbm.capacity_bytes();
-    tc.hbm_timing = burst ? DmaEngine::HbmTiming::blocking : DmaEngine::HbmTiming::annotated;
+    tc.hbm_timing = burst ? DmaEngine::HbmTiming::Blocking : DmaEngine::HbmTiming::Annotated;
     for (std::int64_t local = 0; local < per_chip; ++local) {
         const std::int64_t c = index * per_chip + local;
         cores_.push_back(std::make_unique<TensorCore>(core_name(c).c_str(), c, tc, timeline));
@@ -95,7 +95,7 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
     const std::int64_t built = built_chips > 0 ? std::min(built_chips, cfg.chips()) : cfg.chips();
     if (built < cfg.chips()) rendezvous_->simulate_only(built * cfg.chip.cores_per_chip);
     const HbmCalibration* hbm_calibration =
-        cfg.sim.hbm_model != HbmModel::burst
+        cfg.sim.hbm_model != HbmModel::Burst
             ? &calibrations.get(cfg.hbm, cfg.chip.clock_mhz, cfg.chip.cores_per_chip)
             : nullptr;
     for (std::int64_t c = 0; c < built; ++c) {

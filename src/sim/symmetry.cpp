@@ -20,9 +20,9 @@ SymmetryPlan full(const Program& program, const TpuConfig& cfg, std::string reas
 std::string collective_breaks_symmetry(const CollectiveInstr& c, std::int64_t cores,
                                        const Program& program, std::uint32_t op) {
     const std::string& id = program.ops[op].id;
-    if (c.role != CollectiveInstr::Role::kGroup) {
+    if (c.role != CollectiveInstr::Role::Group) {
         return fmt::format("op \"{}\" is a point-to-point {}: only its two cores wait on it", id,
-                           c.role == CollectiveInstr::Role::kSend ? "send" : "recv");
+                           c.role == CollectiveInstr::Role::Send ? "send" : "recv");
     }
     std::vector<std::int64_t> g = c.group;
     std::sort(g.begin(), g.end());

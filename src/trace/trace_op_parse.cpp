@@ -95,7 +95,7 @@ class OpReader {
             known_.push_back(key);
             return std::nullopt;
         }
-        return dtype(key, DType::BF16);
+        return dtype(key, DType::Bf16);
     }
 
     // A core id of the program, 0 .. cores-1.
@@ -247,7 +247,7 @@ void read_replica_groups(OpReader& r, TraceOp& op, const std::vector<int>& op_co
 void read_collective(OpReader& r, TraceOp& op, const std::vector<int>& op_cores,
                      std::int64_t cores) {
     op.bytes = r.size("bytes", -1, " (the per-core buffer size in bytes)");
-    op.dtype = r.dtype("dtype", DType::BF16);
+    op.dtype = r.dtype("dtype", DType::Bf16);
     op.out_dtype = op.dtype;
     const std::int64_t eb = dtype_bytes(op.dtype);
     if (op.bytes % eb != 0) {
@@ -401,7 +401,7 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
     }
     if (!is_collective(op.kind) && op.kind != OpKind::Copy && op.kind != OpKind::Infeed &&
         op.kind != OpKind::Outfeed) {
-        op.dtype = r.dtype("dtype", DType::BF16);
+        op.dtype = r.dtype("dtype", DType::Bf16);
         op.out_dtype = r.dtype("out_dtype", op.dtype);
         if (op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d) {
             op.lhs_dtype = r.optional_dtype("lhs_dtype");

@@ -39,11 +39,11 @@ Cycle to_cycles(double seconds, double clock_mhz) {
 
 double bytes_per_cycle(SampleSource s, const HostConfig& host, double clock_mhz) {
     switch (s) {
-        case SampleSource::memory:
+        case SampleSource::Memory:
             return 0.0;
-        case SampleSource::disk:
+        case SampleSource::Disk:
             return host.disk_read_gbps * 1e9 / (clock_mhz * 1e6);
-        case SampleSource::gcs:
+        case SampleSource::Gcs:
             return host.network_bandwidth_gbps * 1e9 / (clock_mhz * 1e6);
     }
     return 0.0;
@@ -63,7 +63,7 @@ Cycle read_cycles(double bytes, double per_cycle) {
 // stream in chunks, so the slowest rate decides.
 double batch_transfer_seconds(const HostConfig& host, double bytes, std::int64_t chips) {
     const double pcie = bytes / static_cast<double>(chips) / (host.pcie_bandwidth_gbps * 1e9);
-    if (host.access != HostAccess::node) return pcie;
+    if (host.access != HostAccess::Node) return pcie;
     double gbps = host.network_bandwidth_gbps;
     if (host.node_transfer_gbps > 0) gbps = std::min(gbps, host.node_transfer_gbps);
     const double node = host.node_transfer_latency_us * 1e-6 + bytes / (gbps * 1e9);

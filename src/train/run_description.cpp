@@ -89,7 +89,7 @@ class ObjectReader {
         std::string s;
         string(key, s);
         if (s.empty() && !j_.contains(key)) return;
-        for (SampleSource c : {SampleSource::memory, SampleSource::disk, SampleSource::gcs}) {
+        for (SampleSource c : {SampleSource::Memory, SampleSource::Disk, SampleSource::Gcs}) {
             if (s == source_name(c)) {
                 v = c;
                 return;
@@ -136,11 +136,11 @@ constexpr std::int64_t kMaxRunSteps = std::int64_t{1} << 27;
 
 const char* source_name(SampleSource s) {
     switch (s) {
-        case SampleSource::memory:
+        case SampleSource::Memory:
             return "memory";
-        case SampleSource::disk:
+        case SampleSource::Disk:
             return "disk";
-        case SampleSource::gcs:
+        case SampleSource::Gcs:
             return "gcs";
     }
     return "?";

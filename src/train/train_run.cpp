@@ -113,9 +113,9 @@ TrainResult run_training(const TpuConfig& cfg, const TrainInputs& in) {
     if (!in.run.cache && in.run.cached_ms_per_sample > 0)
         levers.push_back(
             {"dataset cache on", [](HostConfig&, RunDescription& d) { d.cache = true; }});
-    if (cfg.host.access == HostAccess::node) {
+    if (cfg.host.access == HostAccess::Node) {
         levers.push_back({"TPU VM instead of TPU Node (pipeline on the TPU host)",
-                          [](HostConfig& h, RunDescription&) { h.access = HostAccess::vm; }});
+                          [](HostConfig& h, RunDescription&) { h.access = HostAccess::Vm; }});
         // On a Node every input byte crosses the runtime's transfer path: bfloat16 instead of
         // float32 inputs, or uint8 images normalised on the TPU, send fewer (the device step
         // is taken as unchanged).

@@ -30,7 +30,7 @@ struct Rig : sc_core::sc_module {
           cfg(c),
           hbm("hbm", cfg.hbm, cfg.chip.clock_mhz, cfg.chip.cores_per_chip),
           vmem("vmem", cfg.vmem, cfg.dma),
-          dma("dma", cfg.dma, 0, cfg.hbm.capacity_bytes(), DmaEngine::HbmTiming::annotated) {
+          dma("dma", cfg.dma, 0, cfg.hbm.capacity_bytes(), DmaEngine::HbmTiming::Annotated) {
         dma.hbm_out.bind(hbm.target_in);
         dma.vmem_out.bind(vmem.dma_in);
     }

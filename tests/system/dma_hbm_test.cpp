@@ -1,4 +1,4 @@
-// DMA engines of both cores streaming through one chip's HbmModule under SystemC.
+// DMA engines of both cores streaming through one chip's BurstHbm under SystemC.
 #include <catch2/catch.hpp>
 #include <systemc>
 
@@ -15,7 +15,7 @@ using namespace tpusim;
 namespace {
 
 struct Chip : sc_core::sc_module {
-    HbmModule hbm;
+    BurstHbm hbm;
     Vmem vmem0, vmem1;
     DmaEngine dma0, dma1;
     Chip(sc_core::sc_module_name n, const TpuConfig& cfg)

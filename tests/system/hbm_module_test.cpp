@@ -1,6 +1,6 @@
-// The SystemC HbmModule (the reference `tpusim run --set sim.hbm_model=burst` and `tpusim bench
+// The SystemC BurstHbm (the reference `tpusim run --set sim.hbm_model=burst` and `tpusim bench
 // hbm` use) against the plain driver of the same HbmSystem, run_hbm_traffic: the same requests
-// at the same cycles must complete at the same cycles. HbmModule runs the controller ahead to
+// at the same cycles must complete at the same cycles. BurstHbm runs the controller ahead to
 // the next completion between SystemC wake-ups; a request that arrives meanwhile used to start
 // at the cycle the controller had reached on every pseudo-channel, so that a refresh holding
 // one core's transfer held the other core's too (two cores, one 4 KiB read in flight each:
@@ -21,7 +21,7 @@ using namespace tpusim;
 namespace {
 
 struct HbmUnderTraffic : sc_core::sc_module {
-    HbmModule hbm;
+    BurstHbm hbm;
     HbmTrafficGen gen;
     HbmUnderTraffic(sc_core::sc_module_name n, const TpuConfig& cfg, const HbmTraffic& t)
         : sc_module(n),
@@ -43,7 +43,7 @@ HbmTraffic hbm_module_case(HbmTraffic::Kind kind, int outstanding, Bytes chunk, 
 
 }  // namespace
 
-TEST_CASE("HbmModule completes traffic at the cycles the plain HBM driver does", "[hbm][system]") {
+TEST_CASE("BurstHbm completes traffic at the cycles the plain HBM driver does", "[hbm][system]") {
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
     using K = HbmTraffic::Kind;
     // Latency-bound (one transfer in flight per core, a refresh wait is most of a transfer's
@@ -64,7 +64,7 @@ TEST_CASE("HbmModule completes traffic at the cycles the plain HBM driver does",
         HbmSystem plain(cfg.hbm, cfg.chip.clock_mhz, 2);
         const HbmTrafficResult ref = run_hbm_traffic(plain, cases[i], cfg.chip.clock_mhz);
         const HbmTrafficResult got = rigs[i]->gen.result(rigs[i]->hbm.system(), cfg.chip.clock_mhz);
-        INFO("case " << i << ": plain driver " << ref.cycles << " cycles, HbmModule "
+        INFO("case " << i << ": plain driver " << ref.cycles << " cycles, BurstHbm "
                      << got.cycles);
         CHECK(got.bursts == ref.bursts);
         if (cases[i].outstanding_per_core == 1) {

@@ -53,7 +53,7 @@ class BlockIssuer : public sc_core::sc_module, public UnitDoneIf {
             for (std::size_t j = 0; j < mxus_.size(); ++j) {
                 while (mxu_out[j]->full(b.in)) wait(mxu_out[j]->freed(b.in));
                 // Only the PE model computes numbers; the tile model has none.
-                if (mxus_[j]->fidelity() == MxuFidelity::pe) {
+                if (mxus_[j]->fidelity() == MxuFidelity::Pe) {
                     mxus_[j]->compute_next({b.a.data(), mm.k, b.b.data(), mm.n, b.c.data(), mm.n});
                 }
                 mxu_out[j]->issue(b.in, UnitRequest{UnitReply{this, j}, Issuer{0, 0, stats_}});
@@ -97,8 +97,8 @@ TEST_CASE("mxu module: tile and pe fidelities tell the same completions", "[mxu]
     cfg.result_pop_latency_cycles = 3;
     std::vector<BlockData> blocks = random_blocks(cfg, 12, 0x5eed0101);
     const std::int64_t depth = 2;
-    Mxu tile("tile", cfg, MxuFidelity::tile, depth);
-    Mxu pe("pe", cfg, MxuFidelity::pe, depth);
+    Mxu tile("tile", cfg, MxuFidelity::Tile, depth);
+    Mxu pe("pe", cfg, MxuFidelity::Pe, depth);
     CoreStats stats("core0");
     BlockIssuer issuer("issuer", {&tile, &pe}, blocks, &stats);
     sc_core::sc_start();
@@ -139,7 +139,7 @@ TEST_CASE("mxu module: pe fidelity writes a VCD waveform of the array", "[mxu]")
         b.a.assign(80, 2.0f);
         b.b.assign(64, 1.0f);
     }
-    Mxu pe("pe", cfg, MxuFidelity::pe, 2);
+    Mxu pe("pe", cfg, MxuFidelity::Pe, 2);
     BlockIssuer issuer("issuer", {&pe}, blocks, nullptr);
     sc_core::sc_trace_file* tf = sc_core::sc_create_vcd_trace_file(base.c_str());
     tf->set_time_unit(1, sc_core::SC_NS);

@@ -45,7 +45,7 @@ TEST_CASE("bench and run build the same module for every unit of a core", "[syst
     const std::int64_t depth = cfg.sequencer.unit_queue_depth;
     Mxu mxu("mxu_0", cfg.mxu, cfg.sim.mxu_fidelity, depth);  // as bench mxu builds it
     Vpu vpu("vpu", cfg.vpu, cfg.vmem, depth);
-    DmaEngine dma("dma", cfg.dma, 0, cfg.hbm.capacity_bytes(), DmaEngine::HbmTiming::annotated);
+    DmaEngine dma("dma", cfg.dma, 0, cfg.hbm.capacity_bytes(), DmaEngine::HbmTiming::Annotated);
     for (const sc_core::sc_module* unit : std::vector<const sc_core::sc_module*>{&mxu, &vpu, &dma}) {
         const std::string name = unit->basename();
         INFO(name);

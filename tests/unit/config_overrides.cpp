@@ -91,7 +91,7 @@ TEST_CASE("overrides: strings may be bare words or JSON", "[config][overrides]")
     CHECK(load_config(v3(), {"description="}).description.empty());
     CHECK(load_config(v3(), {"description=a=b"}).description == "a=b");  // first '=' splits
     CHECK(load_config(v3(), {"ici.all_reduce_algorithm=ring"}).ici.all_reduce_algorithm ==
-          AllReduceAlgorithm::kRing);
+          AllReduceAlgorithm::Ring);
     // A whole section as a JSON object.
     const auto cfg = load_config(v3(), {R"(mxu={"rows": 64, "cols": 32})"});
     CHECK(cfg.mxu.rows == 64);

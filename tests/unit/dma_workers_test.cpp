@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/dma_chunker.h"
 
 using namespace tpusim;
 

@@ -164,14 +164,14 @@ TEST_CASE("HLO dot: each operand is read at its own element type", "[hlo]") {
         "rhs_contracting_dims={0}\n}\n");
     REQUIRE(t.ops.size() == 1);
     CHECK(t.ops[0].lhs_type() == DType::F32);
-    CHECK(t.ops[0].rhs_type() == DType::BF16);
+    CHECK(t.ops[0].rhs_type() == DType::Bf16);
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
     CHECK(lower_trace(t, cfg).ops[0].hbm_bytes ==
           Bytes{256} * 512 * 4 + Bytes{512} * 128 * 2 + Bytes{256} * 128 * 4);
     // The imported trace says so, and reads back the same.
     const Trace back = parse_trace(trace_to_json_object(t), "t.json", 8);
     CHECK(back.ops.at(0).lhs_type() == DType::F32);
-    CHECK(back.ops.at(0).rhs_type() == DType::BF16);
+    CHECK(back.ops.at(0).rhs_type() == DType::Bf16);
 }
 
 TEST_CASE("HLO fusion pass: only vector ops are written as fused; the lowering honours them",

@@ -47,7 +47,7 @@ ENTRY e {
     CHECK(d.matmul.k == 64);
     CHECK(d.matmul.n == 16);
     CHECK_FALSE(d.matmul.transpose_lhs);
-    CHECK(d.dtype == DType::BF16);
+    CHECK(d.dtype == DType::Bf16);
     CHECK(d.out_dtype == DType::F32);
     CHECK(op_flops(d) == 2 * 4 * 32 * 64 * 16);
 }

@@ -53,7 +53,7 @@ TEST_CASE("ring all-reduce moves 2(n-1)/n of the buffer over each ring edge",
           "[ici][collectives]") {
     Board b("tpu_v3_8.json");
     const Bytes S = 8 * kMiB;  // divisible by n = 8
-    REQUIRE(b.run(all_reduce(S, AllReduceAlgorithm::kRing)) > 0);
+    REQUIRE(b.run(all_reduce(S, AllReduceAlgorithm::Ring)) > 0);
     // The ring visits chips 0, 1, 3, 2 (a cycle of neighbours), both cores of a chip next to
     // each other, so 4 of its 8 edges leave a chip; each carries (n-1) blocks of S/n in the
     // reduce-scatter and as many in the all-gather. Ties go +: 0->1 +x, 1->3 +y, 3->2 +x
@@ -75,7 +75,7 @@ TEST_CASE("torus all-reduce loads every link of the 2 x 2 board with 3/8 of the 
           "[ici][collectives]") {
     Board b("tpu_v3_8.json", {"ici.all_reduce_pieces=1"});
     const Bytes S = 64 * kMiB;
-    const Cycle end = b.run(all_reduce(S, AllReduceAlgorithm::kTorus2d));
+    const Cycle end = b.run(all_reduce(S, AllReduceAlgorithm::Torus2d));
     // Two streams of S/2 (x then y, y then x). In one stream of B bytes each core holds a
     // shard of B/2 after the on-chip reduce-scatter and sends half of it each way round the
     // 2-chip ring: one block of B/8 per direction in the reduce-scatter and one in the
@@ -89,7 +89,7 @@ TEST_CASE("torus all-reduce loads every link of the 2 x 2 board with 3/8 of the 
     // The same loads as the static count the bounds use, and the run takes at least the
     // link-limited time.
     const auto lc =
-        lower_collective(all_reduce(S, AllReduceAlgorithm::kTorus2d), b.topo, b.cfg.ici);
+        lower_collective(all_reduce(S, AllReduceAlgorithm::Torus2d), b.topo, b.cfg.ici);
     const auto loads = link_loads(lc, b.topo);
     REQUIRE(std::all_of(loads.begin(), loads.end(), [&](Bytes x) { return x == 3 * S / 8; }));
     REQUIRE(static_cast<double>(end) >= link_limited_cycles(lc, b.engine.fabric()));
@@ -103,7 +103,7 @@ TEST_CASE(
         INFO(board);
         // Without the fixed setup, so that the bandwidth term alone is compared with its bound.
         const TpuConfig cfg = load_config(test::config_path(board), {"ici.collective_setup_us=0"});
-        CollectiveSpec spec = all_reduce(64 * kMiB, AllReduceAlgorithm::kRing);
+        CollectiveSpec spec = all_reduce(64 * kMiB, AllReduceAlgorithm::Ring);
         const IciPoint big = run_ici_point(cfg, spec);
         REQUIRE(big.busbw_gbps <= big.bound_busbw_gbps * 1.0001);
         REQUIRE(big.busbw_gbps >= 0.97 * big.bound_busbw_gbps);
@@ -128,7 +128,7 @@ TEST_CASE("collectives on replica subgroups use only their chips' links", "[ici]
     Board b("tpu_v3_8.json");
     const Bytes S = 4 * kMiB;
     // Cores 0-3 live on chips 0 and 1: the ring 0,1,2,3 crosses between the chips twice.
-    REQUIRE(b.run(all_reduce(S, AllReduceAlgorithm::kTorus2d, {0, 1, 2, 3})) > 0);
+    REQUIRE(b.run(all_reduce(S, AllReduceAlgorithm::Torus2d, {0, 1, 2, 3})) > 0);
     const Bytes edge = 2 * 3 * (S / 4);
     REQUIRE(b.link_bytes(0, 0, 1) == edge);  // 1 -> 2 leaves chip 0 towards chip 1
     REQUIRE(b.link_bytes(1, 0, 1) == edge);  // 3 -> 0 returns (tie: +x, the wrap link)
@@ -141,7 +141,7 @@ TEST_CASE("collectives on replica subgroups use only their chips' links", "[ici]
     // board plus nothing: their traffic never meets.
     Board alone("tpu_v3_8.json");
     CollectiveSpec rs;
-    rs.kind = CollectiveKind::kReduceScatter;
+    rs.kind = CollectiveKind::ReduceScatter;
     rs.bytes = S;
     rs.group = {4, 5, 6, 7};
     const Cycle t_alone = alone.run(rs);
@@ -149,7 +149,7 @@ TEST_CASE("collectives on replica subgroups use only their chips' links", "[ici]
     test::CompletionLog log;
     both.engine.start(lower_collective(rs, both.topo, both.cfg.ici), 0, log.to(1));
     CollectiveSpec ag = rs;
-    ag.kind = CollectiveKind::kAllGather;
+    ag.kind = CollectiveKind::AllGather;
     ag.group = {0, 1, 2, 3};
     both.engine.start(lower_collective(ag, both.topo, both.cfg.ici), 0, log.to(2));
     both.engine.run();
@@ -160,7 +160,7 @@ TEST_CASE("collectives on replica subgroups use only their chips' links", "[ici]
 
 TEST_CASE("collectives sharing links slow each other down", "[ici][collectives]") {
     CollectiveSpec a;
-    a.kind = CollectiveKind::kSendRecv;
+    a.kind = CollectiveKind::SendRecv;
     a.bytes = 8 * kMiB;
     a.pairs = {{0, 2}};  // chip 0 -> chip 1 over +x
     Board one("tpu_v3_8.json");
@@ -183,7 +183,7 @@ TEST_CASE("collectives sharing links slow each other down", "[ici][collectives]"
 TEST_CASE("all-to-all and collective-permute deliver what they must", "[ici][collectives]") {
     Board b("tpu_v3_8.json");
     CollectiveSpec a2a;
-    a2a.kind = CollectiveKind::kAllToAll;
+    a2a.kind = CollectiveKind::AllToAll;
     a2a.bytes = 8 * kMiB;
     REQUIRE(b.run(a2a) > 0);
     // Each core keeps 1/8 and sends 1/8 to each other core; the 2 cores of a chip exchange on
@@ -198,7 +198,7 @@ TEST_CASE("all-to-all and collective-permute deliver what they must", "[ici][col
 
     Board p("tpu_v3_8.json");
     CollectiveSpec perm;
-    perm.kind = CollectiveKind::kCollectivePermute;
+    perm.kind = CollectiveKind::CollectivePermute;
     perm.bytes = kMiB;
     perm.pairs = {{0, 7}, {7, 0}};  // chip 0 <-> chip 3: x first, then y
     REQUIRE(p.run(perm) > 0);
@@ -211,16 +211,16 @@ TEST_CASE("all-to-all and collective-permute deliver what they must", "[ici][col
 TEST_CASE("bad collective specs are rejected", "[ici][collectives]") {
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
     const Topology t(cfg.board, cfg.chip);
-    CollectiveSpec s = all_reduce(kMiB, AllReduceAlgorithm::kRing, {0, 8});
+    CollectiveSpec s = all_reduce(kMiB, AllReduceAlgorithm::Ring, {0, 8});
     REQUIRE_THROWS_AS(lower_collective(s, t, cfg.ici), InputError);  // core 8 of 0..7
     s.group = {1, 1};
     REQUIRE_THROWS_AS(lower_collective(s, t, cfg.ici), InputError);
     CollectiveSpec sr;
-    sr.kind = CollectiveKind::kSendRecv;
+    sr.kind = CollectiveKind::SendRecv;
     sr.pairs = {{0, 1}, {2, 3}};
     REQUIRE_THROWS_AS(lower_collective(sr, t, cfg.ici), InputError);
     CollectiveSpec perm;
-    perm.kind = CollectiveKind::kCollectivePermute;
+    perm.kind = CollectiveKind::CollectivePermute;
     perm.pairs = {{0, 1}, {0, 2}};
     REQUIRE_THROWS_AS(lower_collective(perm, t, cfg.ici), InputError);
     REQUIRE_THROWS_AS(parse_collective_kind("all_reduce_tree"), InputError);
@@ -246,7 +246,7 @@ TEST_CASE("a torus all-reduce in 64 KiB trains takes the packet-level time withi
     // Packet by packet is the reference; trains are the default granularity. Trains are
     // slightly optimistic, most at small sizes where a step's block is one or two trains:
     // measured -2.1% at 4 MiB, -1.4% at 16 MiB, -0.5% at 64 MiB (docs/ici.md).
-    CollectiveSpec s = all_reduce(4 * kMiB, AllReduceAlgorithm::kTorus2d);
+    CollectiveSpec s = all_reduce(4 * kMiB, AllReduceAlgorithm::Torus2d);
     Board fine("tpu_v3_8.json", {"ici.chunk_bytes=512"});
     Board coarse("tpu_v3_8.json", {"ici.chunk_bytes=65536"});
     const Cycle a = fine.run(s), b = coarse.run(s);

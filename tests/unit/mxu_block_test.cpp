@@ -50,8 +50,8 @@ TEST_CASE("pe and tile block timers agree cycle for cycle on random block sequen
     for (const bool db : {true, false}) {
         for (const bool ov : {true, false}) {
             const MxuConfig cfg = small_mxu(db, ov);
-            auto tile = make_mxu_block_timer(cfg, MxuFidelity::tile);
-            auto pe = make_mxu_block_timer(cfg, MxuFidelity::pe);
+            auto tile = make_mxu_block_timer(cfg, MxuFidelity::Tile);
+            auto pe = make_mxu_block_timer(cfg, MxuFidelity::Pe);
             std::mt19937 rng(db * 2 + ov + 7);
             std::uniform_int_distribution<std::int64_t> m(1, 40), kn(1, 40), gap(0, 60);
             Cycle now = 3;

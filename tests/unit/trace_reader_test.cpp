@@ -29,7 +29,7 @@ TEST_CASE("gemm.json: one bf16 matmul with 2*m*k*n FLOPs", "[trace]") {
     const TraceOp& op = t.ops[0];
     CHECK(t.cores == 1);
     CHECK(op.kind == OpKind::Matmul);
-    CHECK(op.dtype == DType::BF16);
+    CHECK(op.dtype == DType::Bf16);
     CHECK(op.matmul.m == 8192);
     CHECK(op.matmul.k == 12288);
     CHECK(op.matmul.n == 12288);
@@ -232,7 +232,7 @@ TEST_CASE("a matmul's operands may each have their own dtype", "[trace]") {
         R"({"id": "mm", "kind": "matmul", "m": 256, "k": 512, "n": 128, "lhs_dtype": "f32"})"));
     const TraceOp& mm = t.ops.at(0);
     CHECK(mm.lhs_type() == DType::F32);
-    CHECK(mm.rhs_type() == DType::BF16);
+    CHECK(mm.rhs_type() == DType::Bf16);
     CHECK(op_hbm_bytes_in(mm) == std::int64_t{256} * 512 * 4 + std::int64_t{512} * 128 * 2);
     CHECK(op_bytes_out(mm) == std::int64_t{256} * 128 * 2);
     // A conv2d's filter in f32, the input as the dtype says.

@@ -131,7 +131,7 @@ TEST_CASE("train: host costs from the config and the run", "[train]") {
     // TPU VM: each of 4 chips takes 1/4 of 1,024,000 bytes at 16 GB/s = 16,000 ns.
     CHECK(h.infeed_per_batch == 16000);
     // TPU Node: the whole batch crosses a 1 GB/s network first: 1,024,000 ns.
-    host.access = HostAccess::node;
+    host.access = HostAccess::Node;
     h = host_timing(host, run, 4, 500, mhz);
     CHECK(h.infeed_per_batch == 1024000);
     // Four programs compiled in the first epoch (train, a partial batch, two validation
@@ -144,7 +144,7 @@ TEST_CASE("train: host costs from the config and the run", "[train]") {
 TEST_CASE("train: a TPU Node batch goes at the slower of the network and the runtime's path",
           "[train]") {
     HostConfig host;
-    host.access = HostAccess::node;
+    host.access = HostAccess::Node;
     host.pcie_bandwidth_gbps = 16;
     host.network_bandwidth_gbps = 0.5;
     RunDescription run = run_of(256, 256, 1);
@@ -171,7 +171,7 @@ TEST_CASE("train: a TPU Node batch goes at the slower of the network and the run
     h = host_timing(host, run, 4, 1, mhz);
     CHECK(h.infeed_per_batch == static_cast<Cycle>(std::llround(1e6 + batch_bytes / 0.5)));
     // A TPU VM has no Node leg: each of 4 chips' quarter over 16 GB/s PCIe.
-    host.access = HostAccess::vm;
+    host.access = HostAccess::Vm;
     h = host_timing(host, run, 4, 1, mhz);
     CHECK(h.infeed_per_batch == static_cast<Cycle>(std::llround(batch_bytes / 4 / 16)));
 }
@@ -304,7 +304,7 @@ TEST_CASE("train: a checkpoint holds the next step back by its transfer", "[trai
     r.checkpoint.bytes = 16000;
     r.checkpoint.every_epochs = 1;
     CHECK(host_timing(host, r, 4, 1, 1000).checkpoint == 1000);  // 16,000 B at 16 GB/s
-    host.access = HostAccess::node;
+    host.access = HostAccess::Node;
     host.network_bandwidth_gbps = 1;
     host.node_transfer_gbps = 0.5;
     host.node_transfer_latency_us = 2;
@@ -347,7 +347,7 @@ TEST_CASE("train: the weights go to the board before the first step and back aft
     const HostTiming t = host_timing(host, r, 4, 1, 1000);
     CHECK(t.weights_upload == 1000);  // 16,000 B at 16 GB/s
     CHECK(t.weights_download == 0);
-    host.access = HostAccess::node;
+    host.access = HostAccess::Node;
     host.network_bandwidth_gbps = 1;
     host.node_transfer_gbps = 0.5;
     host.node_transfer_latency_us = 2;

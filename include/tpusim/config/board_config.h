@@ -51,14 +51,14 @@ struct ChipConfig {
 // The host feeds the board over PCIe and dispatches each program. The keys past the PCIe link
 // are read by `tpusim train` (include/tpusim/train/input_pipeline.h): the host CPUs that run the
 // input pipeline, where the data comes from, the per-step launch cost and the XLA compile.
-enum class HostAccess { vm, node };
+enum class HostAccess { Vm, Node };
 inline constexpr std::array<const char*, 2> kHostAccessNames = {"vm", "node"};
 
 struct HostConfig {
     double pcie_bandwidth_gbps = 16.0;  // per chip [NORn]
     // A TPU VM runs the input pipeline on the TPU host; a TPU Node (Colab, Kaggle in 2020-21)
     // runs it on a separate user VM that sends every batch over the network to the TPU host.
-    HostAccess access = HostAccess::vm;
+    HostAccess access = HostAccess::Vm;
     std::int64_t vcpus = 96;              // TPU VM v2-8 / v3-8 host [Cloud TPU docs]
     double network_bandwidth_gbps = 4.0;  // user VM -> TPU host (node) and GCS reads
     // TPU Node: the framework runtime's own path for an input batch (serialise on the user VM,

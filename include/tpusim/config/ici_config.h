@@ -10,7 +10,7 @@ namespace tpusim {
 
 // ring: XLA's bidirectional ring over every participant (the -8 boards); torus2d: reduce-scatter
 // and all-gather along each torus dimension in turn (pod slices; docs/ici.md).
-enum class AllReduceAlgorithm { kRing, kTorus2d };
+enum class AllReduceAlgorithm { Ring, Torus2d };
 inline constexpr std::array<const char*, 2> kAllReduceAlgorithmNames = {"ring", "torus2d"};
 
 // Why the ICI packet and chunk sizes are powers of two: a chunk (a train of packets on a
@@ -43,7 +43,7 @@ struct IciConfig {
     // link_efficiency (board files).
     double collective_setup_us = 0.0;
     // torus2d on pod slices; the -8 board files select XLA's ring (docs/ici.md).
-    AllReduceAlgorithm all_reduce_algorithm = AllReduceAlgorithm::kTorus2d;
+    AllReduceAlgorithm all_reduce_algorithm = AllReduceAlgorithm::Torus2d;
     // torus2d: pieces per dimension order, run as concurrent streams so that one piece's
     // on-chip reduction overlaps another's link transfers (docs/ici.md).
     std::int64_t all_reduce_pieces = 4;

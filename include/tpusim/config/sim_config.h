@@ -10,17 +10,17 @@ namespace tpusim {
 // calibrated: HBM served as per-core-half transfer queues whose rates and latency are
 // measured on the burst-level model at start-up (include/tpusim/arch/memory/hbm_calibrated.h);
 // burst: every 32-byte burst through the bank/timing/scheduler model (slow, exact).
-enum class HbmModel { calibrated, burst };
+enum class HbmModel { Calibrated, Burst };
 inline constexpr std::array<const char*, 2> kHbmModelNames = {"calibrated", "burst"};
 
 // tile: MXU passes timed by the closed-form schedule; pe: every processing element stepped
 // every cycle (same cycles, tested; for small studies and cross-checks).
-enum class MxuFidelity { tile, pe };
+enum class MxuFidelity { Tile, Pe };
 inline constexpr std::array<const char*, 2> kMxuFidelityNames = {"tile", "pe"};
 
 struct SimConfig {
-    HbmModel hbm_model = HbmModel::calibrated;
-    MxuFidelity mxu_fidelity = MxuFidelity::tile;
+    HbmModel hbm_model = HbmModel::Calibrated;
+    MxuFidelity mxu_fidelity = MxuFidelity::Tile;
     // A core's program longer than this is streamed (lowered again on demand, a bounded window
     // ahead of the cores), not held (about 150 bytes an instruction). Memory and lowering time
     // only: the instructions, hence every cycle, are the same (tests/cli/streaming.sh).

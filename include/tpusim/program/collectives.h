@@ -25,26 +25,26 @@ namespace tpusim {
 class Topology;
 
 enum class CollectiveKind {
-    kAllReduce,
-    kReduceScatter,
-    kAllGather,
-    kAllToAll,
-    kCollectivePermute,
-    kSendRecv
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    AllToAll,
+    CollectivePermute,
+    SendRecv
 };
 
 // Names as in traces: all_reduce, reduce_scatter, all_gather, all_to_all,
 // collective_permute, send_recv. Throws InputError for an unknown name.
 CollectiveKind parse_collective_kind(const std::string& name);
 const char* collective_kind_name(CollectiveKind kind);
-// The collective of a trace op kind (all_reduce ... recv; send and recv are kSendRecv).
+// The collective of a trace op kind (all_reduce ... recv; send and recv are SendRecv).
 // Throws std::logic_error for a kind that is not a collective.
 CollectiveKind collective_kind(OpKind kind);
 // Element size of a dtype name (f32, bf16, f16, s32, ...). Throws InputError if unknown.
 Bytes dtype_bytes(const std::string& dtype);
 
 struct CollectiveSpec {
-    CollectiveKind kind = CollectiveKind::kAllReduce;
+    CollectiveKind kind = CollectiveKind::AllReduce;
     // all_reduce: the buffer on every core; reduce_scatter: the input on every core;
     // all_gather: the output on every core; all_to_all: what each core sends in total;
     // collective_permute / send_recv: what each source sends.

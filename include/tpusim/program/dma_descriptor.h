@@ -1,7 +1,7 @@
 #pragma once
 // The one DMA descriptor type: a 2-D strided block between HBM and VMEM. The program layer
 // builds it (dma_block, the one builder), a core's DMA instruction holds it, the DMA engines
-// cut it into pieces of the same type (split_descriptor, arch/memory/dma_descriptor.h) and
+// cut it into pieces of the same type (split_descriptor, arch/memory/dma_chunker.h) and
 // the HBM models time it.
 #include <cstdint>
 

@@ -38,10 +38,10 @@ struct VectorInstr {
 };
 
 struct CollectiveInstr {
-    // A group collective (kind), or one side of a send / recv pair (kind kSendRecv).
-    enum class Role : std::uint8_t { kGroup, kSend, kRecv };
-    Role role = Role::kGroup;
-    CollectiveKind kind = CollectiveKind::kAllReduce;
+    // A group collective (kind), or one side of a send / recv pair (kind SendRecv).
+    enum class Role : std::uint8_t { Group, Send, Recv };
+    Role role = Role::Group;
+    CollectiveKind kind = CollectiveKind::AllReduce;
     Bytes bytes = 0;
     std::vector<std::int64_t> group;                           // global core ids taking part
     std::int64_t peer = -1;                                    // send: destination; recv: source

@@ -18,7 +18,7 @@
 
 namespace tpusim {
 
-enum class DType { BF16, F16, F32, S32, S8, U8, Pred };
+enum class DType { Bf16, F16, F32, S32, S8, U8, Pred };
 
 // Element-wise, row-wise and optimizer operations of the vector unit (VPU).
 // clang-format off
@@ -85,8 +85,8 @@ int vector_outputs(const VectorShape& v);
 struct TraceOp {
     std::string id;
     OpKind kind = OpKind::Matmul;
-    DType dtype = DType::BF16;
-    DType out_dtype = DType::BF16;  // result dtype: the dtype unless the file says otherwise
+    DType dtype = DType::Bf16;
+    DType out_dtype = DType::Bf16;  // result dtype: the dtype unless the file says otherwise
     // matmul, conv2d: an operand's element type in HBM where it is not the dtype. An f32
     // operand of a bf16 matmul is XLA's convert fused into the dot: read at 4 bytes, rounded
     // to bf16 on its way into the array.

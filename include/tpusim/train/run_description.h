@@ -10,7 +10,7 @@
 namespace tpusim {
 
 // Where the pipeline reads a sample's stored record from.
-enum class SampleSource { memory, disk, gcs };
+enum class SampleSource { Memory, Disk, Gcs };
 
 // Evaluation passes inside the run (Keras `validation_data`/`validation_split` with
 // `validation_freq`, a custom loop's "validate every N steps", PyTorch Lightning's
@@ -72,7 +72,7 @@ struct RunDescription {
     std::int64_t compiled_programs = 1;
     std::int64_t infeed_bytes_per_sample = 0;  // one sample's input tensors; 0: from the trace
     std::int64_t stored_bytes_per_sample = 0;  // the record read from `source` per sample
-    SampleSource source = SampleSource::memory;
+    SampleSource source = SampleSource::Memory;
     // CPU time to turn one record into a sample (decode, augment, tokenise) on one vCPU.
     double preprocess_ms_per_sample = 0;
     std::int64_t parallel_calls = 1;    // tf.data map num_parallel_calls / DataLoader workers
@@ -81,7 +81,7 @@ struct RunDescription {
     // samples at `cached_ms_per_sample` of CPU each and from `cache_source`.
     bool cache = false;
     double cached_ms_per_sample = 0;
-    SampleSource cache_source = SampleSource::memory;
+    SampleSource cache_source = SampleSource::Memory;
     std::int64_t cached_bytes_per_sample = -1;   // read from cache_source; -1: stored bytes
     std::map<std::string, std::string> sources;  // key -> where its value comes from
     EvalDescription eval;

@@ -23,9 +23,9 @@ void CollectiveRendezvous::tell(const Arrival& a, Cycle end) {
 }
 
 void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, const Arrival& a) {
-    if (c.role == CollectiveInstr::Role::kSend) {
+    if (c.role == CollectiveInstr::Role::Send) {
         CollectiveSpec s;
-        s.kind = CollectiveKind::kSendRecv;
+        s.kind = CollectiveKind::SendRecv;
         s.bytes = c.bytes;
         s.element_bytes = static_cast<Bytes>(c.element_bytes);
         s.group = {static_cast<int>(core), static_cast<int>(c.peer)};
@@ -33,7 +33,7 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::int64_t core, c
         start(s, Started{{a}, true, std::make_pair(core, c.peer)});
         return;
     }
-    if (c.role == CollectiveInstr::Role::kRecv) {
+    if (c.role == CollectiveInstr::Role::Recv) {
         const auto key = std::make_pair(c.peer, core);
         auto& sent = sends_done_[key];
         if (!sent.empty()) {

@@ -29,10 +29,10 @@ double busbw_factor(CollectiveKind kind, int n) {
     if (n < 2) return 0.0;
     const double dn = static_cast<double>(n);
     switch (kind) {
-        case CollectiveKind::kAllReduce:
+        case CollectiveKind::AllReduce:
             return 2.0 * (dn - 1) / dn;
-        case CollectiveKind::kReduceScatter:
-        case CollectiveKind::kAllGather:
+        case CollectiveKind::ReduceScatter:
+        case CollectiveKind::AllGather:
             return (dn - 1) / dn;
         default:
             return 1.0;
@@ -97,12 +97,12 @@ std::vector<std::pair<std::int64_t, Instr>> collective_instrs(const CollectiveSp
     c.element_bytes = static_cast<std::int64_t>(spec.element_bytes);
     c.instance = instance;
     std::vector<std::pair<std::int64_t, Instr>> out;
-    if (spec.kind == CollectiveKind::kSendRecv) {
+    if (spec.kind == CollectiveKind::SendRecv) {
         for (const auto& [src, dst] : spec.pairs) {
-            c.role = CollectiveInstr::Role::kSend;
+            c.role = CollectiveInstr::Role::Send;
             c.peer = dst;
             out.emplace_back(src, instr(c));
-            c.role = CollectiveInstr::Role::kRecv;
+            c.role = CollectiveInstr::Role::Recv;
             c.peer = src;
             out.emplace_back(dst, instr(c));
         }

@@ -28,7 +28,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int cor
     core_in.bind(*this);
     for (std::int64_t e = 0; e < dma.engines; ++e) {
         engines_.push_back(std::make_unique<Engine>());
-        if (timing_ == HbmTiming::annotated) continue;  // planned, not run by threads
+        if (timing_ == HbmTiming::Annotated) continue;  // planned, not run by threads
         const auto idx = static_cast<std::size_t>(e);
         sc_core::sc_spawn([this, idx] { engine_thread(idx); },
                           sc_core::sc_gen_unique_name("engine"));
@@ -37,7 +37,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int cor
                               sc_core::sc_gen_unique_name("worker"));
         }
     }
-    if (timing_ == HbmTiming::annotated) {
+    if (timing_ == HbmTiming::Annotated) {
         SC_METHOD(deliver);
         sensitive << due_q_;
         dont_initialize();
@@ -123,7 +123,7 @@ void DmaEngine::enqueue_job(std::size_t engine, Job job) {
     }
     Engine& e = *engines_.at(engine);
     e.queued_bytes += d.bytes();
-    if (timing_ == HbmTiming::annotated) {
+    if (timing_ == HbmTiming::Annotated) {
         const Cycle now = ticks_.now();
         const Cycle end = plan(engine, job);
         due_.push(Due{end, next_seq_++, engine, std::move(job)});

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/dma_chunker.h"
 #include "tpusim/arch/memory/hbm_system.h"
 #include "tpusim/arch/memory/hbm_traffic.h"
 #include "tpusim/common/threads.h"

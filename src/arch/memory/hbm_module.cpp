@@ -5,15 +5,15 @@
 
 namespace tpusim {
 
-HbmModule::HbmModule(sc_core::sc_module_name name, const HbmConfig& cfg, double core_clock_mhz,
+BurstHbm::BurstHbm(sc_core::sc_module_name name, const HbmConfig& cfg, double core_clock_mhz,
                      std::uint32_t cores_per_chip)
     : sc_module(name), target_in("target_in"), hbm_(cfg, core_clock_mhz, cores_per_chip) {
-    target_in.register_b_transport(this, &HbmModule::b_transport);
-    SC_HAS_PROCESS(HbmModule);
+    target_in.register_b_transport(this, &BurstHbm::b_transport);
+    SC_HAS_PROCESS(BurstHbm);
     SC_THREAD(run);
 }
 
-void HbmModule::b_transport(int /*id*/, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+void BurstHbm::b_transport(int /*id*/, tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
     sc_core::wait(delay);
     delay = sc_core::SC_ZERO_TIME;
     HbmRequest r;
@@ -40,7 +40,7 @@ void HbmModule::b_transport(int /*id*/, tlm::tlm_generic_payload& trans, sc_core
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
-void HbmModule::run() {
+void BurstHbm::run() {
     for (;;) {
         const Cycle now = now_cycles();
         hbm_.advance_to(now);

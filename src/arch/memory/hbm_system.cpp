@@ -104,7 +104,7 @@ void HbmSystem::submit(const HbmRequest& r, Cycle now) {
     t = Txn{};
     t.tag = r.tag;
     // The bursts enter their pseudo-channels from the request's arrival: a channel that the
-    // controller has not yet run past it (HbmModule runs ahead to the next completion) takes
+    // controller has not yet run past it (BurstHbm runs ahead to the next completion) takes
     // them then; one that has, from its own current cycle.
     const Cycle start = hbm_clock_.from(core_clock_, now);
     const bool remote = r.requester >= 0 &&

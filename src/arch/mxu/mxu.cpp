@@ -16,8 +16,8 @@
 namespace tpusim {
 
 MxuFidelity parse_mxu_fidelity(const std::string& name) {
-    if (name == "tile") return MxuFidelity::tile;
-    if (name == "pe") return MxuFidelity::pe;
+    if (name == "tile") return MxuFidelity::Tile;
+    if (name == "pe") return MxuFidelity::Pe;
     throw std::invalid_argument("expected fidelity \"tile\" or \"pe\", got \"" + name + "\"");
 }
 
@@ -103,7 +103,7 @@ void Mxu::sample_wave() {
 }
 
 void Mxu::trace(sc_core::sc_trace_file* tf, std::int64_t dim) {
-    if (fidelity_ != MxuFidelity::pe || tf == nullptr || wave_) return;
+    if (fidelity_ != MxuFidelity::Pe || tf == nullptr || wave_) return;
     wave_ = std::make_unique<MxuPeArray>(cfg_);
     trace_dim_ = std::min({dim, wave_->rows(), wave_->cols()});
     trace_lhs_.assign(static_cast<std::size_t>(trace_dim_ * trace_dim_), 0.0f);

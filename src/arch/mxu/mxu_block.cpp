@@ -108,7 +108,7 @@ MxuPeOperands tile_operands(const MxuTile& tile, const MxuBlockOperands& ops) {
 }
 
 std::unique_ptr<MxuBlockTimer> make_mxu_block_timer(const MxuConfig& cfg, MxuFidelity fidelity) {
-    if (fidelity == MxuFidelity::pe) return std::make_unique<PeBlockTimer>(cfg);
+    if (fidelity == MxuFidelity::Pe) return std::make_unique<PeBlockTimer>(cfg);
     return std::make_unique<TileBlockTimer>(cfg);
 }
 

@@ -24,7 +24,7 @@ std::optional<TraceOp> collective_op(const HloInstr& in, const CostContext& ctx,
         if (!type && !s->tuple) type = &s->type;
     }
     if (bytes <= 0 || !type) return std::nullopt;
-    t.dtype = type->bits == 16       ? (type->name == "f16" ? DType::F16 : DType::BF16)
+    t.dtype = type->bits == 16       ? (type->name == "f16" ? DType::F16 : DType::Bf16)
               : type->bits >= 32     ? (type->is_float ? DType::F32 : DType::S32)
               : type->name == "pred" ? DType::Pred
                                      : DType::S8;

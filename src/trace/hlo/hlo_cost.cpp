@@ -128,7 +128,7 @@ std::int64_t window_size(const HloInstr& in, const HloModule& m) {
 std::pair<DType, std::int64_t> trace_dtype(const HloType& t) {
     if (t.bits > 32) return {t.is_float ? DType::F32 : DType::S32, t.bits / 32};
     if (t.bits == 32) return {t.is_float ? DType::F32 : DType::S32, 1};
-    if (t.bits == 16) return {t.name == "f16" ? DType::F16 : DType::BF16, 1};
+    if (t.bits == 16) return {t.name == "f16" ? DType::F16 : DType::Bf16, 1};
     if (t.name == "pred") return {DType::Pred, 1};
     return {t.is_float ? DType::U8 : DType::S8, 1};  // 8 bits and sub-byte types (rounded up)
 }

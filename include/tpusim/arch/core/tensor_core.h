@@ -46,12 +46,12 @@ struct TensorCoreConfigs {
     const VpuConfig& vpu;
     const VmemConfig& vmem;
     const DmaConfig& dma;
-    MxuFidelity mxu_fidelity = MxuFidelity::tile;
+    MxuFidelity mxu_fidelity = MxuFidelity::Tile;
     std::int64_t cores_per_chip = 1;  // a core's index on its chip is id % cores_per_chip
     Bytes hbm_capacity_bytes = 0;     // the chip's HBM: the DMA engines' range check
     // How the chip's HBM answers the DMA engines (sim.hbm_model: burst blocks, calibrated
     // annotates).
-    DmaEngine::HbmTiming hbm_timing = DmaEngine::HbmTiming::blocking;
+    DmaEngine::HbmTiming hbm_timing = DmaEngine::HbmTiming::Blocking;
 };
 
 class TensorCore : public sc_core::sc_module, public UnitDoneIf {

@@ -28,7 +28,7 @@
 #include "tpusim/arch/completion.h"
 #include "tpusim/arch/core/unit_if.h"
 #include "tpusim/arch/memory/cycle_ticks.h"
-#include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/dma_chunker.h"
 #include "tpusim/arch/memory/dma_workers.h"
 #include "tpusim/arch/memory/vmem_module.h"
 #include "tpusim/config/memory_config.h"
@@ -45,13 +45,13 @@ class DmaEngine : public sc_core::sc_module, public UnitIf {
     sc_core::sc_export<UnitIf> core_in{"core_in"};  // the core's dma_out binds here
 
     // How the HBM behind hbm_out answers (see above).
-    enum class HbmTiming : std::uint8_t { blocking, annotated };
+    enum class HbmTiming : std::uint8_t { Blocking, Annotated };
 
     // `core`: this core's index on its chip (locality of HBM addresses); `hbm_capacity_bytes`:
     // the chip's HBM, for the range check at enqueue.
     SC_HAS_PROCESS(DmaEngine);
     DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int core,
-              Bytes hbm_capacity_bytes, HbmTiming timing = HbmTiming::blocking);
+              Bytes hbm_capacity_bytes, HbmTiming timing = HbmTiming::Blocking);
 
     // Non-blocking, callable from any SC_THREAD: queues `d` on the engine with the least
     // queued work; `done` (if not null) is notified and `reply` (if set) told the core cycle

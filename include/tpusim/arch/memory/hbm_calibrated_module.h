@@ -1,9 +1,9 @@
 #pragma once
 // sim.hbm_model = "calibrated": the chip's HBM as calibrated transfer queues
 // (hbm_calibrated.h) behind a TLM-2.0 target socket that the DMA engines of every core of the
-// chip bind to, as they bind to the burst-level HbmModule. Loosely timed: b_transport takes
+// chip bind to, as they bind to the burst-level BurstHbm. Loosely timed: b_transport takes
 // the transaction's start as annotated delay, answers with its completion as annotated delay
-// and never waits (the DMA engines run in DmaEngine::HbmTiming::annotated). A transaction that
+// and never waits (the DMA engines run in DmaEngine::HbmTiming::Annotated). A transaction that
 // reaches past the capacity is timed on the last half and answered with
 // TLM_ADDRESS_ERROR_RESPONSE.
 //

@@ -33,12 +33,12 @@ struct HbmAccessExtension : tlm::tlm_extension<HbmAccessExtension> {
     }
 };
 
-class HbmModule : public sc_core::sc_module {
+class BurstHbm : public sc_core::sc_module {
  public:
     // Any number of initiators (DMA engines of both cores) bind here.
-    tlm_utils::multi_passthrough_target_socket<HbmModule> target_in;
+    tlm_utils::multi_passthrough_target_socket<BurstHbm> target_in;
 
-    HbmModule(sc_core::sc_module_name name, const HbmConfig& cfg, double core_clock_mhz,
+    BurstHbm(sc_core::sc_module_name name, const HbmConfig& cfg, double core_clock_mhz,
               std::uint32_t cores_per_chip);
 
     HbmSystem& system() { return hbm_; }

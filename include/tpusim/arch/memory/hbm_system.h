@@ -55,7 +55,7 @@ class HbmSystem {
     void advance_to(Cycle now);
     // Runs the controller ahead, past any core cycle given so far, until the earliest
     // completion not yet taken is final; returns its core cycle (kNever if nothing is in
-    // flight). Collect it with advance_to(that cycle). Used by HbmModule to wake SystemC once
+    // flight). Collect it with advance_to(that cycle). Used by BurstHbm to wake SystemC once
     // per completion instead of once per command. A request submitted meanwhile, at an earlier
     // cycle, enters each pseudo-channel the run did not take past that cycle at that cycle,
     // and any other at the cycle that channel was run to.

@@ -1,8 +1,8 @@
 #pragma once
 // HbmTrafficGen: the synthetic streams of HbmTraffic (hbm_traffic.h) as a TLM-2.0 initiator,
-// for `tpusim bench hbm` to drive the HbmModule that `tpusim run --set sim.hbm_model=burst`
+// for `tpusim bench hbm` to drive the BurstHbm that `tpusim run --set sim.hbm_model=burst`
 // binds the DMA engines to. Per requesting core, outstanding_per_core SC_THREADs each issue the
-// core's next transaction when their last one has completed (HbmModule's b_transport blocks
+// core's next transaction when their last one has completed (BurstHbm's b_transport blocks
 // until then), as run_hbm_traffic does on the plain HbmSystem.
 #include <tlm_utils/simple_initiator_socket.h>
 
@@ -18,7 +18,7 @@ class HbmTrafficGen : public sc_core::sc_module {
  public:
     tlm_utils::simple_initiator_socket<HbmTrafficGen> hbm_out;
 
-    // Contract: `map` outlives the module (the target HbmModule's address map).
+    // Contract: `map` outlives the module (the target BurstHbm's address map).
     HbmTrafficGen(sc_core::sc_module_name name, const HbmTraffic& traffic,
                   const HbmAddressMap& map);
     // The core cycle of the last completion (0 before the simulation has run).

@@ -7,7 +7,7 @@
 
 namespace tpusim {
 
-// "tile" or "pe"; throws std::invalid_argument otherwise.
+// "Tile" or "Pe"; throws std::invalid_argument otherwise.
 MxuFidelity parse_mxu_fidelity(const std::string& name);
 const char* to_string(MxuFidelity f);
 

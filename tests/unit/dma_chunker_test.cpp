@@ -1,5 +1,5 @@
 // DMA descriptor splitting into chunks and burst counting.
-#include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/dma_chunker.h"
 
 #include <catch2/catch.hpp>
 #include <stdexcept>

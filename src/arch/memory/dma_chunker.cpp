@@ -1,4 +1,4 @@
-#include "tpusim/arch/memory/dma_descriptor.h"
+#include "tpusim/arch/memory/dma_chunker.h"
 
 #include <algorithm>
 #include <numeric>
