@@ -105,10 +105,15 @@ class SchemaChecker : public ConfigVisitor {
             if (!f.seen.count(it.key())) {
                 std::vector<std::string> known(f.seen.begin(), f.seen.end());
                 known.erase(std::remove(known.begin(), known.end(), "extends"), known.end());
+                // A trace given where a configuration belongs: say where it goes.
+                const bool trace = f.pointer.empty() && (f.obj->contains("ops") ||
+                                                         f.obj->contains("format"));
                 throw InputError(
                     source_, json_pointer_child(f.pointer, it.key()),
-                    fmt::format("unknown key \"{}\"{} (known keys: {})", it.key(),
-                                            did_you_mean(it.key(), known), join(known)));
+                    fmt::format("unknown key \"{}\"{} (known keys: {}){}", it.key(),
+                                trace ? "" : did_you_mean(it.key(), known), join(known),
+                                trace ? " (this looks like a tpusim trace: give it with --trace)"
+                                      : ""));
             }
         }
     }

@@ -33,9 +33,14 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
                                         "parameter_bytes", "metadata", "loops"};
     for (auto it = j.begin(); it != j.end(); ++it) {
         if (std::find(std::begin(kKeys), std::end(kKeys), it.key()) == std::end(kKeys)) {
+            // A board configuration given where a trace belongs: say where it goes.
+            const bool config = j.contains("mxu") || j.contains("chip") || j.contains("board") ||
+                                j.contains("extends");
             fail(json_pointer_child("", it.key()),
-                 "unknown key (expected format, version, name, description, cores, ops, "
-                 "parameter_bytes, metadata, loops)");
+                 std::string("unknown key (expected format, version, name, description, cores, "
+                             "ops, parameter_bytes, metadata, loops)") +
+                     (config ? " (this looks like a board configuration: give it with --config)"
+                             : ""));
         }
     }
     const auto format = j.find("format");
@@ -141,7 +146,16 @@ Trace read_trace(const std::string& path, std::int64_t board_cores) {
 
 Trace parse_trace_text(const std::string& text, const std::string& name, std::int64_t board_cores) {
     JsonLines op_lines{"ops", {}};
-    const json j = parse_json_text(text, name, &op_lines);
+    json j;
+    try {
+        j = parse_json_text(text, name, &op_lines);
+    } catch (const InputError& e) {
+        // XLA HLO text given where a trace belongs: say where it goes.
+        const std::size_t first = text.find_first_not_of(" \t\r\n");
+        if (first == std::string::npos || text.compare(first, 9, "HloModule") != 0) throw;
+        throw InputError(e.file(), e.where(),
+                         e.what_only() + " (this looks like XLA HLO text: give it with --hlo)");
+    }
     return parse_trace(j, name, board_cores, op_lines.element_lines);
 }
 

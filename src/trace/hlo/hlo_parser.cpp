@@ -381,7 +381,16 @@ HloModule parse_hlo(std::string text, const std::string& path) {
     HloModule m;
     m.path = path;
     m.text = std::make_shared<const std::string>(std::move(text));
-    Parser(m).module();
+    try {
+        Parser(m).module();
+    } catch (const InputError& e) {
+        // A JSON file given where HLO text belongs: say where it goes.
+        const std::size_t first = m.text->find_first_not_of(" \t\r\n");
+        if (first == std::string::npos || (*m.text)[first] != '{') throw;
+        throw InputError(e.file(), e.where(),
+                         e.what_only() + " (this looks like JSON: a trace goes to --trace, a "
+                                         "board configuration to --config)");
+    }
     return m;
 }
 
