@@ -47,8 +47,10 @@ class Dumper : public ConfigVisitor {
 
 class KeyTable : public DottedKeyVisitor {
  public:
-    std::string out =
-        "| key | type | default | unit | range | meaning |\n|---|---|---|---|---|---|\n";
+    explicit KeyTable(const std::string& value_header)
+        : out("| key | type | " + value_header +
+              " | unit | range | meaning |\n|---|---|---|---|---|---|\n") {}
+    std::string out;
     void value(const char* key, std::int64_t& v, Limits lim, const char* unit,
                const char* doc) override {
         row(key, "integer", fmt::format("{}", v), unit, range(lim, true), doc);
@@ -132,17 +134,24 @@ json config_to_json(const TpuConfig& cfg) {
     return d.take();
 }
 
-json config_keys_json() {
+json config_keys_json(const TpuConfig* in_effect) {
     TpuConfig defaults;
     KeyJson k;
     defaults.visit(k);
+    if (in_effect) {  // "value": the config's, beside the default
+        TpuConfig copy = *in_effect;
+        KeyJson v;
+        copy.visit(v);
+        for (std::size_t i = 0; i < k.keys.size(); ++i) k.keys[i]["value"] = v.keys[i]["default"];
+    }
     return std::move(k.keys);
 }
 
-std::string config_key_table() {
-    TpuConfig defaults;
-    KeyTable t;
-    defaults.visit(t);
+std::string config_key_table(const TpuConfig* in_effect) {
+    TpuConfig cfg = in_effect ? *in_effect : TpuConfig{};
+    KeyTable t(in_effect ? "value in " + (cfg.name.empty() ? std::string("effect") : cfg.name)
+                         : std::string("default"));
+    cfg.visit(t);
     return t.out;
 }
 

@@ -94,4 +94,12 @@ expect_error "trace as --config" "traces/gemm.json: /cores: unknown key \"cores\
 expect_error "trace as --config, hint" "(this looks like a tpusim trace: give it with --trace)" -- run --config traces/gemm.json --trace traces/gemm.json
 expect_error "config as --trace" "/board: unknown key (expected format, version, name, description, cores, ops, parameter_bytes, metadata, loops) (this looks like a board configuration: give it with --config)" -- run --config $v3 --trace $v3
 
+# config --keys --config F: F's values, not the defaults (which differ from the shipped boards').
+"$bin" config --keys --config $v3 | grep -q '^| `mxu.pass_gap_cycles` | integer | 19 |' &&
+    "$bin" config --keys --config $v3 | head -1 | grep -q '| value in tpu_v3_8 |' &&
+    "$bin" config --keys | grep -q '^| `mxu.pass_gap_cycles` | integer | 0 |' &&
+    "$bin" config --keys --config $v3 --set mxu.pass_gap_cycles=7 | grep -q '^| `mxu.pass_gap_cycles` | integer | 7 |' &&
+    passes=$((passes + 1)) || fail "config --keys --config: the values in effect"
+expect_error "config --set without --config" "--set needs --config" -- config --set mxu.rows=8
+
 finish

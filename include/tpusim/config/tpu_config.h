@@ -65,10 +65,12 @@ TpuConfig load_config(const std::string& path, const std::vector<std::string>& o
 // The config in effect as JSON (the object echoed in every report and by `config --dump`).
 nlohmann::json config_to_json(const TpuConfig& cfg);
 
-// Markdown table of every key: pointer, type, default, unit, meaning (docs/config.md).
-std::string config_key_table();
+// Markdown table of every key: pointer, type, default, unit, meaning (docs/config.md); with
+// `in_effect`, that config's value of each key instead of the default (`config --keys --config F`).
+std::string config_key_table(const TpuConfig* in_effect = nullptr);
 
-// The same keys as data (`config --keys --json`): key, type, default, unit, range, meaning.
-nlohmann::json config_keys_json();
+// The same keys as data (`config --keys --json`): key, type, default, unit, range, meaning;
+// with `in_effect`, also "value", that config's.
+nlohmann::json config_keys_json(const TpuConfig* in_effect = nullptr);
 
 }  // namespace tpusim
