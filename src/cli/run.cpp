@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "common.h"
@@ -15,6 +17,7 @@
 #include "tpusim/common/error.h"
 #include "tpusim/common/progress.h"
 #include "tpusim/common/text_output.h"
+#include "tpusim/common/wording.h"
 #include "tpusim/program/from_trace.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/report.h"
@@ -28,6 +31,9 @@ namespace {
 struct RunCliOptions {
     CommonOptions common;
     std::string trace, hlo, report, timeline, ops, fidelity;
+    std::string timeline_cores = "0", timeline_window;
+    // About 125 bytes per span in the file: 75,000 spans keep it under 10 MB.
+    std::size_t timeline_max_spans = 75'000;
     HloCliOptions hlo_opts;
     bool quiet = false;
     bool no_symmetry = false;
@@ -53,6 +59,55 @@ void check_writable(const std::string& path, const char* what) {
 
 }  // namespace
 
+namespace {
+
+// --timeline-cores and --timeline-window as the timeline's limits; located errors.
+TimelineLimits timeline_limits(const RunCliOptions& o, const TpuConfig& cfg) {
+    TimelineLimits l;
+    l.max_events = o.timeline_max_spans;
+    if (o.timeline_cores != "all") {
+        std::stringstream in(o.timeline_cores);
+        std::string item;
+        while (std::getline(in, item, ',')) {
+            char* end = nullptr;
+            const long long c = std::strtoll(item.c_str(), &end, 10);
+            if (item.empty() || *end != '\0' || c < 0 || c >= cfg.cores())
+                throw InputError("--timeline-cores", o.timeline_cores,
+                                 fmt::format("expected all or core numbers from 0 to {}, got "
+                                             "\"{}\"",
+                                             cfg.cores() - 1, item));
+            l.cores.push_back(c);
+        }
+        if (l.cores.empty())
+            throw InputError("--timeline-cores", "", "expected all or a comma list of cores");
+    }
+    if (!o.timeline_window.empty()) {
+        const auto colon = o.timeline_window.find(':');
+        auto us = [&](const std::string& t, double dflt) {
+            if (t.empty()) return dflt;
+            char* end = nullptr;
+            const double v = std::strtod(t.c_str(), &end);
+            if (*end != '\0' || !(v >= 0) || v > 1e12)
+                throw InputError("--timeline-window", o.timeline_window,
+                                 "expected FROM:TO in microseconds of simulated time, e.g. "
+                                 "1000:2000");
+            return v;
+        };
+        if (colon == std::string::npos)
+            throw InputError("--timeline-window", o.timeline_window,
+                             "expected FROM:TO in microseconds of simulated time, e.g. 1000:2000");
+        const double from = us(o.timeline_window.substr(0, colon), 0);
+        const double to = us(o.timeline_window.substr(colon + 1), -1);
+        if (to >= 0 && to <= from)
+            throw InputError("--timeline-window", o.timeline_window, "TO must be after FROM");
+        l.from = static_cast<Cycle>(from * cfg.chip.clock_mhz);
+        if (to >= 0) l.to = static_cast<Cycle>(to * cfg.chip.clock_mhz);
+    }
+    return l;
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app) {
     const auto o = std::make_shared<RunCliOptions>();
     auto* cmd = app.add_subcommand("run", "replay a trace on the configured board");
@@ -64,6 +119,16 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--report,-r", o->report, "write the JSON report here");
     cmd->add_option("--timeline", o->timeline,
                     "write a Chrome trace-event timeline here (open it in ui.perfetto.dev)");
+    cmd->add_option("--timeline-cores", o->timeline_cores,
+                    "cores whose units --timeline shows: a comma list (0,3) or all (default: "
+                    "core 0, which keeps a long step's timeline small)");
+    cmd->add_option("--timeline-window", o->timeline_window,
+                    "simulated time --timeline covers, FROM:TO in microseconds (either may be "
+                    "left out), e.g. 1000:2000");
+    cmd->add_option("--timeline-max-spans", o->timeline_max_spans,
+                    "spans --timeline keeps at most, the first in time (default 75000: under "
+                    "10 MB)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
     cmd->add_option("--ops", o->ops, "write per-op timing as CSV here");
     cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
     cmd->add_flag("--no-symmetry", o->no_symmetry,
@@ -93,6 +158,7 @@ void add_run_command(CLI::App& app) {
         ro.progress = !o->quiet;
         ro.symmetry = !o->no_symmetry;
         Simulator sim(cfg, ro);
+        if (ro.timeline) sim.timeline().limit(timeline_limits(*o, cfg));
         RunResult r = sim.run(program);
         print_symmetry_info(r, cfg);
         r.wall_seconds =
@@ -116,7 +182,20 @@ void add_run_command(CLI::App& app) {
         body["wall_seconds"] = r.wall_seconds;
         const nlohmann::json report = make_report("run", cfg, body);
         if (!o->report.empty()) write_json(o->report, report);
-        if (!o->timeline.empty()) sim.timeline().write_file(o->timeline);
+        if (!o->timeline.empty()) {
+            sim.timeline().write_file(o->timeline);
+            if (o->timeline_cores != "all" && r.cores > 1)
+                std::cerr << fmt::format(
+                    "note: the timeline shows core{} {} of {} (--timeline-cores all for "
+                    "every core)\n",
+                    o->timeline_cores.find(',') == std::string::npos ? "" : "s",
+                    o->timeline_cores, count_of(r.cores, "core"));
+            if (sim.timeline().dropped() > 0)
+                std::cerr << fmt::format(
+                    "note: the timeline holds its first {} spans and left out {}: see later "
+                    "ones with --timeline-window, or raise --timeline-max-spans\n",
+                    sim.timeline().events(), sim.timeline().dropped());
+        }
         if (!o->ops.empty()) write_text(o->ops, ops_csv(r));
         if (o->common.json) {
             std::cout << report.dump(2) << "\n";

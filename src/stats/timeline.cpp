@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -20,7 +21,12 @@ std::uint32_t Timeline::track(const std::string& process, const std::string& thr
     for (std::uint32_t i = 0; i < tracks_.size(); ++i) {
         if (tracks_[i].process == process && tracks_[i].thread == thread) return i;
     }
-    tracks_.push_back({process, thread});
+    bool kept = true;
+    if (!limits_.cores.empty() && process.rfind("core ", 0) == 0) {
+        const std::int64_t core = std::strtoll(process.c_str() + 5, nullptr, 10);
+        kept = std::find(limits_.cores.begin(), limits_.cores.end(), core) != limits_.cores.end();
+    }
+    tracks_.push_back({process, thread, kept});
     return static_cast<std::uint32_t>(tracks_.size() - 1);
 }
 
@@ -35,11 +41,18 @@ std::uint32_t Timeline::intern(std::string_view s) {
 
 void Timeline::span(std::uint32_t track, std::string_view name, Cycle start, Cycle end) {
     if (!enabled_) return;
+    end = std::max(start, end);
+    if (!tracks_[track].kept || end < limits_.from || start > limits_.to) {
+        ++filtered_;
+        return;
+    }
+    start = std::max(start, limits_.from);
+    end = std::min(end, limits_.to);
     if (events_.size() >= max_events_) {
         ++dropped_;
         return;
     }
-    events_.push_back({track, intern(name), start, std::max(start, end)});
+    events_.push_back({track, intern(name), start, end});
 }
 
 std::int64_t Timeline::to_ns(Cycle c) const {

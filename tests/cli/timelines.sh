@@ -65,4 +65,41 @@ if errors:
 print(f'ok   {trace}: {n} slices on {len(slices)} threads of {len(procs)} processes nest')
 PY
 done
+
+# Limits: by default core 0 only and at most 75,000 spans, so that the 10 ms LSTM step (8
+# cores) stays under 10 MB, with a note for each limit; --timeline-cores all shows every core;
+# --timeline-window keeps a slice of time; bad values are located errors.
+lstm=tests/data/hlo/jax_seed_workloads/lstm_imdb_dp8.after_spmd_partitioning.hlo
+"$bin" run -q --config configs/tpu_v3_8.json --hlo $lstm --timeline "$tmp/lstm.json" \
+    > /dev/null 2> "$tmp/lstm.err" || { echo "FAIL lstm timeline: exit $?"; status=1; }
+size=$(stat -c %s "$tmp/lstm.json")
+if [ "$size" -ge 10000000 ] || ! grep -q "note: the timeline shows core 0 of 8 cores" "$tmp/lstm.err" ||
+    ! grep -q "note: the timeline holds its first 75000 spans" "$tmp/lstm.err"; then
+    echo "FAIL lstm timeline: $size bytes (want < 10 MB), notes: $(cat "$tmp/lstm.err")"
+    status=1
+fi
+"$bin" run -q --config configs/tpu_v3_8.json --trace traces/data_parallel_step.json \
+    --timeline "$tmp/all.json" --timeline-cores all --timeline-window 10:60 > /dev/null 2>&1 ||
+    { echo "FAIL --timeline-cores all: exit $?"; status=1; }
+python3 - "$tmp/all.json" <<'PY' || status=1
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+cores = {e["args"]["name"] for e in ev if e.get("name") == "process_name" and e["args"]["name"].startswith("core ")}
+xs = [e for e in ev if e["ph"] == "X"]
+bad = [e for e in xs if e["ts"] < 10 - 1e-9 or e["ts"] + e["dur"] > 60 + 1e-9]
+if len(cores) != 8 or not xs or bad:
+    print(f"FAIL --timeline-cores all --timeline-window 10:60: cores {sorted(cores)}, "
+          f"{len(xs)} spans, {len(bad)} outside [10, 60] us")
+    sys.exit(1)
+print(f"ok   limits: 8 cores, {len(xs)} spans within 10-60 us")
+PY
+for bad in "--timeline-cores 9|--timeline-cores: 9: expected all or core numbers from 0 to 7" \
+    "--timeline-window 5:3|--timeline-window: 5:3: TO must be after FROM" \
+    "--timeline-window x|--timeline-window: x: expected FROM:TO in microseconds"; do
+    args=${bad%%|*} want=${bad#*|}
+    # shellcheck disable=SC2086
+    err=$("$bin" run -q --config configs/tpu_v3_8.json --trace traces/gemm.json \
+        --timeline "$tmp/x.json" $args 2>&1 >/dev/null)
+    [ $? -eq 2 ] && [[ $err == "error: $want"* ]] || { echo "FAIL $args: $err"; status=1; }
+done
 exit $status

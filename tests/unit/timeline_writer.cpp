@@ -179,3 +179,35 @@ TEST_CASE("timeline: back-to-back spans meet exactly; unused tracks are not decl
     CHECK(processes == 1);
     CHECK(threads == 1);
 }
+
+TEST_CASE("timeline: limits keep chosen cores and clip spans to the window", "[timeline]") {
+    Timeline t(1000.0);  // 1 cycle = 1 ns
+    tpusim::TimelineLimits l;
+    l.cores = {1};
+    l.from = 100;
+    l.to = 200;
+    t.limit(l);
+    const auto c0 = t.track("core 0", "MXU 0");
+    const auto c1 = t.track("core 1", "MXU 0");
+    const auto c10 = t.track("core 10", "MXU 0");  // "core 1" is not a prefix match
+    const auto link = t.track("ici chip 0", "link +x");  // not a core: always kept
+    t.span(c0, "a", 120, 130);    // another core
+    t.span(c10, "a", 120, 130);   // another core
+    t.span(c1, "b", 50, 90);      // before the window
+    t.span(c1, "c", 90, 150);     // clipped to [100, 150)
+    t.span(c1, "d", 150, 250);    // clipped to [150, 200)
+    t.span(c1, "e", 210, 220);    // after the window
+    t.span(link, "f", 120, 140);  // kept
+    CHECK(t.events() == 3);
+    CHECK(t.filtered() == 4);
+    std::ostringstream out;
+    t.write(out);
+    const json j = json::parse(out.str());
+    std::map<std::string, std::pair<double, double>> got;
+    for (const auto& e : j["traceEvents"])
+        if (e["ph"] == "X") got[e["name"]] = {e["ts"].get<double>(), e["dur"].get<double>()};
+    CHECK(got.size() == 3);
+    CHECK(got["c"] == std::make_pair(0.1, 0.05));
+    CHECK(got["d"] == std::make_pair(0.15, 0.05));
+    CHECK(got.count("f") == 1);
+}

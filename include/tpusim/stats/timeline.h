@@ -21,12 +21,28 @@
 
 namespace tpusim {
 
+// What a timeline keeps: the cores whose tracks it records (empty: every core; processes
+// that are not a core, such as ICI links, are always kept) and a window of simulated time,
+// spans clipped to it.
+struct TimelineLimits {
+    std::vector<std::int64_t> cores;
+    Cycle from = 0, to = ~Cycle{0};
+    std::size_t max_events = 4'000'000;  // spans past it are dropped (dropped())
+};
+
 class Timeline {
  public:
     // A disabled timeline records nothing (callers need not check).
     explicit Timeline(double clock_mhz, bool enabled = true, std::size_t max_events = 4'000'000);
 
     bool enabled() const { return enabled_; }
+    // Before the first track() call.
+    void limit(const TimelineLimits& l) {
+        limits_ = l;
+        max_events_ = l.max_events;
+    }
+    // Spans left out by the limits (other cores, outside the window).
+    std::size_t filtered() const { return filtered_; }
     // A track handle for (process, thread), e.g. ("core 0", "MXU 1"). Idempotent.
     std::uint32_t track(const std::string& process, const std::string& thread);
     // A complete event [start, end) on a track; `name` is interned. Spans on one track may
@@ -48,13 +64,15 @@ class Timeline {
     };
     struct Track {
         std::string process, thread;
+        bool kept = true;  // within limits_.cores
     };
     std::uint32_t intern(std::string_view s);
 
     double clock_mhz_;
     bool enabled_;
     std::size_t max_events_;
-    std::size_t dropped_ = 0;
+    std::size_t dropped_ = 0, filtered_ = 0;
+    TimelineLimits limits_;
     std::vector<Event> events_;
     std::vector<Track> tracks_;
     std::vector<std::string> names_;
