@@ -83,18 +83,29 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
     o << fmt::format(
         "  compute    {:.2f} TFLOPS achieved of {:.2f} peak (MXU utilization {:.1f}%)\n",
         r.achieved_tflops, r.peak_tflops, 100.0 * r.mxu_utilization);
-    o << fmt::format(
-        "  HBM        {:.1f} MB read, {:.1f} MB written, {:.1f} GB/s per chip "
-        "(peak {:.1f})\n",
-        static_cast<double>(r.hbm_bytes_read) / 1e6, static_cast<double>(r.hbm_bytes_written) / 1e6,
-        r.hbm_gbps_per_chip, cfg.hbm.peak_bytes_per_second() / 1e9);
+    // One denominator for HBM, here and in the busy line: the bandwidth the program's cores
+    // can use, their shares of their chips' (a v3 core alone has half its chip's 900 GB/s).
+    const double peak_chip = cfg.hbm.peak_bytes_per_second() / 1e9;
+    const double share = r.chips > 0 ? std::min(1.0, static_cast<double>(r.cores) /
+                                                         static_cast<double>(r.chips *
+                                                                             cfg.chip.cores_per_chip))
+                                     : 1.0;
+    o << fmt::format("  HBM        {:.1f} MB read, {:.1f} MB written: {:.1f} GB/s per chip, ",
+                     static_cast<double>(r.hbm_bytes_read) / 1e6,
+                     static_cast<double>(r.hbm_bytes_written) / 1e6, r.hbm_gbps_per_chip);
+    if (share < 1.0) {
+        o << fmt::format("{:.1f}% of the {:.1f} its {} can use (peak {:.1f})\n", 100 * r.busy.hbm,
+                         peak_chip * share, r.cores == 1 ? "core" : "cores", peak_chip);
+    } else {
+        o << fmt::format("{:.1f}% of the {:.1f} peak\n", 100 * r.busy.hbm, peak_chip);
+    }
     if (r.ici_bytes > 0) {
         o << fmt::format("  ICI        {:.1f} MB over the links\n",
                          static_cast<double>(r.ici_bytes) / 1e6);
     }
     o << fmt::format(
         "  busy       MXU {:.1f}% (padding {:.1f}% of its MACs), VPU {:.1f}%, "
-        "DMA {:.1f}%,\n             HBM {:.1f}% of peak, ICI {:.1f}%, host {:.1f}%\n",
+        "DMA {:.1f}%,\n             HBM {:.1f}%, ICI {:.1f}%, host {:.1f}%\n",
         100 * r.busy.mxu, 100 * r.busy.mxu_padding_waste, 100 * r.busy.vpu, 100 * r.busy.dma,
         100 * r.busy.hbm, 100 * r.busy.ici, 100 * r.busy.host);
     o << fmt::format("  bound by   {}\n", run_bottleneck(r));

@@ -25,6 +25,12 @@ for i in 1 2; do
 done
 "$bin" run --config $v3 --trace "$tmp/mlp.json" --quiet --fidelity pe --report "$tmp/pe.json" \
     > /dev/null || fatal "tpusim run --fidelity pe exited with $?"
+# One HBM denominator: a core alone has half its chip's bandwidth, and the HBM line and the
+# busy line give the same percentage of it.
+hbm_pct=$(grep -oE '[0-9.]+% of the 450.0 its core can use \(peak 900.0\)$' "$tmp/out1.txt" | cut -d% -f1)
+busy_pct=$(grep -oE 'HBM [0-9.]+%, ICI' "$tmp/out1.txt" | grep -oE '[0-9.]+')
+[ -n "$hbm_pct" ] && [ "$hbm_pct" = "$busy_pct" ] ||
+    fatal "HBM denominators: line '$(grep '  HBM ' "$tmp/out1.txt")', busy $busy_pct"
 # Grammar of the summary and of warnings: "1 core on 1 chip", "is an all_reduce".
 head -1 "$tmp/out1.txt" | grep -q "^tiny_mlp on tpu_v3_8: 1 core on 1 chip$" ||
     fatal "summary line: $(head -1 "$tmp/out1.txt")"
