@@ -108,7 +108,20 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
         "DMA {:.1f}%,\n             HBM {:.1f}%, ICI {:.1f}%, host {:.1f}%\n",
         100 * r.busy.mxu, 100 * r.busy.mxu_padding_waste, 100 * r.busy.vpu, 100 * r.busy.dma,
         100 * r.busy.hbm, 100 * r.busy.ici, 100 * r.busy.host);
-    o << fmt::format("  bound by   {}\n", run_bottleneck(r));
+    // The verdict with the figure it follows from.
+    {
+        const std::pair<double, const char*> u[] = {{r.busy.mxu, "MXU busy"},
+                                                    {r.busy.hbm, "HBM bandwidth"},
+                                                    {r.busy.vpu, "VPU busy"},
+                                                    {r.busy.ici, "ICI busy"},
+                                                    {r.busy.host, "host link busy"}};
+        const auto* top = std::max_element(std::begin(u), std::end(u),
+                                           [](auto& a, auto& b) { return a.first < b.first; });
+        const std::string v = run_bottleneck(r);
+        o << fmt::format("  bound by   {} ({}{} {:.1f}%)\n", v,
+                         v == "latency" ? "no unit busy half the time; the most, " : "",
+                         top->second, 100 * top->first);
+    }
     // The ops that took longest.
     std::vector<const OpResult*> sorted;
     for (const auto& op : r.ops) sorted.push_back(&op);

@@ -25,8 +25,9 @@ std::string bottleneck_of(double mxu, double hbm, double vpu, double ici, double
         {mxu, "compute"}, {hbm, "hbm"}, {vpu, "vector"}, {ici, "ici"}, {host, "host"}};
     const auto* best = std::max_element(std::begin(c), std::end(c),
                                         [](auto& a, auto& b) { return a.first < b.first; });
-    const double total = mxu + hbm + vpu + ici + host;
-    return total < 0.5 ? "latency" : best->second;
+    // A unit bounds the time when it is busy at least half of it; below that no unit is
+    // (the time goes to dependencies, pipeline fill and issue), whatever their sum.
+    return best->first < 0.5 ? "latency" : best->second;
 }
 
 UnitShares unit_shares(const Cycle busy[kUnitCount], Bytes hbm_bytes, Cycle cycles,

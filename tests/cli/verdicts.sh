@@ -25,7 +25,7 @@ r = json.load(open(sys.argv[1])); name, expect = sys.argv[2], sys.argv[3]
 cfg = r["config"]
 def rule(mxu, hbm, vpu, ici, host):
     shares = [(mxu, "compute"), (hbm, "hbm"), (vpu, "vector"), (ici, "ici"), (host, "host")]
-    if sum(s for s, _ in shares) < 0.5:
+    if max(s for s, _ in shares) < 0.5:
         return "latency"
     return max(shares, key=lambda s: s[0])[1]
 u = r["utilization"]
