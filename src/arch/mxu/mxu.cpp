@@ -50,22 +50,27 @@ void Mxu::run() {
         while (queue_.empty()) wait(pushed_);
         const Block& b = queue_.front();
         const Cycle now = now_cycles();
-        // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
-        const std::vector<MxuTile> tiles = mxu_gemm_tiles(cfg_, b.mm.m, b.mm.k, b.mm.n);
-        const MxuBlockTiming t = block_->run(tiles, now, b.ops);
+        MxuBlockTiming t;
+        {
+            // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
+            // Scoped so that nothing on the heap is held across the wait below: a simulation
+            // stopped there (a cycle budget) never unwinds this thread's stack.
+            const std::vector<MxuTile> tiles = mxu_gemm_tiles(cfg_, b.mm.m, b.mm.k, b.mm.n);
+            t = block_->run(tiles, now, b.ops);
+            if (wave_) {
+                MxuBlockOperands shown = b.ops;
+                shown.c = nullptr;  // the block timer writes the results
+                for (const MxuTile& tile : tiles) {
+                    wave_->submit(tile.pass, now, now, tile_operands(tile, shown));
+                }
+                wave_work_.notify(sc_core::SC_ZERO_TIME);
+            }
+        }
         if (CoreStats* s = b.req.issuer.stats) {
             s->mxu_busy_cycles += t.busy_cycles;
             s->mxu_useful_macs += t.useful_macs;
             s->mxu_array_macs += t.array_macs;
             s->mxu_passes += t.passes;
-        }
-        if (wave_) {
-            MxuBlockOperands shown = b.ops;
-            shown.c = nullptr;  // the block timer writes the results
-            for (const MxuTile& tile : tiles) {
-                wave_->submit(tile.pass, now, now, tile_operands(tile, shown));
-            }
-            wave_work_.notify(sc_core::SC_ZERO_TIME);
         }
         b.req.reply(UnitDone{t.first_weights_start, t.results_end, t.busy_cycles});
         // The queue slot frees when the block's LHS has streamed: the array then takes the
