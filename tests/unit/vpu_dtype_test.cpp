@@ -58,8 +58,8 @@ TEST_CASE("a bf16 elementwise op is the f32 op plus bytes and pack/unpack", "[vp
         // f32 vreg) gains only what the halved bytes give.
         const double extra = double(conversions) / double(vpu.valu_slots);
         CHECK(double(p.bf16.cycles) <= 1.10 * (double(p.f32.cycles) + extra));
-        const double port = double(p.f32.busy_cycles[static_cast<std::size_t>(VUnit::Vld)]) /
-                            double(vpu.vld_slots);
+        const double port =
+            double(p.f32.busy_cycles[static_cast<std::size_t>(VUnit::Vld)]) / double(vpu.vld_slots);
         const double arith =
             std::max(double(p.f32.busy_cycles[kValu]) / double(vpu.valu_slots),
                      double(p.f32.busy_cycles[static_cast<std::size_t>(VUnit::Eup)]) /

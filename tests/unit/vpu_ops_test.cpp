@@ -236,13 +236,14 @@ TEST_CASE("softmax is XLA's three kernels: two exps and a divide per element", "
     // exp(x - max) in the sum kernel and again in the quotient kernel; the quotient's f32
     // divide takes one EUP reciprocal per vreg.
     CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Eup)] ==
-          std::uint64_t(vregs * (2 * o.exp.issue_interval_cycles +
-                                 o.reciprocal.issue_interval_cycles)));
+          std::uint64_t(vregs *
+                        (2 * o.exp.issue_interval_cycles + o.reciprocal.issue_interval_cycles)));
     // Per 8-row group: a 128-lane reduction of each sublane and a lane broadcast, for the max
     // and for the sum.
     CHECK(c.busy_cycles[static_cast<std::size_t>(VUnit::Xlu)] ==
-          std::uint64_t(groups * 2 * (vpu.xlu.reduce.issue_interval_cycles +
-                                      vpu.xlu.broadcast.issue_interval_cycles)));
+          std::uint64_t(
+              groups * 2 *
+              (vpu.xlu.reduce.issue_interval_cycles + vpu.xlu.broadcast.issue_interval_cycles)));
     // x read by each of the three kernels, y written once.
     CHECK(c.vmem_bytes_loaded == Bytes(3 * rows * cols * 4));
     CHECK(c.vmem_bytes_stored == Bytes(rows * cols * 4));
