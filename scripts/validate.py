@@ -2,9 +2,9 @@
 """Compare the simulator with the measured TPU data in validation/ (validation/README.md).
 
 Sets (each point is a trace replayed with `tpusim run`; nothing here is fitted):
-  - GEMM, GELU, LayerNorm: one-op traces on one core of configs/tpu_v3_8.json, against the
-    measured latency minus its dispatch floor (the GEMM file's own overhead column; for GELU
-    and LayerNorm the smallest latency in the file);
+  - GEMM, GELU, LayerNorm, softmax: one-op traces on one core of configs/tpu_v3_8.json,
+    against the measured latency minus its dispatch floor (the GEMM and softmax files' own
+    overhead column, point by point; for GELU and LayerNorm the smallest latency in the file);
   - all-reduce: an 8-core all-reduce on configs/tpu_v3_8.json against the measured latency
     minus the 0.88 ms small-message floor (a calibration set: validation/README.md);
   - ResNet-50 v2-8: `gen_trace.py resnet50 --batch 128 --cores 8 --no-space-to-depth` on
@@ -53,6 +53,13 @@ def rows(path):
         return [[c.strip() for c in r] for r in csv.reader(f) if r and r[0].strip()]
 
 
+def data_rows(path):
+    """Rows of a CSV file with '#' provenance lines and a header line (softmax_TPUv3.csv)."""
+    with open(path) as f:
+        body = [line for line in f if line.strip() and not line.startswith("#")]
+    return [[c.strip() for c in r] for r in csv.reader(body[1:])]
+
+
 # Per set: (target MAPE in %, from issue #10 / DESIGN.md; guard: the MAPE above which
 # --check fails, the documented figure a change may not regress past). A guard above its
 # target marks a set whose target is not met yet (docs/VALIDATION.md says why).
@@ -61,6 +68,7 @@ SETS = {
     "GEMM": (8.0, 8.0),
     "GELU": (12.0, 27.0),
     "LayerNorm": (15.0, 29.0),
+    "Softmax": (15.0, 44.0),
     "all-reduce (calibration)": (10.0, 10.0),
     "ResNet-50 v2-8 img/s": (10.0, 10.0),
     "ResNet-50 v3-32 img/s": (10.0, 10.0),
@@ -69,6 +77,9 @@ SETS = {
 # GELU and LayerNorm: the simulated time per element between a sweep's two largest points
 # (offsets common to both cancel) against the measured one, in percent.
 STREAM_GUARD = 8.0
+# Sets whose streaming cost --check holds: softmax is reported beside them, not guarded, while
+# its per-element cost is off by more than the guard (docs/VALIDATION.md).
+STREAM_GUARDED = ("GELU", "LayerNorm")
 ALLREDUCE_FLOOR_S = 0.88e-3  # validation/README.md
 RESNET50_V2_8_IMG_S = 4470.0  # MLPerf Training v0.5, validation/README.md
 RESNET50_V3_32_IMG_S = 31246.0  # MLPerf Training v0.6, validation/README.md
@@ -139,6 +150,12 @@ def single_op_points(measured):
               "rows": int(r_), "cols": int(c_), "dtype": "f32"}
         points.append(("LayerNorm", f"{int(r_)} x {int(c_)}", op, parse_time(lat) - ln_floor,
                        False))
+    # Softmax: each point's own measured host overhead (its overhead_us column).
+    for r_, c_, lat, over in data_rows(os.path.join(measured, "softmax_TPUv3.csv")):
+        op = {"id": f"softmax_{r_}x{c_}", "kind": "vector", "op": "softmax",
+              "rows": int(r_), "cols": int(c_), "dtype": "f32"}
+        points.append(("Softmax", f"{int(r_)} x {int(c_)}", op,
+                       (float(lat) - float(over)) * 1e-6, False))
     return points
 
 
@@ -298,7 +315,7 @@ def main():
         err = (simd - meas) / meas * 100
         stream.append(f"| {key} | {l0} and {l1} | {meas:.1f} ps/element | "
                       f"{simd:.1f} ps/element | {err:+.1f}% |")
-        if abs(err) > STREAM_GUARD:
+        if abs(err) > STREAM_GUARD and key.split(",")[0] in STREAM_GUARDED:
             failed.append(f"{key}: streaming cost per element {err:+.1f}% off (guard "
                           f"{STREAM_GUARD:g}%)")
     if a.residuals:

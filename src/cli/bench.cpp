@@ -8,6 +8,7 @@ void add_bench_commands(CLI::App& bench) {
     add_bench_mxu_command(bench);
     add_bench_hbm_command(bench);
     add_bench_ici_command(bench);
+    add_bench_vpu_command(bench);
 }
 
 }  // namespace tpusim::cli

@@ -55,5 +55,6 @@ void add_bench_peak_command(CLI::App& bench);
 void add_bench_mxu_command(CLI::App& bench);
 void add_bench_hbm_command(CLI::App& bench);
 void add_bench_ici_command(CLI::App& bench);
+void add_bench_vpu_command(CLI::App& bench);
 
 }  // namespace tpusim::cli

@@ -113,31 +113,39 @@ void lower_layernorm_grad(Ctx& c) {
     }
 }
 
+// Softmax as XLA emits jax.nn.softmax: three kernels over the row, exp(x - max) recomputed in
+// the last two rather than kept, and the quotient an elementwise f32 divide of exp(x - max) by
+// the broadcast row sum (HLO: divide(exp, broadcast(sum))), which XLA expands to the EUP's
+// approximate reciprocal refined by one Newton-Raphson step, r (2 - s r), times the dividend
+// (as lower_div). The program layer charges the first two kernels' HBM passes
+// (statistics_pass); their VPU work is all in this body.
 void lower_softmax(Ctx& c) {
     const std::int64_t tiles = c.tiles;
     const VpuOpTable& t = c.vpu.ops;
+    VVal two = c.b.konst();
     RowReducer maxes(c, tiles, {{VOp::Max, &t.max}});
     for (std::int64_t j = 0; j < tiles; ++j) {
         const std::vector<VVal> xs = c.load_in();
         for (int h = 0; h < c.k; ++h) maxes.add(0, h, j, xs[h]);
     }
     const std::vector<VVal> m = maxes.finish()[0];
-    // exp(x - max), kept in a VMEM scratch buffer (f32) while its row sum accumulates.
     RowReducer sums(c, tiles, {{VOp::Add, &t.add}});
     for (std::int64_t j = 0; j < tiles; ++j) {
         const std::vector<VVal> xs = c.load_in();
         for (int h = 0; h < c.k; ++h) {
-            VVal e = c.b.op(VOp::Exp, c.b.op(VOp::Sub, xs[h], m[h]));
-            c.b.store(e, c.vreg_bytes);
-            sums.add(0, h, j, e);
+            sums.add(0, h, j, c.b.op(VOp::Exp, c.b.op(VOp::Sub, xs[h], m[h])));
         }
     }
     const std::vector<VVal> s = sums.finish()[0];
-    std::vector<VVal> r(c.k);
-    for (int h = 0; h < c.k; ++h) r[h] = c.b.op(VOp::Recip, s[h]);
     for (std::int64_t j = 0; j < tiles; ++j) {
+        const std::vector<VVal> xs = c.load_in();
         std::vector<VVal> ys;
-        for (int h = 0; h < c.k; ++h) ys.push_back(c.b.op(VOp::Mul, c.b.load(c.vreg_bytes), r[h]));
+        for (int h = 0; h < c.k; ++h) {
+            VVal e = c.b.op(VOp::Exp, c.b.op(VOp::Sub, xs[h], m[h]));
+            VVal r = c.b.op(VOp::Recip, s[h]);
+            VVal n = c.b.op(VOp::Sub, two, c.b.op(VOp::Mul, s[h], r));
+            ys.push_back(c.b.op(VOp::Mul, e, c.b.op(VOp::Mul, r, n)));
+        }
         c.store_out(ys);
     }
 }
