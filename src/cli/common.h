@@ -49,6 +49,7 @@ void add_train_command(CLI::App& app);
 void add_trace_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
+void add_compare_command(CLI::App& app);  // compare.cpp
 // Sub-commands of `tpusim bench`.
 void add_bench_commands(CLI::App& bench);
 void add_bench_peak_command(CLI::App& bench);

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# tpusim compare on a base run and its 256 x 256 MXU variant: the step, each unit's busy time,
+# each kernel (an op and the ops fused into it) by how much it moved, and the config keys that
+# differ, all as derived here from the two reports themselves; bad inputs are located errors.
+# Usage: compare.sh path/to/tpusim (from the source root).
+set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+v3=configs/tpu_v3_8.json
+t=traces/bert_base_layer_fwd.json
+"$bin" run -q --config $v3 --trace $t --report "$tmp/a.json" > /dev/null || fatal "base run: $?"
+"$bin" run -q --config $v3 --trace $t --set mxu.rows=256 --set mxu.cols=256 \
+    --report "$tmp/b.json" > /dev/null || fatal "variant run: $?"
+"$bin" compare "$tmp/a.json" "$tmp/b.json" --json > "$tmp/c.json" || fatal "compare --json: $?"
+"$bin" compare "$tmp/a.json" "$tmp/b.json" --top 3 > "$tmp/c.txt" || fatal "compare: $?"
+if python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+a, b, c = (json.load(open(f"{d}/{n}.json")) for n in ("a", "b", "c"))
+def kernels(r):
+    mhz = r["config"]["chip"]["clock_mhz"]
+    into = {o["id"]: o["bottleneck"][11:] for o in r["ops"] if o["bottleneck"].startswith("fused into ")}
+    def root(i):
+        while i in into:
+            i = into[i]
+        return i
+    k = {}
+    for o in r["ops"]:
+        s, e = o["start_cycle"] / mhz, o["end_cycle"] / mhz
+        x = k.setdefault(root(o["id"]), [s, e])
+        x[0], x[1] = min(x[0], s), max(x[1], e)
+    return {i: e - s for i, (s, e) in k.items()}
+ka, kb = kernels(a), kernels(b)
+want = sorted(((i, ka[i], kb[i]) for i in ka), key=lambda x: -abs(x[2] - x[1]))
+errors = []
+got = [(k["kernel"], k["a_us"], k["b_us"]) for k in c["kernels"]]
+if [g[0] for g in got] != [w[0] for w in want]:
+    errors.append(f"kernel order {[g[0] for g in got]} != {[w[0] for w in want]}")
+for (gi, ga, gb), (wi, wa, wb) in zip(got, want):
+    if abs(ga - wa) > 1e-6 or abs(gb - wb) > 1e-6:
+        errors.append(f"{gi}: {ga}, {gb} != {wa}, {wb}")
+ta, tb = a["seconds"] * 1e6, b["seconds"] * 1e6
+if abs(c["step"]["diff_us"] - (tb - ta)) > 1e-6:
+    errors.append(f"step diff {c['step']['diff_us']} != {tb - ta}")
+mxu = next(u for u in c["units"] if u["unit"] == "MXU")
+if abs(mxu["a_us"] - a["utilization"]["mxu_busy"] * ta) > 1e-6:
+    errors.append("MXU busy time")
+keys = {x["key"] for x in c["config_differences"]}
+if not {"mxu.rows", "mxu.cols"} <= keys or any(k.startswith(("hbm.", "vpu.", "chip.")) for k in keys):
+    errors.append(f"config differences {sorted(keys)}")
+if errors:
+    print("FAIL compare: " + "; ".join(errors))
+    sys.exit(1)
+print(f"ok   compare: {len(got)} kernels, the largest move {want[0][0]} {want[0][1]:.1f} -> {want[0][2]:.1f} us")
+PY
+then passes=$((passes + 1)); else fails=$((fails + 1)); fi
+grep -q "^  step       .* us -> .* us (-" "$tmp/c.txt" && grep -q "mxu.rows 128 -> 256" "$tmp/c.txt" &&
+    [ "$(grep -c '^    l0\.' "$tmp/c.txt")" = 3 ] && passes=$((passes + 1)) ||
+    fail "compare text: $(cat "$tmp/c.txt")"
+expect_error "compare a config" "configs/tpu_v3_8.json: not a tpusim run report" -- compare "$tmp/a.json" $v3
+expect_error "compare a missing file" "$tmp/none.json: cannot open file" -- compare "$tmp/a.json" "$tmp/none.json"
+finish
