@@ -57,10 +57,6 @@ void check_writable(const std::string& path, const char* what) {
     }
 }
 
-}  // namespace
-
-namespace {
-
 // --timeline-cores and --timeline-window as the timeline's limits; located errors.
 TimelineLimits timeline_limits(const RunCliOptions& o, const TpuConfig& cfg) {
     TimelineLimits l;
@@ -82,20 +78,19 @@ TimelineLimits timeline_limits(const RunCliOptions& o, const TpuConfig& cfg) {
             throw InputError("--timeline-cores", "", "expected all or a comma list of cores");
     }
     if (!o.timeline_window.empty()) {
+        const auto bad = [&] {
+            return InputError("--timeline-window", o.timeline_window,
+                              "expected FROM:TO in microseconds of simulated time, e.g. 1000:2000");
+        };
         const auto colon = o.timeline_window.find(':');
+        if (colon == std::string::npos) throw bad();
         auto us = [&](const std::string& t, double dflt) {
             if (t.empty()) return dflt;
             char* end = nullptr;
             const double v = std::strtod(t.c_str(), &end);
-            if (*end != '\0' || !(v >= 0) || v > 1e12)
-                throw InputError("--timeline-window", o.timeline_window,
-                                 "expected FROM:TO in microseconds of simulated time, e.g. "
-                                 "1000:2000");
+            if (*end != '\0' || !(v >= 0) || v > 1e12) throw bad();
             return v;
         };
-        if (colon == std::string::npos)
-            throw InputError("--timeline-window", o.timeline_window,
-                             "expected FROM:TO in microseconds of simulated time, e.g. 1000:2000");
         const double from = us(o.timeline_window.substr(0, colon), 0);
         const double to = us(o.timeline_window.substr(colon + 1), -1);
         if (to >= 0 && to <= from)
