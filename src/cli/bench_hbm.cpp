@@ -126,7 +126,7 @@ void run(const BenchHbmOptions& o) {
     std::vector<std::unique_ptr<HbmTrafficGen>> gens;
     for (const Run& r : runs) {
         hbms.push_back(std::make_unique<BurstHbm>(("hbm_" + r.c.name).c_str(), cfg.hbm,
-                                                   cfg.chip.clock_mhz, cores));
+                                                  cfg.chip.clock_mhz, cores));
         gens.push_back(std::make_unique<HbmTrafficGen>(("traffic_" + r.c.name).c_str(), r.c.traffic,
                                                        hbms.back()->system().address_map()));
         gens.back()->hbm_out.bind(hbms.back()->target_in);

@@ -60,7 +60,8 @@ std::map<std::string, Kernel> kernels(const json& r) {
     const double mhz = r["config"]["chip"]["clock_mhz"].get<double>();
     std::map<std::string, Kernel> out;
     for (const auto& op : r["ops"]) {
-        const double s = op["start_cycle"].get<double>() / mhz, e = op["end_cycle"].get<double>() / mhz;
+        const double s = op["start_cycle"].get<double>() / mhz,
+                     e = op["end_cycle"].get<double>() / mhz;
         auto [it, fresh] = out.try_emplace(root(op["id"]), Kernel{s, e, 0});
         it->second.start = std::min(it->second.start, s);
         it->second.end = std::max(it->second.end, e);
@@ -85,15 +86,13 @@ int compare(const CompareOptions& o) {
     auto pct = [](double x, double y) { return x != 0 ? 100.0 * (y - x) / x : 0.0; };
 
     // Units: busy time = busy fraction x step (the cores' average).
-    const std::pair<const char*, const char*> units[] = {{"MXU", "mxu_busy"},
-                                                         {"VPU", "vpu_busy"},
-                                                         {"DMA", "dma_busy"},
-                                                         {"HBM", "hbm_bandwidth"},
-                                                         {"ICI", "ici_busy"},
-                                                         {"host", "host_busy"}};
+    const std::pair<const char*, const char*> units[] = {
+        {"MXU", "mxu_busy"},      {"VPU", "vpu_busy"}, {"DMA", "dma_busy"},
+        {"HBM", "hbm_bandwidth"}, {"ICI", "ici_busy"}, {"host", "host_busy"}};
     json ju = json::array();
     for (const auto& [name, key] : units) {
-        const double ua = a["utilization"].value(key, 0.0) * ta, ub = b["utilization"].value(key, 0.0) * tb;
+        const double ua = a["utilization"].value(key, 0.0) * ta,
+                     ub = b["utilization"].value(key, 0.0) * tb;
         ju.push_back({{"unit", name}, {"a_us", ua}, {"b_us", ub}, {"diff_us", ub - ua}});
     }
 
@@ -107,7 +106,9 @@ int compare(const CompareOptions& o) {
                       {"a_us", da},
                       {"b_us", db},
                       {"diff_us", db - da},
-                      {"in", x && y ? "both" : x ? "a" : "b"}});
+                      {"in", x && y ? "both"
+                             : x    ? "a"
+                                    : "b"}});
     };
     for (const auto& [id, k] : ka) {
         const auto it = kb.find(id);
@@ -133,12 +134,14 @@ int compare(const CompareOptions& o) {
         if (!ca.count(k)) jc.push_back({{"key", k}, {"a", json()}, {"b", v}});
 
     if (o.json) {
-        json out = {{"a", o.a},
-                    {"b", o.b},
-                    {"step", {{"a_us", ta}, {"b_us", tb}, {"diff_us", tb - ta}, {"diff_percent", pct(ta, tb)}}},
-                    {"units", ju},
-                    {"kernels", jk},
-                    {"config_differences", jc}};
+        json out = {
+            {"a", o.a},
+            {"b", o.b},
+            {"step",
+             {{"a_us", ta}, {"b_us", tb}, {"diff_us", tb - ta}, {"diff_percent", pct(ta, tb)}}},
+            {"units", ju},
+            {"kernels", jk},
+            {"config_differences", jc}};
         std::cout << out.dump(2) << "\n";
         return 0;
     }
@@ -156,20 +159,20 @@ int compare(const CompareOptions& o) {
                   << " -> " << shown(jc[i]["b"]);
     std::cout << "\n  unit busy  (us, the cores' average)\n";
     for (const auto& u : ju)
-        std::cout << fmt::format("    {:<6} {:>12.1f} {:>12.1f} {:>+12.1f}\n", u["unit"].get<std::string>(),
-                                 u["a_us"].get<double>(), u["b_us"].get<double>(),
-                                 u["diff_us"].get<double>());
-    std::cout << fmt::format("  kernels    (an op and the ops fused into it; span in us, by how much "
-                             "it moved; {} of {})\n",
-                             std::min<std::size_t>(jk.size(), static_cast<std::size_t>(o.top)),
-                             jk.size());
+        std::cout << fmt::format("    {:<6} {:>12.1f} {:>12.1f} {:>+12.1f}\n",
+                                 u["unit"].get<std::string>(), u["a_us"].get<double>(),
+                                 u["b_us"].get<double>(), u["diff_us"].get<double>());
+    std::cout << fmt::format(
+        "  kernels    (an op and the ops fused into it; span in us, by how much "
+        "it moved; {} of {})\n",
+        std::min<std::size_t>(jk.size(), static_cast<std::size_t>(o.top)), jk.size());
     for (std::size_t i = 0; i < jk.size() && i < static_cast<std::size_t>(o.top); ++i) {
         const json& k = jk[i];
         const std::string id = k["kernel"].get<std::string>();
-        std::cout << fmt::format("    {:<30} {:>12.1f} {:>12.1f} {:>+12.1f}{}\n", id.substr(0, 30),
-                                 k["a_us"].get<double>(), k["b_us"].get<double>(),
-                                 k["diff_us"].get<double>(),
-                                 k["in"] == "both" ? "" : fmt::format("  (only in {})", k["in"].get<std::string>()));
+        std::cout << fmt::format(
+            "    {:<30} {:>12.1f} {:>12.1f} {:>+12.1f}{}\n", id.substr(0, 30),
+            k["a_us"].get<double>(), k["b_us"].get<double>(), k["diff_us"].get<double>(),
+            k["in"] == "both" ? "" : fmt::format("  (only in {})", k["in"].get<std::string>()));
     }
     return 0;
 }
@@ -179,8 +182,9 @@ int compare(const CompareOptions& o) {
 void add_compare_command(CLI::App& app) {
     const auto o = std::make_shared<CompareOptions>();
     auto* cmd = app.add_subcommand(
-        "compare", "two run reports side by side: step, unit busy time, kernels by how much they "
-                   "moved, config keys that differ");
+        "compare",
+        "two run reports side by side: step, unit busy time, kernels by how much they "
+        "moved, config keys that differ");
     cmd->add_option("a", o->a, "the base run's report (run --report)")->required();
     cmd->add_option("b", o->b, "the other run's report")->required();
     cmd->add_flag("--json", o->json, "print JSON instead of text");

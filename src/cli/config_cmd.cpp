@@ -1,8 +1,8 @@
 // `tpusim config`: the configuration in effect, or the reference of every key.
 #include <iostream>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common.h"
 #include "tpusim/common/error.h"

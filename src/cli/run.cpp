@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -183,8 +183,8 @@ void add_run_command(CLI::App& app) {
                 std::cerr << fmt::format(
                     "note: the timeline shows core{} {} of {} (--timeline-cores all for "
                     "every core)\n",
-                    o->timeline_cores.find(',') == std::string::npos ? "" : "s",
-                    o->timeline_cores, count_of(r.cores, "core"));
+                    o->timeline_cores.find(',') == std::string::npos ? "" : "s", o->timeline_cores,
+                    count_of(r.cores, "core"));
             if (sim.timeline().dropped() > 0)
                 std::cerr << fmt::format(
                     "note: the timeline holds its first {} spans and left out {}: see later "

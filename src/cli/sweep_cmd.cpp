@@ -95,12 +95,11 @@ void check_points(const Spec& spec, std::int64_t shard, std::int64_t shards, boo
             if (!seen_files.insert(f.string()).second) continue;
             std::error_code ec;
             if (!fs::is_regular_file(f, ec))
-                throw InputError(spec.path,
-                                 fmt::format("/workloads/{}/{}", p.workload, key),
-                                 fmt::format("names {}, which {} (point {}: {})", f.string(),
-                                             fs::exists(f, ec) ? "is not a regular file"
-                                                               : "does not exist",
-                                             p.index, p.label));
+                throw InputError(
+                    spec.path, fmt::format("/workloads/{}/{}", p.workload, key),
+                    fmt::format("names {}, which {} (point {}: {})", f.string(),
+                                fs::exists(f, ec) ? "is not a regular file" : "does not exist",
+                                p.index, p.label));
         }
         if (keep_going) continue;
         std::vector<std::string> sets;

@@ -92,8 +92,7 @@ std::vector<std::int64_t> Database::failed_points(const std::string& sweep_id) c
     std::vector<std::int64_t> out;
     sqlite3_stmt* st = impl_->prepare(
         "SELECT point FROM points WHERE sweep_id = ? AND status != 'ok' ORDER BY point");
-    sqlite3_bind_text(st, 1, sweep_id.c_str(), static_cast<int>(sweep_id.size()),
-                      SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 1, sweep_id.c_str(), static_cast<int>(sweep_id.size()), SQLITE_TRANSIENT);
     while (sqlite3_step(st) == SQLITE_ROW) out.push_back(sqlite3_column_int64(st, 0));
     sqlite3_finalize(st);
     return out;

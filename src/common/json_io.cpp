@@ -94,8 +94,7 @@ JsonScan scan_json(const std::string& text, const std::string& name, JsonLines* 
 
 }  // namespace
 
-nlohmann::json parse_json_text(const std::string& text, const std::string& name,
-                               JsonLines* lines) {
+nlohmann::json parse_json_text(const std::string& text, const std::string& name, JsonLines* lines) {
     if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
         throw InputError(name, "", "empty file (expected a JSON object)");
     }

@@ -106,14 +106,14 @@ class SchemaChecker : public ConfigVisitor {
                 std::vector<std::string> known(f.seen.begin(), f.seen.end());
                 known.erase(std::remove(known.begin(), known.end(), "extends"), known.end());
                 // A trace given where a configuration belongs: say where it goes.
-                const bool trace = f.pointer.empty() && (f.obj->contains("ops") ||
-                                                         f.obj->contains("format"));
+                const bool trace =
+                    f.pointer.empty() && (f.obj->contains("ops") || f.obj->contains("format"));
                 throw InputError(
                     source_, json_pointer_child(f.pointer, it.key()),
-                    fmt::format("unknown key \"{}\"{} (known keys: {}){}", it.key(),
-                                trace ? "" : did_you_mean(it.key(), known), join(known),
-                                trace ? " (this looks like a tpusim trace: give it with --trace)"
-                                      : ""));
+                    fmt::format(
+                        "unknown key \"{}\"{} (known keys: {}){}", it.key(),
+                        trace ? "" : did_you_mean(it.key(), known), join(known),
+                        trace ? " (this looks like a tpusim trace: give it with --trace)" : ""));
             }
         }
     }
@@ -271,8 +271,10 @@ json load_chain(const std::string& path, std::vector<std::string>& stack,
             // The referring file and its key: "cannot open tpu_v3_9.json" alone does not say
             // where the name came from.
             std::vector<std::string> siblings;
-            for (const auto& e : fs::directory_iterator(base.parent_path().empty() ? "." : base.parent_path(), ec))
-                if (e.path().extension() == ".json") siblings.push_back(e.path().filename().string());
+            for (const auto& e :
+                 fs::directory_iterator(base.parent_path().empty() ? "." : base.parent_path(), ec))
+                if (e.path().extension() == ".json")
+                    siblings.push_back(e.path().filename().string());
             std::sort(siblings.begin(), siblings.end());
             throw InputError(path, "/extends",
                              fmt::format("names {}, which does not exist{}", base.string(),

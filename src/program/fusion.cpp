@@ -32,9 +32,8 @@ std::string fusion_blocker(const std::vector<OpSpec>& ops, std::size_t i,
     const std::size_t p = op.deps[0];
     const OpSpec& prod = ops[p];
     if (!(prod.kind == OpKind::Matmul || prod.kind == OpKind::Vector)) {
-        return fmt::format(
-            "its producer \"{}\" is {}: only matmul and vector results stay in VMEM", prod.id,
-            with_article(op_kind_name(prod.kind)));
+        return fmt::format("its producer \"{}\" is {}: only matmul and vector results stay in VMEM",
+                           prod.id, with_article(op_kind_name(prod.kind)));
     }
     if (first_fused[p] != i) {
         return fmt::format("its producer \"{}\" already hands its tiles to the fused op \"{}\"",

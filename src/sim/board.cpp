@@ -20,14 +20,14 @@ std::string host_link_name(std::int64_t index) { return fmt::format("host_link{}
 
 }  // namespace
 
-Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg,
-           UnitIf& ici, Timeline* timeline, const HbmCalibration* hbm_calibration)
+Chip::Chip(sc_core::sc_module_name name, std::int64_t index, const TpuConfig& cfg, UnitIf& ici,
+           Timeline* timeline, const HbmCalibration* hbm_calibration)
     : sc_module(name), stats_(chip_name(index), "one TPU chip") {
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
     const bool burst = cfg.sim.hbm_model == HbmModel::Burst;
     if (burst) {
         hbm_ = std::make_unique<BurstHbm>("hbm", cfg.hbm, cfg.chip.clock_mhz,
-                                           static_cast<std::uint32_t>(per_chip));
+                                          static_cast<std::uint32_t>(per_chip));
     } else {
         calibrated_ = std::make_unique<CalibratedHbm>("hbm", cfg.hbm, cfg.chip.clock_mhz, per_chip,
                                                       *hbm_calibration);

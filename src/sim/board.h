@@ -48,7 +48,7 @@ class Chip : public sc_core::sc_module {
 
  private:
     StatGroup stats_;                            // "chipN": its HBM, host link and cores
-    std::unique_ptr<BurstHbm> hbm_;             // sim.hbm_model = burst
+    std::unique_ptr<BurstHbm> hbm_;              // sim.hbm_model = burst
     std::unique_ptr<CalibratedHbm> calibrated_;  // sim.hbm_model = calibrated
     std::unique_ptr<HostLinkModule> host_;
     std::vector<std::unique_ptr<TensorCore>> cores_;

@@ -86,10 +86,10 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
     // One denominator for HBM, here and in the busy line: the bandwidth the program's cores
     // can use, their shares of their chips' (a v3 core alone has half its chip's 900 GB/s).
     const double peak_chip = cfg.hbm.peak_bytes_per_second() / 1e9;
-    const double share = r.chips > 0 ? std::min(1.0, static_cast<double>(r.cores) /
-                                                         static_cast<double>(r.chips *
-                                                                             cfg.chip.cores_per_chip))
-                                     : 1.0;
+    const double share =
+        r.chips > 0 ? std::min(1.0, static_cast<double>(r.cores) /
+                                        static_cast<double>(r.chips * cfg.chip.cores_per_chip))
+                    : 1.0;
     o << fmt::format("  HBM        {:.1f} MB read, {:.1f} MB written: {:.1f} GB/s per chip, ",
                      static_cast<double>(r.hbm_bytes_read) / 1e6,
                      static_cast<double>(r.hbm_bytes_written) / 1e6, r.hbm_gbps_per_chip);

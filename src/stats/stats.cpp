@@ -1,9 +1,8 @@
 #include "tpusim/stats/stats.h"
 
 #include <cmath>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 namespace tpusim {
 

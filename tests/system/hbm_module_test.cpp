@@ -64,8 +64,7 @@ TEST_CASE("BurstHbm completes traffic at the cycles the plain HBM driver does", 
         HbmSystem plain(cfg.hbm, cfg.chip.clock_mhz, 2);
         const HbmTrafficResult ref = run_hbm_traffic(plain, cases[i], cfg.chip.clock_mhz);
         const HbmTrafficResult got = rigs[i]->gen.result(rigs[i]->hbm.system(), cfg.chip.clock_mhz);
-        INFO("case " << i << ": plain driver " << ref.cycles << " cycles, BurstHbm "
-                     << got.cycles);
+        INFO("case " << i << ": plain driver " << ref.cycles << " cycles, BurstHbm " << got.cycles);
         CHECK(got.bursts == ref.bursts);
         if (cases[i].outstanding_per_core == 1) {
             // One transfer in flight per core: the same requests in the same order.

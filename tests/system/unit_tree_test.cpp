@@ -46,7 +46,8 @@ TEST_CASE("bench and run build the same module for every unit of a core", "[syst
     Mxu mxu("mxu_0", cfg.mxu, cfg.sim.mxu_fidelity, depth);  // as bench mxu builds it
     Vpu vpu("vpu", cfg.vpu, cfg.vmem, depth);
     DmaEngine dma("dma", cfg.dma, 0, cfg.hbm.capacity_bytes(), DmaEngine::HbmTiming::Annotated);
-    for (const sc_core::sc_module* unit : std::vector<const sc_core::sc_module*>{&mxu, &vpu, &dma}) {
+    for (const sc_core::sc_module* unit :
+         std::vector<const sc_core::sc_module*>{&mxu, &vpu, &dma}) {
         const std::string name = unit->basename();
         INFO(name);
         const std::vector<std::string> alone = subtree(module_tree(*unit), name);

@@ -129,7 +129,8 @@ namespace {
 // A small program: a matmul with a bias and an activation (one output fusion), then a softmax-
 // like pair of reductions, with a layout-only copy in between.
 // The header and the two scalar reducers of kUnfused and its CPU-fused form.
-const std::string kHeaderAndReducers = R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
+const std::string kHeaderAndReducers =
+    R"(HloModule m, entry_computation_layout={(f32[256,512]{1,0}, f32[512,256]{1,0}, f32[256]{0})->f32[256]{0}}
 max {
   a = f32[] parameter(0)
   b = f32[] parameter(1)

@@ -88,8 +88,7 @@ TEST_CASE("torus all-reduce loads every link of the 2 x 2 board with 3/8 of the 
     }
     // The same loads as the static count the bounds use, and the run takes at least the
     // link-limited time.
-    const auto lc =
-        lower_collective(all_reduce(S, AllReduceAlgorithm::Torus2d), b.topo, b.cfg.ici);
+    const auto lc = lower_collective(all_reduce(S, AllReduceAlgorithm::Torus2d), b.topo, b.cfg.ici);
     const auto loads = link_loads(lc, b.topo);
     REQUIRE(std::all_of(loads.begin(), loads.end(), [&](Bytes x) { return x == 3 * S / 8; }));
     REQUIRE(static_cast<double>(end) >= link_limited_cycles(lc, b.engine.fabric()));

@@ -189,15 +189,15 @@ TEST_CASE("timeline: limits keep chosen cores and clip spans to the window", "[t
     t.limit(l);
     const auto c0 = t.track("core 0", "MXU 0");
     const auto c1 = t.track("core 1", "MXU 0");
-    const auto c10 = t.track("core 10", "MXU 0");  // "core 1" is not a prefix match
+    const auto c10 = t.track("core 10", "MXU 0");        // "core 1" is not a prefix match
     const auto link = t.track("ici chip 0", "link +x");  // not a core: always kept
-    t.span(c0, "a", 120, 130);    // another core
-    t.span(c10, "a", 120, 130);   // another core
-    t.span(c1, "b", 50, 90);      // before the window
-    t.span(c1, "c", 90, 150);     // clipped to [100, 150)
-    t.span(c1, "d", 150, 250);    // clipped to [150, 200)
-    t.span(c1, "e", 210, 220);    // after the window
-    t.span(link, "f", 120, 140);  // kept
+    t.span(c0, "a", 120, 130);                           // another core
+    t.span(c10, "a", 120, 130);                          // another core
+    t.span(c1, "b", 50, 90);                             // before the window
+    t.span(c1, "c", 90, 150);                            // clipped to [100, 150)
+    t.span(c1, "d", 150, 250);                           // clipped to [150, 200)
+    t.span(c1, "e", 210, 220);                           // after the window
+    t.span(link, "f", 120, 140);                         // kept
     CHECK(t.events() == 3);
     CHECK(t.filtered() == 4);
     std::ostringstream out;

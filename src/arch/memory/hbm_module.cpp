@@ -6,7 +6,7 @@
 namespace tpusim {
 
 BurstHbm::BurstHbm(sc_core::sc_module_name name, const HbmConfig& cfg, double core_clock_mhz,
-                     std::uint32_t cores_per_chip)
+                   std::uint32_t cores_per_chip)
     : sc_module(name), target_in("target_in"), hbm_(cfg, core_clock_mhz, cores_per_chip) {
     target_in.register_b_transport(this, &BurstHbm::b_transport);
     SC_HAS_PROCESS(BurstHbm);

@@ -192,9 +192,9 @@ class PassWriter {
         const auto& mem = fusion_members_[r];
         bool heavy = false;
         for (std::int32_t j : mem) heavy = heavy || op_class(at(c, j).op) == OpClass::Heavy;
-        const char* kind = heavy                                             ? "kOutput"
+        const char* kind = heavy                                         ? "kOutput"
                            : op_class(at(c, r).op) == OpClass::Reduction ? "kInput"
-                                                                             : "kLoop";
+                                                                         : "kLoop";
         Line l;
         l.name = fusion_names_[r].first;
         l.shape = shape_text(at(c, r).shape);

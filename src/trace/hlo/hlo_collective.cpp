@@ -14,7 +14,8 @@ std::optional<TraceOp> collective_op(const HloInstr& in, const CostContext& ctx,
     t.kind = opcode_info(in.op).collective;
     // ragged-all-to-all and collective-permute carry output buffers as operands: the data is
     // the first operand; the others send the sum of theirs.
-    const bool first_only = t.kind == OpKind::CollectivePermute || in.op == HloOpcode::RaggedAllToAll;
+    const bool first_only =
+        t.kind == OpKind::CollectivePermute || in.op == HloOpcode::RaggedAllToAll;
     std::int64_t bytes = 0;
     const HloType* type = nullptr;
     for (std::size_t k = 0; k < operands.size() && (!first_only || k == 0); ++k) {

@@ -241,9 +241,7 @@ std::optional<TraceOp> cost_instruction(const HloInstr& in, const HloComputation
 
 std::optional<TraceOp> cost_dot(const CostArgs& a) { return dot_op(a.in, a.comp, a.ctx); }
 
-std::optional<TraceOp> cost_convolution(const CostArgs& a) {
-    return conv_op(a.in, a.comp, a.ctx);
-}
+std::optional<TraceOp> cost_convolution(const CostArgs& a) { return conv_op(a.in, a.comp, a.ctx); }
 
 // fft: log2(n) butterfly stages over every element, on the VPU.
 std::optional<TraceOp> cost_fft(const CostArgs& a) {
@@ -355,9 +353,9 @@ std::optional<TraceOp> cost_batch_norm(const CostArgs& a) {
         a.ctx.m.fail(a.in.offset, "batch-norm needs a feature_index inside the operand");
     const std::int64_t c = x.dims[static_cast<std::size_t>(fi[0])];
     if (c == 0) return std::nullopt;
-    return a.vec(a.in.op == HloOpcode::BatchNormGrad ? VectorOp::BatchnormGrad
-                                                     : VectorOp::Batchnorm,
-                 x.type, x.elements_count() / c, c);
+    return a.vec(
+        a.in.op == HloOpcode::BatchNormGrad ? VectorOp::BatchnormGrad : VectorOp::Batchnorm, x.type,
+        x.elements_count() / c, c);
 }
 
 // sort, topk: a bitonic network of s(s+1)/2 compare-exchange stages, s = log2 n, per operand.
@@ -366,9 +364,9 @@ std::optional<TraceOp> cost_sort(const CostArgs& a) {
     std::int64_t s = 1;
     const std::int64_t len = x.dims.empty() ? 1 : x.dims.back();
     while ((std::int64_t{1} << s) < len) ++s;
-    return a.vec(VectorOp::Max, x.type, 1,
-                 x.elements_count() * s * (s + 1) / 2 *
-                     static_cast<std::int64_t>(a.in.operands.size()));
+    return a.vec(
+        VectorOp::Max, x.type, 1,
+        x.elements_count() * s * (s + 1) / 2 * static_cast<std::int64_t>(a.in.operands.size()));
 }
 
 std::optional<TraceOp> cost_scan(const CostArgs& a) {

@@ -162,7 +162,8 @@ bool is_foreign_fused(const HloModule& m) {
     for (const auto& c : m.computations) {
         for (const auto& in : c.instrs) {
             if (hlo_print::any_tiled(in.shape)) return false;
-            const HloAttr* a = in.op == HloOpcode::Fusion ? in.attr("frontend_attributes") : nullptr;
+            const HloAttr* a =
+                in.op == HloOpcode::Fusion ? in.attr("frontend_attributes") : nullptr;
             if (a && a->value.find(hlo_print::kTpusimFusion) != std::string_view::npos)
                 return false;
         }

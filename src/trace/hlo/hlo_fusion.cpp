@@ -98,7 +98,8 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
             // Not into the output fusion of a dot or convolution: XLA's ShouldFuse fuses a
             // producer only into loop and input fusions.
             bool duplicate = all_fused && into.size() > 1 && cls == OpClass::Elementwise &&
-                             !opcode_info(in.op).expensive && duplicated_is_cheaper(comp, in, into.size());
+                             !opcode_info(in.op).expensive &&
+                             duplicated_is_cheaper(comp, in, into.size());
             for (std::int32_t c : into)
                 duplicate = duplicate && !has_heavy[static_cast<std::size_t>(c)];
             if (join || duplicate) {
@@ -162,8 +163,7 @@ std::unordered_set<std::int64_t>* SiblingFusions::join(
     const bool reduce = r.op == HloOpcode::Reduce && !r.operands.empty();
     if (op_class(r.op) != OpClass::Elementwise && !reduce) return nullptr;
     for (std::int32_t j : mem)
-        if (op_class(c.instrs[static_cast<std::size_t>(j)].op) == OpClass::Heavy)
-            return nullptr;
+        if (op_class(c.instrs[static_cast<std::size_t>(j)].op) == OpClass::Heavy) return nullptr;
     const std::int64_t space =
         (reduce ? c.instrs[static_cast<std::size_t>(r.operands[0].instr)].shape : r.shape)
             .elements_count();

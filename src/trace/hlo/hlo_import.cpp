@@ -2,11 +2,11 @@
 // fusion pass) as a small group of trace ops whose intermediate results stay on chip
 // (Importer::emit_cluster). The walker that calls it is hlo_importer.cpp, the trace loops in
 // hlo_while.cpp.
-#include "hlo_importer.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "hlo_importer.h"
 
 namespace tpusim {
 

@@ -117,8 +117,7 @@ Value Importer::walk(std::int32_t ci, const std::vector<Value>& args, const std:
     if (pass_) {
         cluster = fusion_clusters(c);
         for (std::size_t j = 0; j < cluster.size(); ++j)
-            for (std::int32_t r : cluster[j])
-                members[r].push_back(static_cast<std::int32_t>(j));
+            for (std::int32_t r : cluster[j]) members[r].push_back(static_cast<std::int32_t>(j));
         siblings.init(c);
     }
     auto val = [&](const HloOperand& o) -> const Value& {
@@ -132,10 +131,9 @@ Value Importer::walk(std::int32_t ci, const std::vector<Value>& args, const std:
     for (std::size_t i = 0; i < c.instrs.size(); ++i) {
         const HloInstr& in = c.instrs[i];
         if (++stats_.instructions > opts_.max_instructions)
-            m_.fail(in.offset,
-                    fmt::format("the module expands to more than {} instructions (loop "
-                                "bodies count once per trip)",
-                                opts_.max_instructions));
+            m_.fail(in.offset, fmt::format("the module expands to more than {} instructions (loop "
+                                           "bodies count once per trip)",
+                                           opts_.max_instructions));
         if (in.op == HloOpcode::Unknown)
             m_.fail(in.offset, fmt::format("unknown opcode {}", in.opcode));
         const bool fused = pass_ && !cluster[i].empty();
@@ -213,7 +211,8 @@ Value Importer::walk(std::int32_t ci, const std::vector<Value>& args, const std:
     return std::move(vals[static_cast<std::size_t>(c.root)]);
 }
 
-Place Importer::outside(const HloComputation& c, const HloOperand& o, const std::vector<Value>& vals) {
+Place Importer::outside(const HloComputation& c, const HloOperand& o,
+                        const std::vector<Value>& vals) {
     Place p;
     const Value& v = element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index);
     flatten(v, p.external);
@@ -226,7 +225,7 @@ Place Importer::outside(const HloComputation& c, const HloOperand& o, const std:
 }
 
 Value Importer::control(const HloComputation& c, const HloInstr& in, std::vector<Value>& vals,
-                  const std::string& suffix) {
+                        const std::string& suffix) {
     std::vector<Value> args;
     for (const auto& o : in.operands)
         args.push_back(element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index));
@@ -235,8 +234,7 @@ Value Importer::control(const HloComputation& c, const HloInstr& in, std::vector
         std::string_view v = a ? a->value : std::string_view{};
         if (!v.empty() && v.front() == '%') v.remove_prefix(1);
         const std::int32_t k = m_.find_computation(v);
-        if (k < 0)
-            m_.fail(in.offset, fmt::format("{} needs {}=<computation>", in.opcode, attr));
+        if (k < 0) m_.fail(in.offset, fmt::format("{} needs {}=<computation>", in.opcode, attr));
         return k;
     };
     if (in.op == HloOpcode::Fusion) {
@@ -294,15 +292,15 @@ Value Importer::control(const HloComputation& c, const HloInstr& in, std::vector
         return walk(branch, bargs, suffix);
     }
     // call, async-start: the callee inline
-    if (in.callees.empty())
-        m_.fail(in.offset, fmt::format("{} calls no computation", in.opcode));
+    if (in.callees.empty()) m_.fail(in.offset, fmt::format("{} calls no computation", in.opcode));
     Value v = walk(in.callees.front(), args, suffix);
     if (in.op == HloOpcode::AsyncStart) return merged({&v});
     return v;
 }
 
-Place Importer::fused_parameter(const HloComputation& f, const HloOperand& o, const HloComputation& c,
-                          const HloInstr& fusion, const std::vector<Value>& vals) {
+Place Importer::fused_parameter(const HloComputation& f, const HloOperand& o,
+                                const HloComputation& c, const HloInstr& fusion,
+                                const std::vector<Value>& vals) {
     const HloInstr& p = f.instrs[static_cast<std::size_t>(o.instr)];
     const std::size_t n = std::strtoull(std::string(p.literal).c_str(), nullptr, 10);
     if (p.op != HloOpcode::Parameter || n >= fusion.operands.size()) return Place{};
@@ -312,28 +310,27 @@ Place Importer::fused_parameter(const HloComputation& f, const HloOperand& o, co
 }
 
 Value Importer::custom_call(const HloComputation& c, const HloInstr& in, Value operands,
-                      const std::string& suffix) {
+                            const std::string& suffix) {
     const HloAttr* a = in.attr("custom_call_target");
     std::string_view target = a ? a->value : std::string_view{};
-    if (target.size() >= 2 && target.front() == '"')
-        target = target.substr(1, target.size() - 2);
+    if (target.size() >= 2 && target.front() == '"') target = target.substr(1, target.size() - 2);
     if (free_custom_call(target)) {
         ++stats_.free_instructions;
         return operands;
     }
     ++stats_.unmodelled_custom_calls;
     if (warned_.insert(in.offset).second)  // once per instruction, not per loop trip
-        stats_.warnings.push_back(fmt::format(
-            "{}: warning: custom-call {} with target \"{}\" is not modelled (costed as "
-            "free)",
-            m_.location(in.offset), in.name, target));
+        stats_.warnings.push_back(
+            fmt::format("{}: warning: custom-call {} with target \"{}\" is not modelled (costed as "
+                        "free)",
+                        m_.location(in.offset), in.name, target));
     (void)c;
     (void)suffix;
     return operands;
 }
 
 std::optional<std::uint32_t> Importer::producer_to_join(const HloComputation& c, const HloInstr& in,
-                                                  const std::vector<Place>& ps) const {
+                                                        const std::vector<Place>& ps) const {
     if (!pass_ || !opts_.producer_fusion || ps[0].on_chip || !ps[0].internal.empty())
         return std::nullopt;
     const std::int64_t held = value_holder(ps[0], trace_.ops);

@@ -19,8 +19,7 @@ namespace tpusim::hlo_detail {
 
 class Importer {
  public:
-    Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores,
-             HloImportStats& st);
+    Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores, HloImportStats& st);
 
     Trace run();
 

@@ -388,8 +388,9 @@ HloModule parse_hlo(std::string text, const std::string& path) {
         const std::size_t first = m.text->find_first_not_of(" \t\r\n");
         if (first == std::string::npos || (*m.text)[first] != '{') throw;
         throw InputError(e.file(), e.where(),
-                         e.what_only() + " (this looks like JSON: a trace goes to --trace, a "
-                                         "board configuration to --config)");
+                         e.what_only() +
+                             " (this looks like JSON: a trace goes to --trace, a "
+                             "board configuration to --config)");
     }
     return m;
 }

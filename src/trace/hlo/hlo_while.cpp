@@ -88,7 +88,8 @@ Term follow(const HloComputation& c, HloOperand o, std::vector<std::int64_t> pat
             const auto v = int_literal(x);
             return v ? Term{Term::Constant, *v, o.instr} : Term{};
         }
-        if ((x.op == HloOpcode::Bitcast || x.op == HloOpcode::Reshape || x.op == HloOpcode::Convert) &&
+        if ((x.op == HloOpcode::Bitcast || x.op == HloOpcode::Reshape ||
+             x.op == HloOpcode::Convert) &&
             x.operands.size() == 1) {
             o = x.operands[0];
             continue;
@@ -195,7 +196,8 @@ std::optional<std::int64_t> known_trip_count(const HloModule& m, const HloInstr&
 }  // namespace
 
 std::optional<std::int64_t> constant_int(const HloInstr& in) {
-    if (in.op != HloOpcode::Constant || in.shape.tuple || !in.shape.dims.empty()) return std::nullopt;
+    if (in.op != HloOpcode::Constant || in.shape.tuple || !in.shape.dims.empty())
+        return std::nullopt;
     const std::string s(in.literal);
     char* end = nullptr;
     const long long v = std::strtoll(s.c_str(), &end, 10);
@@ -221,7 +223,8 @@ std::optional<std::int64_t> while_trip_count(const HloModule& m, const HloComput
     const HloInstr& cmp = cond.instrs[static_cast<std::size_t>(cond.root)];
     const HloAttr* dir = cmp.attr("direction");
     if (cmp.op != HloOpcode::Compare || cmp.operands.size() != 2 || !dir) return std::nullopt;
-    if (body.instrs[static_cast<std::size_t>(body.root)].op != HloOpcode::Tuple) return std::nullopt;
+    if (body.instrs[static_cast<std::size_t>(body.root)].op != HloOpcode::Tuple)
+        return std::nullopt;
     const HloOperand body_root{body.root, -1};
     // Element i's value on entry: a constant in the tuple the loop starts from.
     auto init_of = [&](std::int64_t i) -> std::optional<std::int64_t> {

@@ -39,7 +39,7 @@ class BurstHbm : public sc_core::sc_module {
     tlm_utils::multi_passthrough_target_socket<BurstHbm> target_in;
 
     BurstHbm(sc_core::sc_module_name name, const HbmConfig& cfg, double core_clock_mhz,
-              std::uint32_t cores_per_chip);
+             std::uint32_t cores_per_chip);
 
     HbmSystem& system() { return hbm_; }
     StatGroup& stats() { return hbm_.stats(); }
