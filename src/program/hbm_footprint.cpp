@@ -101,20 +101,37 @@ void check_hbm_capacity(const Trace& trace, const TpuConfig& cfg) {
     const auto kept = results_kept_on_chip(trace);
     auto gib = [](std::int64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0); };
     for (std::int64_t c : distinct_cores(trace)) {
+        // The first op over the share is named; the peak, often much higher, is said too (what
+        // a program must shed to fit).
+        std::size_t first = trace.ops.size(), peak_op = 0;
+        std::int64_t first_bytes = 0, first_params = 0, peak = 0;
         walk(trace, order, kept, c, [&](std::size_t i, std::int64_t bytes, std::int64_t params) {
-            if (bytes <= per_core) return;
-            const TraceOp& op = trace.ops[i];
-            throw InputError(
-                trace.path, fmt::format("op \"{}\"", op.id),
-                fmt::format("resource exhausted: core {} needs {:.2f} GiB of HBM live at this op "
-                            "({:.2f} GiB of parameters, {:.2f} GiB of results, this op's "
-                            "{:.2f} GiB included); a core has {:.2f} GiB ({:.2f} GiB per chip "
-                            "shared by {} cores)",
-                            c, gib(bytes), gib(params), gib(bytes - params),
-                            gib(kept[i] ? 0 : op_bytes_out(op)), gib(per_core),
-                            gib(static_cast<std::int64_t>(cfg.hbm.capacity_bytes())),
-                            cfg.chip.cores_per_chip));
+            if (bytes > per_core && first == trace.ops.size()) {
+                first = i;
+                first_bytes = bytes;
+                first_params = params;
+            }
+            if (bytes > peak) {
+                peak = bytes;
+                peak_op = i;
+            }
         });
+        if (first == trace.ops.size()) continue;
+        const TraceOp& op = trace.ops[first];
+        const std::string at_peak =
+            peak_op == first ? std::string("the program's peak")
+                             : fmt::format("the program's peak is {:.2f} GiB, at op \"{}\"",
+                                           gib(peak), trace.ops[peak_op].id);
+        throw InputError(
+            trace.path, fmt::format("op \"{}\"", op.id),
+            fmt::format("resource exhausted: core {} needs {:.2f} GiB of HBM live at this op "
+                        "({:.2f} GiB of parameters, {:.2f} GiB of results, this op's "
+                        "{:.2f} GiB included; {}); a core has {:.2f} GiB ({:.2f} GiB per chip "
+                        "shared by {} cores)",
+                        c, gib(first_bytes), gib(first_params), gib(first_bytes - first_params),
+                        gib(kept[first] ? 0 : op_bytes_out(op)), at_peak, gib(per_core),
+                        gib(static_cast<std::int64_t>(cfg.hbm.capacity_bytes())),
+                        cfg.chip.cores_per_chip));
     }
 }
 

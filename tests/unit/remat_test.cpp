@@ -93,14 +93,87 @@ TEST_CASE("rematerialisation recomputes an op live across the peak before its la
     CHECK(st.recomputed_bytes == 4 * kN);
 }
 
-TEST_CASE("rematerialisation needs the operands live at the copy; otherwise nothing changes",
+TEST_CASE("rematerialisation recomputes a dead operand with the value (a block, as XLA does)",
           "[remat]") {
-    const Trace t = peak_trace(false);  // a dies after b: recomputing b would need it again
+    const Trace t = peak_trace(false);  // a dies after b: the copy of b needs a again
     const std::int64_t r = op_bytes_out(t.ops[4]);
     REQUIRE(hbm_footprint(t).peak_bytes == 24 * kN + r);
     RematStats st;
+    const auto fitted = rematerialize(t, 21 * kN, &st);
+    REQUIRE(fitted.has_value());
+    const Trace& f = *fitted;
+    REQUIRE(f.ops.size() == t.ops.size() + 2);
+    const std::size_t ca = index_of(f, "a.remat"), cb = index_of(f, "b.remat");
+    CHECK(ca + 1 == cb);
+    CHECK(cb + 1 == index_of(f, "g"));
+    CHECK(f.ops[ca].deps.empty());  // a reads a parameter, resident throughout
+    CHECK(f.ops[cb].deps == std::vector<std::size_t>{ca});
+    CHECK(f.ops[index_of(f, "g")].deps == std::vector<std::size_t>{cb});
+    CHECK(st.ops == 2);
+    CHECK(st.kernels == 1);
+    CHECK(st.recomputed_bytes == 4 * kN);
+    // At r: x (2N) and big's input (8N), results c (2N), big (8N) and r; b (4N) and a (2N)
+    // are gone. The copies run after big is freed.
+    CHECK(st.peak_after == 20 * kN + r);
+    CHECK(hbm_footprint(f).peak_bytes == 20 * kN + r);
+}
+
+namespace {
+
+// The peak of peak_trace with b = gelu(a) in bf16 (2N B), early reader c, late reader g, and a
+// built as `a_op` from a parameter: fused into b (a's tiles stay on chip) or not.
+Trace block_trace(const std::string& a_op, bool b_fused) {
+    const std::string n = std::to_string(kN), n4 = std::to_string(4 * kN),
+                      r_rows = std::to_string(4 * kN / 1024);
+    const std::string text = R"({"format": "tpusim.trace", "version": 1, "name": "t",
+        "cores": 1, "ops": [
+        {"id": "a", "kind": "vector", "op": ")" + a_op + R"(", "elements": )" + n + R"(},
+        {"id": "b", "kind": "vector", "op": "gelu", "elements": )" + n +
+                             R"(, "deps": ["a"], "fused": )" + (b_fused ? "true" : "false") +
+                             R"(},
+        {"id": "c", "kind": "vector", "op": "relu", "elements": )" + n + R"(, "deps": ["b"]},
+        {"id": "big", "kind": "vector", "op": "relu", "elements": )" + n4 + R"(},
+        {"id": "r", "kind": "vector", "op": "reduce_sum", "rows": )" + r_rows +
+                             R"(, "cols": 1024, "deps": ["big"]},
+        {"id": "g", "kind": "vector", "op": "relu", "elements": )" + n + R"(, "deps": ["b"]},
+        {"id": "h", "kind": "vector", "op": "relu", "elements": )" + n + R"(, "deps": ["g"]}]})";
+    return parse_trace(nlohmann::json::parse(text), "t.json", 8);
+}
+
+}  // namespace
+
+TEST_CASE("rematerialisation recomputes a fused kernel whole: its first op from HBM, the rest "
+          "on chip", "[remat]") {
+    const Trace t = block_trace("relu", true);
+    // At r: x (2N) and big's input (8N), results b (2N; a is on chip), c (2N), big (8N), r.
+    const std::int64_t r = op_bytes_out(t.ops[4]);
+    REQUIRE(hbm_footprint(t).peak_bytes == 22 * kN + r);
+    RematStats st;
+    const auto fitted = rematerialize(t, 21 * kN, &st);
+    REQUIRE(fitted.has_value());
+    const Trace& f = *fitted;
+    const std::size_t ca = index_of(f, "a.remat"), cb = index_of(f, "b.remat");
+    CHECK_FALSE(f.ops[ca].fused);
+    CHECK(f.ops[cb].fused);
+    CHECK(f.ops[cb].deps == std::vector<std::size_t>{ca});
+    CHECK(f.ops[index_of(f, "g")].deps == std::vector<std::size_t>{cb});
+    CHECK(st.ops == 2);
+    CHECK(st.kernels == 1);
+    CHECK(results_kept_on_chip(f)[ca]);  // the copy of a hands its tiles to b's copy
+    CHECK(st.peak_after == 20 * kN + r);
+}
+
+TEST_CASE("rematerialisation needs the operands live at the copy or recomputable; otherwise "
+          "nothing changes", "[remat]") {
+    // a is a dropout (random bits: never recomputed) that dies after b; keeping it alive for
+    // the copy would hold as much as recomputing b frees.
+    const Trace t = block_trace("dropout", false);
+    const std::int64_t r = op_bytes_out(t.ops[4]);
+    REQUIRE(hbm_footprint(t).peak_bytes == 22 * kN + r);
+    RematStats st;
     CHECK_FALSE(rematerialize(t, 21 * kN, &st).has_value());
     CHECK(st.ops == 0);
+    CHECK(st.kernels == 0);
 }
 
 TEST_CASE("the lowering rematerialises a program over the HBM, and says so; off, it is rejected",

@@ -6,15 +6,18 @@
 // after its early consumers. docs/program.md, "HBM capacity".
 //
 // The model: while the largest live footprint of one core (hbm_footprint) exceeds its share of
-// HBM, the candidate live at the peak with the largest result is rematerialised. A candidate
-// is a vector op that is elementwise or normalises rows (no reduction, no random bits, no
-// second result, no table or optimizer op), runs on every core, is not fused and keeps its
-// result in HBM, has consumers before the peak and after it (none at it, none fused to it),
-// and whose operands are all results that stay live until its first consumer after the peak
-// (so recomputing it holds no extra memory). Its copy, `<id>.remat`, reads the same operands
-// and goes just before that consumer; the consumers after the peak read the copy. When the
-// candidates cannot make it fit, the program is left as it is and check_hbm_capacity rejects
-// it. Traces with loops (format version 2) or per-core op sets are left as they are.
+// HBM, the candidate live at the peak that frees the most is rematerialised. A candidate is a
+// vector op that is elementwise or normalises rows (no reduction, no random bits, no second
+// result, no table or optimizer op), runs on every core and stores its result in HBM, has
+// consumers before the peak and after it (none at it, none fused to it). Its copy is a block,
+// as XLA recomputes blocks of instructions: the op and, transitively, each producer whose result
+// is not in HBM (earlier members of its fused kernel, values in VMEM) or is freed before the
+// copy; such a producer is recomputed too where it can be (at most 16 ops), else kept alive
+// until the copy reads it, which counts against what the copy frees. The copies,
+// `<id>.remat`, go just before the first consumer after the peak; the consumers after the peak
+// read the copy. When the candidates cannot make it fit, the program is left as it is and
+// check_hbm_capacity rejects it. Traces with loops (format version 2) or per-core op sets are
+// left as they are.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -27,6 +30,7 @@ namespace tpusim {
 
 struct RematStats {
     std::size_t ops = 0;                // ops recomputed (copies inserted)
+    std::size_t kernels = 0;            // kernels they form (a value and its fused producers)
     std::int64_t peak_before = 0;       // largest live footprint of one core before
     std::int64_t peak_after = 0;        // and after
     std::int64_t recomputed_bytes = 0;  // result bytes the copies write again, per core
