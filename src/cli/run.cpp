@@ -173,6 +173,7 @@ void add_run_command(CLI::App& app) {
                            {"multi_output_fusions", hlo_stats.multi_output_fusions},
                            {"producer_fusions", hlo_stats.producer_fusions},
                            {"defused_fusions", hlo_stats.defused_fusions},
+                           {"inlined_calls", hlo_stats.inlined_calls},
                            {"warnings", hlo_stats.warnings}};
         body["wall_seconds"] = r.wall_seconds;
         const nlohmann::json report = make_report("run", cfg, body);

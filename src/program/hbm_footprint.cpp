@@ -119,14 +119,14 @@ void check_hbm_capacity(const Trace& trace, const TpuConfig& cfg) {
         if (first == trace.ops.size()) continue;
         const TraceOp& op = trace.ops[first];
         const std::string at_peak =
-            peak_op == first ? std::string("the program's peak")
-                             : fmt::format("the program's peak is {:.2f} GiB, at op \"{}\"",
+            peak_op == first ? std::string()
+                             : fmt::format("; the program's peak is {:.2f} GiB, at op \"{}\"",
                                            gib(peak), trace.ops[peak_op].id);
         throw InputError(
             trace.path, fmt::format("op \"{}\"", op.id),
             fmt::format("resource exhausted: core {} needs {:.2f} GiB of HBM live at this op "
                         "({:.2f} GiB of parameters, {:.2f} GiB of results, this op's "
-                        "{:.2f} GiB included; {}); a core has {:.2f} GiB ({:.2f} GiB per chip "
+                        "{:.2f} GiB included{}); a core has {:.2f} GiB ({:.2f} GiB per chip "
                         "shared by {} cores)",
                         c, gib(first_bytes), gib(first_params), gib(first_bytes - first_params),
                         gib(kept[first] ? 0 : op_bytes_out(op)), at_peak, gib(per_core),

@@ -55,10 +55,15 @@ def own_and_calls(lines):
         if not m:
             continue
         name, rest = m.group(1), m.group(2)
-        if rest.startswith("("):  # tuple shape: skip to its closing parenthesis
-            depth, i = 0, 0
+        if rest.startswith("("):  # tuple shape: its elements (for %name#i), then past it
+            depth, i, start, element = 0, 0, 1, 0
             for i, c in enumerate(rest):
-                depth += (c == "(") - (c == ")")
+                depth += (c in "([{") - (c in ")]}")
+                if depth == 1 and c == "," or depth == 0:
+                    sm = re.match(r"\s*" + SHAPE, rest[start:i])
+                    if sm:
+                        shapes[f"{name}#{element}"] = dims(sm.group(2))
+                    start, element = i + 1, element + 1
                 if depth == 0:
                     break
             out, rest = [], rest[i + 1:]
@@ -68,7 +73,7 @@ def own_and_calls(lines):
         shapes[name] = out
         op = re.match(r"\s*([a-z\-]+)\((.*?)\)(,|$)", rest)
         opcode = op.group(1) if op else ""
-        args = re.findall(r"%([\w.\-]+)", op.group(2)) if op else []
+        args = re.findall(r"%([\w.\-]+(?:#\d+)?)", op.group(2)) if op else []
         if opcode == "dot":
             lc = re.search(r"lhs_contracting_dims=\{([0-9,]*)\}", line)
             k = prod(shapes[args[0]][int(i)] for i in dims(lc.group(1))) if lc else 1

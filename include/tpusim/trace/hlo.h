@@ -217,6 +217,8 @@ struct HloModule {
     std::vector<HloComputation> computations;
     std::int32_t entry = -1;
     std::unordered_map<std::string_view, std::int32_t> by_name;  // computations
+    // Names that passes made (the call inliner's fresh names), which string_views point into.
+    std::vector<std::shared_ptr<const std::string>> owned_names;
     std::int32_t find_computation(std::string_view name) const;  // -1 if none
     const HloAttr* attr(std::string_view name) const;
     // "<path>:<line>:<column>" of a byte offset into the text.
@@ -244,6 +246,18 @@ bool is_foreign_fused(const HloModule& m);
 // that element); `fusions` counts them. The result owns new text (print + parse).
 HloModule defuse_hlo(const HloModule& m, std::int64_t* fusions = nullptr);
 
+// Whether the module has a `call` instruction.
+bool has_calls(const HloModule& m);
+// XLA's CallInliner: every `call` replaced by the instructions of the computation it calls,
+// their parameters bound to its operands, its users reading the called root; an inlined
+// instruction keeps its name where the caller has no instruction of that name, else gets a
+// fresh one (name.1, ...), and keeps its offset into the text (its line). `calls` counts the
+// calls inlined. nullopt when there is no call, one cannot be written inline (a value that
+// would be an element of an element of a tuple), or the inlined module would have more than
+// `max_instructions` (calls that fan out): then nothing is inlined.
+std::optional<HloModule> inline_calls(const HloModule& m, std::int64_t* calls = nullptr,
+                                      std::int64_t max_instructions = std::int64_t{1} << 20);
+
 // Limits of the import (docs/limits.md): how deep computations may call each other (the import
 // recurses once per level), and how many instructions it visits by default, counting a loop
 // body once per trip and a computation once per call (so that a while loop of 10^12 trips or
@@ -255,6 +269,7 @@ inline constexpr std::int64_t kMaxHloTrips = std::int64_t{1} << 40;
 
 // What the import does besides translating opcodes (docs/hlo.md, "Passes").
 struct HloImportOptions {
+    bool call_inliner = true;  // inline every `call` first (XLA's CallInliner)
     bool fusion = true;        // fuse producers into consumers in modules that have no fusions
     bool tile_padding = true;  // pad the minor two dimensions to the (8, 128) tile in bytes
     // A fusion is a graph: a value that a member computes for another member as its second
@@ -298,6 +313,7 @@ struct HloImportStats {
     std::int64_t unmodelled_custom_calls = 0;  // as visited (see `instructions`)
     std::int64_t multi_output_fusions = 0;     // pass-made fusions that joined a sibling's kernel
     std::int64_t producer_fusions = 0;  // kernels that take an operand from its producer's tiles
+    std::int64_t inlined_calls = 0;     // calls replaced by their computations (call-inliner)
     std::int64_t defused_fusions = 0;   // fusions of another backend's module inlined back
     std::vector<std::string> warnings;  // located, one line per instruction (custom-calls)
 };

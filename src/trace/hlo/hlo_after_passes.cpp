@@ -286,6 +286,13 @@ HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts) {
         d = defuse_hlo(m);
         cur = &*d;
     }
+    if (opts.call_inliner && has_calls(*cur)) {
+        std::optional<HloModule> inlined = inline_calls(*cur, nullptr, opts.max_instructions);
+        if (inlined) {
+            d = std::move(inlined);
+            cur = &*d;
+        }
+    }
     if (opts.fusion && !hlo_detail::has_fusions(*cur)) return apply_fusion_pass(*cur);
     return parse_hlo(print_hlo(*cur), m.path);
 }

@@ -13,7 +13,7 @@ namespace tpusim::hlo_detail {
 
 Importer::Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores,
                    HloImportStats& st)
-    : own_(defused(m, st)), m_(own_ ? *own_ : m), opts_(o), stats_(st) {
+    : own_(prepared(m, o, st)), m_(own_ ? *own_ : m), opts_(o), stats_(st) {
     trace_.cores = cores;
     has_fusions_ = has_fusions(m_);
     // Another backend's optimised module has had its fusions inlined back (defused): the
@@ -57,11 +57,22 @@ int Importer::line_of(std::uint32_t offset) const {
     return line_no_;
 }
 
-std::optional<HloModule> Importer::defused(const HloModule& m, HloImportStats& st) {
-    if (!is_foreign_fused(m)) return std::nullopt;
-    std::int64_t n = 0;
-    HloModule d = defuse_hlo(m, &n);
-    st.defused_fusions += n;
+std::optional<HloModule> Importer::prepared(const HloModule& m, const HloImportOptions& o,
+                                            HloImportStats& st) {
+    std::optional<HloModule> d;
+    if (is_foreign_fused(m)) {
+        std::int64_t n = 0;
+        d = defuse_hlo(m, &n);
+        st.defused_fusions += n;
+    }
+    if (o.call_inliner && has_calls(d ? *d : m)) {
+        std::int64_t n = 0;
+        std::optional<HloModule> inlined = inline_calls(d ? *d : m, &n, o.max_instructions);
+        if (inlined) {
+            d = std::move(inlined);
+            st.inlined_calls += n;
+        }
+    }
     return d;
 }
 

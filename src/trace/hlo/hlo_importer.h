@@ -26,8 +26,10 @@ class Importer {
  private:
     int line_of(std::uint32_t offset) const;
 
-    // The module with its fusions inlined when it is another backend's (is_foreign_fused).
-    static std::optional<HloModule> defused(const HloModule& m, HloImportStats& st);
+    // The module the passes run on: its fusions inlined when it is another backend's
+    // (is_foreign_fused), then its calls (call-inliner); nullopt when it is `m` as it is.
+    static std::optional<HloModule> prepared(const HloModule& m, const HloImportOptions& o,
+                                             HloImportStats& st);
 
     static std::int64_t hbm_bytes(const HloShape& s);
 
@@ -78,7 +80,7 @@ class Importer {
                        const std::function<Place(const HloOperand&)>& ext,
                        std::unordered_set<std::int64_t>* on_chip = nullptr);
 
-    std::optional<HloModule> own_;  // the defused module, if any (before m_: m_ refers to it)
+    std::optional<HloModule> own_;  // the prepared module, if any (before m_: m_ refers to it)
     const HloModule& m_;
     const HloImportOptions& opts_;
     HloImportStats& stats_;

@@ -155,6 +155,7 @@ struct HloPass {
     bool HloImportOptions::*flag;
 };
 constexpr HloPass kHloPasses[] = {
+    {"call-inliner", &HloImportOptions::call_inliner},
     {"direct-convolutions", &HloImportOptions::direct_convolutions},
     {"fusion", &HloImportOptions::fusion},
     {"kernel-graphs", &HloImportOptions::kernel_graphs},
