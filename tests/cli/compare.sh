@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tpusim compare on a base run and its 256 x 256 MXU variant: the step, each unit's busy time,
-# each kernel (an op and the ops fused into it) by how much it moved, and the config keys that
+# each kernel (an op and the ops fused into it) by how much its self time moved, and the config keys that
 # differ, all as derived here from the two reports themselves; bad inputs are located errors.
 # Usage: compare.sh path/to/tpusim (from the source root).
 set -u
@@ -17,18 +17,8 @@ import json, sys
 d = sys.argv[1]
 a, b, c = (json.load(open(f"{d}/{n}.json")) for n in ("a", "b", "c"))
 def kernels(r):
-    mhz = r["config"]["chip"]["clock_mhz"]
-    into = {o["id"]: o["bottleneck"][11:] for o in r["ops"] if o["bottleneck"].startswith("fused into ")}
-    def root(i):
-        while i in into:
-            i = into[i]
-        return i
-    k = {}
-    for o in r["ops"]:
-        s, e = o["start_cycle"] / mhz, o["end_cycle"] / mhz
-        x = k.setdefault(root(o["id"]), [s, e])
-        x[0], x[1] = min(x[0], s), max(x[1], e)
-    return {i: e - s for i, (s, e) in k.items()}
+    # Each kernel's self time on the critical path (the report's own rows), in us.
+    return {k["name"]: k["self_us"] for k in r["kernels"]}
 ka, kb = kernels(a), kernels(b)
 want = sorted(((i, ka[i], kb[i]) for i in ka), key=lambda x: -abs(x[2] - x[1]))
 errors = []
@@ -41,6 +31,10 @@ for (gi, ga, gb), (wi, wa, wb) in zip(got, want):
 ta, tb = a["seconds"] * 1e6, b["seconds"] * 1e6
 if abs(c["step"]["diff_us"] - (tb - ta)) > 1e-6:
     errors.append(f"step diff {c['step']['diff_us']} != {tb - ta}")
+# Self times add up to the step, so the kernels' moves add up to the step's.
+moved = sum(k["diff_us"] for k in c["kernels"])
+if c["kernel_time"] != "self" or abs(moved - (tb - ta)) > 1e-3 * abs(ta):
+    errors.append(f"kernel moves sum to {moved} us, the step moved {tb - ta} us")
 mxu = next(u for u in c["units"] if u["unit"] == "MXU")
 if abs(mxu["a_us"] - a["utilization"]["mxu_busy"] * ta) > 1e-6:
     errors.append("MXU busy time")
