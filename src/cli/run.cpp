@@ -184,10 +184,11 @@ void add_run_command(CLI::App& app) {
         if (!o->report.empty()) write_json(o->report, report);
         if (!o->timeline.empty()) {
             // The critical path as a track of its own: one span per stretch, named after its
-            // kernel (a loop's stretch after its kernels).
+            // kernel (a loop's stretch after its kernels). A process of its own, not a core's,
+            // so --timeline-cores keeps it whichever core the path is on.
             Timeline& tl = sim.timeline();
             const std::uint32_t track =
-                tl.track(fmt::format("core {}", r.kernels.core), "kernels (critical path)");
+                tl.track(fmt::format("critical path (core {})", r.kernels.core), "kernels");
             for (const PathSegment& seg : r.kernels.path)
                 if (seg.to > seg.from)
                     tl.span(track, kernel_path_name(r, seg), seg.from, seg.to, false);
