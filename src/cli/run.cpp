@@ -187,6 +187,7 @@ void add_run_command(CLI::App& app) {
             // kernel (a loop's stretch after its kernels). A process of its own, not a core's,
             // so --timeline-cores keeps it whichever core the path is on.
             Timeline& tl = sim.timeline();
+            const std::size_t unit_spans = tl.events();  // the capped ones, for the note
             const std::uint32_t track =
                 tl.track(fmt::format("critical path (core {})", r.kernels.core), "kernels");
             for (const PathSegment& seg : r.kernels.path)
@@ -203,7 +204,7 @@ void add_run_command(CLI::App& app) {
                 std::cerr << fmt::format(
                     "note: the timeline holds its first {} spans and left out {}: see later "
                     "ones with --timeline-window, or raise --timeline-max-spans\n",
-                    sim.timeline().events(), sim.timeline().dropped());
+                    unit_spans, sim.timeline().dropped());
         }
         if (!o->ops.empty()) write_text(o->ops, ops_csv(r));
         if (o->common.json) {
