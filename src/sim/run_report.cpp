@@ -204,11 +204,16 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
         std::string what;
         if (k.members.size() > 1)
             what = count_of(static_cast<std::int64_t>(k.members.size()), "op");
-        if (k.trips > 1) what += fmt::format("{}(x{} trips)", what.empty() ? "" : " ", k.trips);
+        if (k.trips > 1)
+            what +=
+                fmt::format("{}(x{} trips, {:.1f} cycles a trip)", what.empty() ? "" : " ", k.trips,
+                            static_cast<double>(k.self_cycles) / static_cast<double>(k.trips));
         std::string name = k.name;
         if (name.size() > 30) name = name.substr(0, 27) + "...";
-        o << fmt::format("  {:<30} {:>12} {:>10.1f} {:>5.1f}% {:>8}  {:<9} {}\n", name,
-                         k.self_cycles, us, share, tf, k.bound, what);
+        std::string line = fmt::format("  {:<30} {:>12} {:>10.1f} {:>5.1f}% {:>8}  {:<9} {}", name,
+                                       k.self_cycles, us, share, tf, k.bound, what);
+        line.erase(line.find_last_not_of(' ') + 1);
+        o << line << "\n";
     }
     if (a.kernels.size() > shown) {
         Cycle rest = 0;
@@ -218,11 +223,13 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
             overlapped += a.kernels[i].self_cycles == 0 ? 1 : 0;
         }
         o << fmt::format(
-            "  ... the other {}: {} cycles, {:.1f}% ({} overlapped others: self 0)\n",
+            "  ... the other {}: {} cycles, {:.1f}%{}\n",
             count_of(static_cast<std::int64_t>(a.kernels.size() - shown), "kernel"), rest,
             a.run_cycles > 0 ? 100.0 * static_cast<double>(rest) / static_cast<double>(a.run_cycles)
                              : 0.0,
-            overlapped);
+            overlapped == 0
+                ? std::string()
+                : fmt::format(" ({} overlapped others everywhere: self 0)", overlapped));
     }
     return o.str();
 }

@@ -139,7 +139,8 @@ if a.text:
             nm = k["name"] if len(k["name"]) <= 30 else k["name"][:27] + "..."
             if f[0] != nm or int(f[1]) != k["self_cycles"]:
                 err(f"table row '{line.strip()}' for {k['name']} {k['self_cycles']}")
-            if k["trips"] > 1 and f"(x{k['trips']} trips)" not in line:
+            if k["trips"] > 1 and (f"(x{k['trips']} trips, "
+                                   f"{k['self_cycles_per_trip']:.1f} cycles a trip)") not in line:
                 err(f"table row '{line.strip()}' without its trips")
             if len(k["members"]) > 1 and f"{len(k['members'])} ops" not in line:
                 err(f"table row '{line.strip()}' without its member count")
