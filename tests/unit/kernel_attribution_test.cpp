@@ -10,8 +10,8 @@ using tpusim::PathNode;
 
 namespace {
 
-PathNode node(Cycle start, Cycle end, std::vector<std::size_t> deps = {}, std::int64_t loop = -1,
-              double weight = 0) {
+PathNode path_node(Cycle start, Cycle end, std::vector<std::size_t> deps = {},
+                   std::int64_t loop = -1, double weight = 0) {
     PathNode n;
     n.start = start;
     n.end = end;
@@ -21,7 +21,9 @@ PathNode node(Cycle start, Cycle end, std::vector<std::size_t> deps = {}, std::i
     return n;
 }
 
-Cycle sum(const std::vector<Cycle>& v) { return std::accumulate(v.begin(), v.end(), Cycle{0}); }
+Cycle self_total(const std::vector<Cycle>& v) {
+    return std::accumulate(v.begin(), v.end(), Cycle{0});
+}
 
 }  // namespace
 
@@ -32,10 +34,11 @@ TEST_CASE("critical path: overlap goes to the predecessor, gaps to the kernel af
     //   D ends last: its last-arriving predecessor (B at 250; C, issued before it, ended at 120)
     //     -> D gets 420 - 250 = 170 (its 100, the 50 gap before it, the 20 after it).
     //   B: A ended at 100 -> B gets 250 - 100 = 150.  A: nothing before -> 100.  C: 0.
-    const auto s = tpusim::critical_path_split(
-        {node(0, 100), node(80, 250, {0}), node(40, 120, {0}), node(300, 400, {1})}, 420);
+    const auto s = tpusim::critical_path_split({path_node(0, 100), path_node(80, 250, {0}),
+                                                path_node(40, 120, {0}), path_node(300, 400, {1})},
+                                               420);
     CHECK(s.self == std::vector<Cycle>{100, 150, 0, 170});
-    CHECK(sum(s.self) == 420);
+    CHECK(self_total(s.self) == 420);
     REQUIRE(s.segments.size() == 3);
     CHECK(s.segments[0].from == 250);
     CHECK(s.segments[0].to == 420);
@@ -50,7 +53,7 @@ TEST_CASE("critical path: a predecessor that ended later is passed over", "[kern
     // the last earlier-issued node to end before 150 is P (60): Q gets 150 - 60 = 90, its
     // launch gap included. P gets 60. L overlapped everything it ran beside: 0.
     const auto s = tpusim::critical_path_split(
-        {node(0, 60), node(0, 250), node(70, 150), node(150, 300, {2})}, 300);
+        {path_node(0, 60), path_node(0, 250), path_node(70, 150), path_node(150, 300, {2})}, 300);
     CHECK(s.self == std::vector<Cycle>{60, 0, 90, 150});
 }
 
@@ -59,8 +62,8 @@ TEST_CASE("critical path: a loop is one step, split by its kernels' weights", "[
     // D [1000,1100) reads C. D gets 1100 - 1000 = 100; the loop, whose predecessor A ended at
     // 100, gets 1000 - 100 = 900: B 900 * 3/4 = 675, C 225. A gets 100.
     const auto s =
-        tpusim::critical_path_split({node(0, 100), node(100, 900, {0}, 0, 300),
-                                     node(120, 1000, {1}, 0, 100), node(1000, 1100, {2})},
+        tpusim::critical_path_split({path_node(0, 100), path_node(100, 900, {0}, 0, 300),
+                                     path_node(120, 1000, {1}, 0, 100), path_node(1000, 1100, {2})},
                                     1100);
     CHECK(s.self == std::vector<Cycle>{100, 675, 225, 100});
     REQUIRE(s.segments.size() == 3);
@@ -70,16 +73,19 @@ TEST_CASE("critical path: a loop is one step, split by its kernels' weights", "[
 TEST_CASE("critical path: whole cycles, largest remainders, nodes that did not run", "[kernels]") {
     // 100 cycles over three equal weights: 33 each and the one left over to the first.
     // The fourth node did not run on the core: 0, whatever its times say.
-    auto off = node(0, 5000);
+    auto off = path_node(0, 5000);
     off.ran = false;
-    const auto s = tpusim::critical_path_split(
-        {node(0, 100, {}, 7, 1), node(0, 90, {}, 7, 1), node(10, 100, {}, 7, 1), off}, 100);
+    const auto s =
+        tpusim::critical_path_split({path_node(0, 100, {}, 7, 1), path_node(0, 90, {}, 7, 1),
+                                     path_node(10, 100, {}, 7, 1), off},
+                                    100);
     CHECK(s.self == std::vector<Cycle>{34, 33, 33, 0});
     // All weights 0: evenly as well.
-    const auto z = tpusim::critical_path_split({node(0, 10, {}, 1), node(0, 10, {}, 1)}, 11);
+    const auto z =
+        tpusim::critical_path_split({path_node(0, 10, {}, 1), path_node(0, 10, {}, 1)}, 11);
     CHECK(z.self == std::vector<Cycle>{6, 5});
     // Nothing ran: nothing to give the time to.
-    CHECK(sum(tpusim::critical_path_split({off}, 50).self) == 0);
+    CHECK(self_total(tpusim::critical_path_split({off}, 50).self) == 0);
 }
 
 TEST_CASE("kernels: fused chains are one row named after the root", "[kernels]") {
@@ -137,9 +143,52 @@ TEST_CASE("critical path: an overlapped collective is not a predecessor of unrel
         return n;
     };
     const std::uint32_t mxu = 1u << 1, ici = 1u << 3;
-    const auto s =
-        tpusim::critical_path_split({on(node(0, 100), mxu), on(node(100, 500, {0}), mxu),
-                                     on(node(120, 700, {0}), ici), on(node(500, 800, {1}), mxu)},
-                                    800);
+    const auto s = tpusim::critical_path_split(
+        {on(path_node(0, 100), mxu), on(path_node(100, 500, {0}), mxu),
+         on(path_node(120, 700, {0}), ici), on(path_node(500, 800, {1}), mxu)},
+        800);
     CHECK(s.self == std::vector<Cycle>{100, 400, 0, 300});
+}
+
+TEST_CASE("kernels: a loop's kernels keep their trips and split the loop by weight", "[kernels]") {
+    // pre [0,50); the loop (16 trips) of body ops b0 [50,900) (weight 600) and b1 [60,1000)
+    // (weight 200, reads b0); post [1000,1040) reads b1; run ends at 1040.
+    //   post: 1040 - 1000 = 40. The loop: 1000 - 50 = 950, b0 950 * 3/4 = 712.5 and b1 237.5:
+    //   floors 712 and 237, the cycle left to the earlier of the equal remainders: b0 713,
+    //   b1 237. pre: 50.
+    std::vector<tpusim::KernelOpInput> ops(4);
+    const char* ids[] = {"pre", "b0", "b1", "post"};
+    const Cycle starts[] = {0, 50, 60, 1000}, ends[] = {50, 900, 1000, 1040};
+    const double weights[] = {10, 600, 200, 10};
+    for (std::size_t i = 0; i < 4; ++i) {
+        ops[i].id = ids[i];
+        ops[i].ran_on_core = ops[i].ran = true;
+        ops[i].core_start = ops[i].start_cycle = starts[i];
+        ops[i].core_end = ops[i].end_cycle = ends[i];
+        ops[i].core_weight = weights[i];
+        ops[i].core_units = 1;
+        if (i > 0) ops[i].deps = {i - 1};
+    }
+    for (std::size_t i : {1, 2}) {
+        ops[i].loop = 0;
+        ops[i].trips = 16;
+    }
+    const auto a = tpusim::attribute_kernels(ops, 0, 1040);
+    REQUIRE(a.kernels.size() == 4);
+    CHECK(a.sum_cycles == 1040);
+    CHECK(a.kernels[0].name == "b0");
+    CHECK(a.kernels[0].self_cycles == 713);
+    CHECK(a.kernels[0].trips == 16);
+    CHECK(a.kernels[1].name == "b1");
+    CHECK(a.kernels[1].self_cycles == 237);
+    CHECK(a.kernels[1].trips == 16);
+    CHECK(a.kernels[2].name == "pre");
+    CHECK(a.kernels[2].self_cycles == 50);
+    CHECK(a.kernels[3].name == "post");
+    CHECK(a.kernels[3].self_cycles == 40);
+    // The walk's stretches: post, the loop (both kernels, as indices into the sorted rows), pre.
+    REQUIRE(a.path.size() == 3);
+    CHECK(a.path[1].from == 50);
+    CHECK(a.path[1].to == 1000);
+    CHECK(a.path[1].nodes == std::vector<std::size_t>{0, 1});
 }
