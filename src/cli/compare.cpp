@@ -1,6 +1,8 @@
 // `tpusim compare A.json B.json`: two run reports side by side, for what-if studies: the
-// step, each unit's busy time, each kernel's span (an op with the ops fused into it) and the
-// config keys that differ, the kernels sorted by how much they moved.
+// step, each unit's busy time, each kernel's self time (an op with the ops fused into it, its
+// share of the step on the critical path, so the kernels' differences add up to the step's)
+// and the config keys that differ, the kernels sorted by how much they moved. Reports written
+// before kernels had self times (no "kernels" array) are compared by the kernels' spans.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -29,10 +31,12 @@ struct CompareOptions {
 };
 
 // A kernel: an op of the report and the ops fused into it (their "bottleneck" says "fused
-// into X", along a chain), over its span from the first start to the last end.
+// into X", along a chain): its self time in us, or its span from the first start to the last
+// end in a report without "kernels".
 struct Kernel {
     double start = 0, end = 0;
     int ops = 0;
+    double us() const { return end - start; }
 };
 
 json read_report(const std::string& path) {
@@ -43,7 +47,14 @@ json read_report(const std::string& path) {
     return r;
 }
 
-std::map<std::string, Kernel> kernels(const json& r) {
+std::map<std::string, Kernel> kernels(const json& r, bool self) {
+    if (self) {
+        std::map<std::string, Kernel> out;
+        for (const auto& k : r["kernels"])
+            out[k["name"].get<std::string>()] =
+                Kernel{0, k["self_us"].get<double>(), static_cast<int>(k["members"].size())};
+        return out;
+    }
     std::map<std::string, std::string> fused_into;
     for (const auto& op : r["ops"]) {
         const std::string v = op.value("bottleneck", "");
@@ -97,10 +108,11 @@ int compare(const CompareOptions& o) {
     }
 
     // Kernels, matched by their root op's id; sorted by how much they moved.
-    const auto ka = kernels(a), kb = kernels(b);
+    const bool self = a.contains("kernels") && b.contains("kernels");
+    const auto ka = kernels(a, self), kb = kernels(b, self);
     std::vector<json> jk;
     auto add = [&](const std::string& id, const Kernel* x, const Kernel* y) {
-        const double da = x ? x->end - x->start : 0, db = y ? y->end - y->start : 0;
+        const double da = x ? x->us() : 0, db = y ? y->us() : 0;
         jk.push_back({{"kernel", id},
                       {"ops", std::max(x ? x->ops : 0, y ? y->ops : 0)},
                       {"a_us", da},
@@ -140,6 +152,7 @@ int compare(const CompareOptions& o) {
             {"step",
              {{"a_us", ta}, {"b_us", tb}, {"diff_us", tb - ta}, {"diff_percent", pct(ta, tb)}}},
             {"units", ju},
+            {"kernel_time", self ? "self" : "span"},
             {"kernels", jk},
             {"config_differences", jc}};
         std::cout << out.dump(2) << "\n";
@@ -163,8 +176,9 @@ int compare(const CompareOptions& o) {
                                  u["unit"].get<std::string>(), u["a_us"].get<double>(),
                                  u["b_us"].get<double>(), u["diff_us"].get<double>());
     std::cout << fmt::format(
-        "  kernels    (an op and the ops fused into it; span in us, by how much "
+        "  kernels    (an op and the ops fused into it; {} in us, by how much "
         "it moved; {} of {})\n",
+        self ? "self time on the critical path" : "span (a report without self times)",
         std::min<std::size_t>(jk.size(), static_cast<std::size_t>(o.top)), jk.size());
     for (std::size_t i = 0; i < jk.size() && i < static_cast<std::size_t>(o.top); ++i) {
         const json& k = jk[i];

@@ -37,6 +37,7 @@ struct RunCliOptions {
     HloCliOptions hlo_opts;
     bool quiet = false;
     bool no_symmetry = false;
+    std::size_t top = 12;
 };
 
 // Before a long run: an output path that cannot be written is bad input now, not after it.
@@ -124,7 +125,11 @@ void add_run_command(CLI::App& app) {
                     "spans --timeline keeps at most, the first in time (default 75000: under "
                     "10 MB)")
         ->check(CLI::Range(std::size_t{1}, std::size_t{100'000'000}));
-    cmd->add_option("--ops", o->ops, "write per-op timing as CSV here");
+    cmd->add_option("--ops", o->ops,
+                    "write per-op timing as CSV here, with each op's kernel and self cycles");
+    cmd->add_option("--top", o->top,
+                    "kernels the summary table lists, most self time first (default 12)")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
     cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
     cmd->add_flag("--no-symmetry", o->no_symmetry,
                   "simulate every core even when an SPMD program lets one chip stand for all "
@@ -179,7 +184,17 @@ void add_run_command(CLI::App& app) {
         const nlohmann::json report = make_report("run", cfg, body);
         if (!o->report.empty()) write_json(o->report, report);
         if (!o->timeline.empty()) {
-            sim.timeline().write_file(o->timeline);
+            // The critical path as a track of its own: one span per stretch, named after its
+            // kernel (a loop's stretch after its kernels). A process of its own, not a core's,
+            // so --timeline-cores keeps it whichever core the path is on.
+            Timeline& tl = sim.timeline();
+            const std::size_t unit_spans = tl.events();  // the capped ones, for the note
+            const std::uint32_t track =
+                tl.track(fmt::format("critical path (core {})", r.kernels.core), "kernels");
+            for (const PathSegment& seg : r.kernels.path)
+                if (seg.to > seg.from)
+                    tl.span(track, kernel_path_name(r, seg), seg.from, seg.to, false);
+            tl.write_file(o->timeline);
             if (o->timeline_cores != "all" && r.cores > 1)
                 std::cerr << fmt::format(
                     "note: the timeline shows core{} {} of {} (--timeline-cores all for "
@@ -190,13 +205,13 @@ void add_run_command(CLI::App& app) {
                 std::cerr << fmt::format(
                     "note: the timeline holds its first {} spans and left out {}: see later "
                     "ones with --timeline-window, or raise --timeline-max-spans\n",
-                    sim.timeline().events(), sim.timeline().dropped());
+                    unit_spans, sim.timeline().dropped());
         }
         if (!o->ops.empty()) write_text(o->ops, ops_csv(r));
         if (o->common.json) {
             std::cout << report.dump(2) << "\n";
         } else {
-            std::cout << run_summary_text(r, cfg, trace.name);
+            std::cout << run_summary_text(r, cfg, trace.name, o->top);
             if (!hlo_stats.warnings.empty())
                 std::cout << fmt::format(
                     "  {} custom-call executions not modelled (warnings "

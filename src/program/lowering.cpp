@@ -102,10 +102,13 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
             info.flops = op.vector_flops;
         }
         info.cores = op.cores;
+        info.deps = op.deps;
         prog.ops.push_back(std::move(info));
     }
-    for (const auto& l : opts.loops) {
+    for (std::size_t li = 0; li < opts.loops.size(); ++li) {
+        const auto& l = opts.loops[li];
         for (std::size_t i = l.first; i < l.first + l.count; ++i) {
+            prog.ops[i].loop = static_cast<std::int64_t>(li);
             prog.ops[i].trips = l.trips;
             prog.ops[i].flops *= static_cast<double>(l.trips);
         }

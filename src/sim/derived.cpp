@@ -46,8 +46,8 @@ nlohmann::json info_json(const TpuConfig& cfg) {
     j["quoted_note"] = cfg.board.quoted_note;
     j["hbm"] = {{"bandwidth_gbps_per_chip", d.hbm_bytes_per_s_per_chip / 1e9},
                 {"capacity_gib_per_chip", d.hbm_capacity_bytes_per_chip / gib},
-                {"capacity_gib_total", d.hbm_capacity_bytes_per_chip *
-                                           static_cast<double>(cfg.chips()) / gib},
+                {"capacity_gib_total",
+                 d.hbm_capacity_bytes_per_chip * static_cast<double>(cfg.chips()) / gib},
                 {"stacks", cfg.hbm.stacks},
                 {"channels_per_chip", cfg.hbm.channels()},
                 {"data_rate_mtps", cfg.hbm.data_rate_mtps},

@@ -59,16 +59,77 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
         ops.push_back(std::move(o));
     }
     j["ops"] = std::move(ops);
+    kernels_json(r, cfg, j);
     j["stats"] = r.stats;
     j["symmetry"] = symmetry_json(r.symmetry);
     return j;
+}
+
+void kernels_json(const RunResult& r, const TpuConfig& cfg, nlohmann::json& j) {
+    const KernelAttribution& a = r.kernels;
+    const double mhz = cfg.chip.clock_mhz;
+    nlohmann::json ks = nlohmann::json::array();
+    for (const KernelRow& k : a.kernels) {
+        nlohmann::json o;
+        o["name"] = k.name;
+        nlohmann::json members = nlohmann::json::array();
+        for (std::size_t m : k.members) members.push_back(r.ops[m].id);
+        o["members"] = std::move(members);
+        o["kind"] = op_kind_name(k.kind);
+        o["self_cycles"] = k.self_cycles;
+        o["self_us"] = static_cast<double>(k.self_cycles) / mhz;
+        o["share"] = a.run_cycles > 0
+                         ? static_cast<double>(k.self_cycles) / static_cast<double>(a.run_cycles)
+                         : 0.0;
+        o["trips"] = k.trips;
+        const double trips = static_cast<double>(std::max<std::int64_t>(k.trips, 1));
+        o["self_cycles_per_trip"] = static_cast<double>(k.self_cycles) / trips;
+        o["self_us_per_trip"] = static_cast<double>(k.self_cycles) / mhz / trips;
+        o["flops_per_trip"] = k.flops / trips;
+        o["hbm_bytes_per_trip"] = static_cast<double>(k.hbm_bytes) / trips;
+        o["span_cycles"] = k.end_cycle - k.start_cycle;
+        o["start_cycle"] = k.start_cycle;
+        o["end_cycle"] = k.end_cycle;
+        nlohmann::json busy;
+        for (std::size_t u = 0; u < kUnitCount; ++u)
+            busy[unit_name(static_cast<Unit>(u))] = k.busy[u];
+        o["unit_busy_cycles"] = std::move(busy);
+        o["flops"] = k.flops;
+        o["hbm_bytes"] = k.hbm_bytes;
+        o["tflops"] = kernel_tflops(k, mhz);
+        o["bound"] = k.bound;
+        ks.push_back(std::move(o));
+    }
+    j["kernels"] = std::move(ks);
+    j["kernel_attribution"] = {{"method", a.method},
+                               {"core", a.core},
+                               {"run_cycles", a.run_cycles},
+                               {"sum_cycles", a.sum_cycles}};
+}
+
+double kernel_tflops(const KernelRow& k, double clock_mhz) {
+    if (k.self_cycles == 0) return 0.0;
+    const double seconds = static_cast<double>(k.self_cycles) / (clock_mhz * 1e6);
+    return k.flops / seconds / 1e12;
+}
+
+std::string kernel_path_name(const RunResult& r, const PathSegment& seg) {
+    const auto& ks = r.kernels.kernels;
+    if (seg.nodes.size() == 1) return ks[seg.nodes[0]].name;
+    std::string name = fmt::format("loop of {} kernels (x{}):", seg.nodes.size(),
+                                   seg.nodes.empty() ? 1 : ks[seg.nodes[0]].trips);
+    for (std::size_t i = 0; i < seg.nodes.size() && i < 3; ++i)
+        name += (i ? ", " : " ") + ks[seg.nodes[i]].name;
+    if (seg.nodes.size() > 3) name += ", ...";
+    return name;
 }
 
 nlohmann::json symmetry_json(const RunResult::Symmetry& s) {
     return {{"used", s.used}, {"simulated_cores", s.simulated_cores}, {"reason", s.reason}};
 }
 
-std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name) {
+std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name,
+                             std::size_t top) {
     std::ostringstream o;
     o << fmt::format("{} on {}: {} on {}\n", name, cfg.name, count_of(r.cores, "core"),
                      count_of(r.chips, "chip"));
@@ -122,43 +183,80 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
                          v == "latency" ? "no unit busy half the time; the most, " : "",
                          top->second, 100 * top->first);
     }
-    // The ops that took longest.
-    std::vector<const OpResult*> sorted;
-    for (const auto& op : r.ops) sorted.push_back(&op);
-    std::stable_sort(sorted.begin(), sorted.end(), [](const OpResult* a, const OpResult* b) {
-        return a->end_cycle - a->start_cycle > b->end_cycle - b->start_cycle;
-    });
-    o << fmt::format("  {:<28} {:>12} {:>10} {:>9}  {}\n", "op (longest first)", "cycles", "us",
-                     "TFLOPS", "bound by");
-    const std::size_t shown = std::min<std::size_t>(sorted.size(), 12);
+    // The kernels that took longest on the critical path; their self times add up to the run.
+    const KernelAttribution& a = r.kernels;
+    o << fmt::format(
+        "  kernels    {} as {}; self time on core {}'s critical path, adding up to the run "
+        "(docs/program.md)\n",
+        count_of(static_cast<std::int64_t>(r.ops.size()), "op"),
+        count_of(static_cast<std::int64_t>(a.kernels.size()), "kernel"), a.core);
+    o << fmt::format("  {:<30} {:>12} {:>10} {:>6} {:>8}  {:<9} {}\n", "kernel (most self time)",
+                     "self cycles", "self us", "share", "TFLOPS", "bound", "ops / trips");
+    const std::size_t shown = std::min<std::size_t>(a.kernels.size(), top);
     for (std::size_t i = 0; i < shown; ++i) {
-        const OpResult& op = *sorted[i];
-        const Cycle c = op.end_cycle - op.start_cycle;
-        const double us = static_cast<double>(c) / cfg.chip.clock_mhz;
-        const double tf = c == 0 ? 0.0 : op.flops / (us * 1e-6) / 1e12;
-        const std::string id = op.trips > 1 ? fmt::format("{} (x{})", op.id.substr(0, 20), op.trips)
-                                            : op.id.substr(0, 28);
-        o << fmt::format("  {:<28} {:>12} {:>10.1f} {:>9.2f}  {}\n", id, c, us, tf, op.bottleneck);
+        const KernelRow& k = a.kernels[i];
+        const double us = static_cast<double>(k.self_cycles) / cfg.chip.clock_mhz;
+        const double share = a.run_cycles > 0 ? 100.0 * static_cast<double>(k.self_cycles) /
+                                                    static_cast<double>(a.run_cycles)
+                                              : 0.0;
+        const std::string tf =
+            k.self_cycles == 0 ? "-" : fmt::format("{:.2f}", kernel_tflops(k, cfg.chip.clock_mhz));
+        std::string what;
+        if (k.members.size() > 1)
+            what = count_of(static_cast<std::int64_t>(k.members.size()), "op");
+        if (k.trips > 1)
+            what +=
+                fmt::format("{}(x{} trips, {:.1f} cycles a trip)", what.empty() ? "" : " ", k.trips,
+                            static_cast<double>(k.self_cycles) / static_cast<double>(k.trips));
+        std::string name = k.name;
+        if (name.size() > 30) name = name.substr(0, 27) + "...";
+        std::string line = fmt::format("  {:<30} {:>12} {:>10.1f} {:>5.1f}% {:>8}  {:<9} {}", name,
+                                       k.self_cycles, us, share, tf, k.bound, what);
+        line.erase(line.find_last_not_of(' ') + 1);
+        o << line << "\n";
     }
-    if (sorted.size() > shown) o << fmt::format("  ... {} more ops\n", sorted.size() - shown);
+    if (a.kernels.size() > shown) {
+        Cycle rest = 0;
+        std::size_t overlapped = 0;
+        for (std::size_t i = shown; i < a.kernels.size(); ++i) {
+            rest += a.kernels[i].self_cycles;
+            overlapped += a.kernels[i].self_cycles == 0 ? 1 : 0;
+        }
+        o << fmt::format(
+            "  ... the other {}: {} cycles, {:.1f}%{}\n",
+            count_of(static_cast<std::int64_t>(a.kernels.size() - shown), "kernel"), rest,
+            a.run_cycles > 0 ? 100.0 * static_cast<double>(rest) / static_cast<double>(a.run_cycles)
+                             : 0.0,
+            overlapped == 0
+                ? std::string()
+                : fmt::format(" ({} overlapped others everywhere: self 0)", overlapped));
+    }
     return o.str();
 }
+
+namespace {
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+}
+}  // namespace
 
 std::string ops_csv(const RunResult& r) {
     std::ostringstream o;
     o << "id,kind,start_cycle,end_cycle,cycles,dma_busy_cycles,mxu_busy_cycles,vpu_busy_cycles,"
-         "ici_busy_cycles,host_busy_cycles,flops,hbm_bytes,bottleneck,trips\n";
-    for (const auto& op : r.ops) {
-        std::string id = op.id;
-        if (id.find_first_of(",\"\n") != std::string::npos) {
-            std::string q = "\"";
-            for (char c : id) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-            id = q + "\"";
-        }
-        o << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.0f},{},{},{}\n", id,
+         "ici_busy_cycles,host_busy_cycles,flops,hbm_bytes,bottleneck,trips,kernel,self_cycles\n";
+    const KernelAttribution& a = r.kernels;
+    for (std::size_t i = 0; i < r.ops.size(); ++i) {
+        const OpResult& op = r.ops[i];
+        const bool attributed = i < a.op_kernel.size();
+        o << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.0f},{},{},{},{},{}\n", csv_field(op.id),
                          op_kind_name(op.kind), op.start_cycle, op.end_cycle,
                          op.end_cycle - op.start_cycle, op.busy[0], op.busy[1], op.busy[2],
-                         op.busy[3], op.busy[4], op.flops, op.hbm_bytes, op.bottleneck, op.trips);
+                         op.busy[3], op.busy[4], op.flops, op.hbm_bytes, op.bottleneck, op.trips,
+                         attributed ? csv_field(a.kernels[a.op_kernel[i]].name) : std::string(),
+                         attributed ? a.op_self[i] : Cycle{0});
     }
     return o.str();
 }

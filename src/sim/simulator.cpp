@@ -214,6 +214,51 @@ RunResult Simulator::run(const Program& program) {
         if (op.kind == OpKind::Matmul) r.mxu_flops += op.flops;
     }
     assign_verdicts(program, r, cfg_);
+    // Kernels and the critical-path split, on the core that ends last (the first such).
+    static_assert(kUnitCount == kUnitCountForKernels, "kernel rows keep a count per Unit");
+    {
+        std::int64_t path_core = 0;
+        for (std::int64_t c = 0; c < nsim; ++c)
+            if (board_->core(c).end_cycle() > board_->core(path_core).end_cycle()) path_core = c;
+        std::unordered_map<std::string, std::size_t> index;
+        for (std::size_t i = 0; i < program.ops.size(); ++i) index.emplace(program.ops[i].id, i);
+        std::vector<KernelOpInput> in(program.ops.size());
+        for (std::size_t i = 0; i < program.ops.size(); ++i) {
+            const OpInfo& info = program.ops[i];
+            const OpResult& op = r.ops[i];
+            KernelOpInput& k = in[i];
+            k.id = op.id;
+            k.kind = op.kind;
+            if (!info.fused_into.empty()) {
+                const auto it = index.find(info.fused_into);
+                if (it != index.end()) k.fused_into = it->second;
+            }
+            k.deps = info.deps;
+            k.loop = info.loop;
+            k.trips = info.trips;
+            const OpTiming& t = board_->core(path_core).stats().ops[i];
+            k.ran_on_core = t.ran();
+            if (k.ran_on_core) {
+                k.core_start = t.start;
+                k.core_end = t.end;
+                for (std::size_t u = 0; u < kUnitCount; ++u) {
+                    double b = static_cast<double>(t.busy[u]);
+                    if (u == static_cast<std::size_t>(Unit::Mxu))
+                        b /= static_cast<double>(std::max<std::int64_t>(cfg_.core.mxus, 1));
+                    k.core_weight = std::max(k.core_weight, b);
+                    if (t.busy[u] > 0) k.core_units |= 1u << u;
+                }
+            }
+            k.start_cycle = op.start_cycle;
+            k.end_cycle = op.end_cycle;
+            k.ran = op.end_cycle > op.start_cycle || op.cores_ran > 0;
+            for (std::size_t u = 0; u < kUnitCount; ++u) k.busy[u] = op.busy[u];
+            k.flops = op.flops;
+            k.hbm_bytes = op.hbm_bytes;
+            k.bottleneck = op.bottleneck;
+        }
+        r.kernels = attribute_kernels(in, path_core, r.cycles);
+    }
     r.achieved_tflops = r.seconds > 0 ? r.mxu_flops / r.seconds / 1e12 : 0.0;
     r.mxu_utilization = r.peak_tflops > 0 ? r.achieved_tflops / r.peak_tflops : 0.0;
     board_->collect(r);

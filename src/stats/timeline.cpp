@@ -39,7 +39,8 @@ std::uint32_t Timeline::intern(std::string_view s) {
     return id;
 }
 
-void Timeline::span(std::uint32_t track, std::string_view name, Cycle start, Cycle end) {
+void Timeline::span(std::uint32_t track, std::string_view name, Cycle start, Cycle end,
+                    bool capped) {
     if (!enabled_) return;
     end = std::max(start, end);
     if (!tracks_[track].kept || end < limits_.from || start > limits_.to) {
@@ -48,7 +49,7 @@ void Timeline::span(std::uint32_t track, std::string_view name, Cycle start, Cyc
     }
     start = std::max(start, limits_.from);
     end = std::min(end, limits_.to);
-    if (events_.size() >= max_events_) {
+    if (capped && events_.size() >= max_events_) {
         ++dropped_;
         return;
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tpusim compare on a base run and its 256 x 256 MXU variant: the step, each unit's busy time,
-# each kernel (an op and the ops fused into it) by how much it moved, and the config keys that
+# each kernel (an op and the ops fused into it) by how much its self time moved, and the config keys that
 # differ, all as derived here from the two reports themselves; bad inputs are located errors.
 # Usage: compare.sh path/to/tpusim (from the source root).
 set -u
@@ -17,18 +17,8 @@ import json, sys
 d = sys.argv[1]
 a, b, c = (json.load(open(f"{d}/{n}.json")) for n in ("a", "b", "c"))
 def kernels(r):
-    mhz = r["config"]["chip"]["clock_mhz"]
-    into = {o["id"]: o["bottleneck"][11:] for o in r["ops"] if o["bottleneck"].startswith("fused into ")}
-    def root(i):
-        while i in into:
-            i = into[i]
-        return i
-    k = {}
-    for o in r["ops"]:
-        s, e = o["start_cycle"] / mhz, o["end_cycle"] / mhz
-        x = k.setdefault(root(o["id"]), [s, e])
-        x[0], x[1] = min(x[0], s), max(x[1], e)
-    return {i: e - s for i, (s, e) in k.items()}
+    # Each kernel's self time on the critical path (the report's own rows), in us.
+    return {k["name"]: k["self_us"] for k in r["kernels"]}
 ka, kb = kernels(a), kernels(b)
 want = sorted(((i, ka[i], kb[i]) for i in ka), key=lambda x: -abs(x[2] - x[1]))
 errors = []
@@ -41,6 +31,10 @@ for (gi, ga, gb), (wi, wa, wb) in zip(got, want):
 ta, tb = a["seconds"] * 1e6, b["seconds"] * 1e6
 if abs(c["step"]["diff_us"] - (tb - ta)) > 1e-6:
     errors.append(f"step diff {c['step']['diff_us']} != {tb - ta}")
+# Self times add up to the step, so the kernels' moves add up to the step's.
+moved = sum(k["diff_us"] for k in c["kernels"])
+if c["kernel_time"] != "self" or abs(moved - (tb - ta)) > 1e-3 * abs(ta):
+    errors.append(f"kernel moves sum to {moved} us, the step moved {tb - ta} us")
 mxu = next(u for u in c["units"] if u["unit"] == "MXU")
 if abs(mxu["a_us"] - a["utilization"]["mxu_busy"] * ta) > 1e-6:
     errors.append("MXU busy time")
@@ -56,6 +50,29 @@ then passes=$((passes + 1)); else fails=$((fails + 1)); fi
 grep -q "^  step       .* us -> .* us (-" "$tmp/c.txt" && grep -q "mxu.rows 128 -> 256" "$tmp/c.txt" &&
     [ "$(grep -c '^    l0\.' "$tmp/c.txt")" = 3 ] && passes=$((passes + 1)) ||
     fail "compare text: $(cat "$tmp/c.txt")"
+# A report written before kernels had self times (no "kernels"): kernels by their spans.
+python3 - "$tmp" <<'PY' || fail "writing the reports without kernels"
+import json, sys
+d = sys.argv[1]
+for n in ("a", "b"):
+    r = json.load(open(f"{d}/{n}.json"))
+    del r["kernels"], r["kernel_attribution"]
+    json.dump(r, open(f"{d}/old_{n}.json", "w"))
+PY
+"$bin" compare "$tmp/old_a.json" "$tmp/old_b.json" --json > "$tmp/old.json" || fail "compare old reports: $?"
+if python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+a, c = json.load(open(f"{d}/a.json")), json.load(open(f"{d}/old.json"))
+spans = {k["name"]: (k["end_cycle"] - k["start_cycle"]) / a["config"]["chip"]["clock_mhz"]
+         for k in a["kernels"]}
+got = {k["kernel"]: k["a_us"] for k in c["kernels"]}
+ok = c["kernel_time"] == "span" and got.keys() == spans.keys() and all(
+    abs(got[i] - spans[i]) < 1e-6 for i in spans)
+print("ok   compare old reports by span" if ok else f"FAIL compare old reports: {got} != {spans}")
+sys.exit(0 if ok else 1)
+PY
+then passes=$((passes + 1)); else fails=$((fails + 1)); fi
 expect_error "compare a config" "configs/tpu_v3_8.json: not a tpusim run report" -- compare "$tmp/a.json" $v3
 expect_error "compare a missing file" "$tmp/none.json: cannot open file" -- compare "$tmp/a.json" "$tmp/none.json"
 finish

@@ -152,7 +152,9 @@ struct OpInfo {
     double padded_flops = 0;  // FLOPs the MXU performs including padding
     Bytes hbm_bytes = 0;      // bytes the op moves between HBM and VMEM on one core, every trip
     std::vector<std::int64_t> cores;
-    std::string fused_into;  // producer whose tiles this op consumed in VMEM, if any
+    std::string fused_into;         // producer whose tiles this op consumed in VMEM, if any
+    std::vector<std::size_t> deps;  // ops (indices into Program::ops) whose results it reads
+    std::int64_t loop = -1;         // index of the loop whose body it is in; -1: none
 };
 
 struct Program {

@@ -14,6 +14,7 @@
 #include "tpusim/arch/memory/hbm_calibrated.h"
 #include "tpusim/config/tpu_config.h"
 #include "tpusim/program/program.h"
+#include "tpusim/sim/kernel_attribution.h"
 #include "tpusim/stats/timeline.h"
 
 namespace tpusim {
@@ -67,6 +68,9 @@ struct RunResult {
     Bytes ici_bytes = 0;
     std::int64_t cores = 0, chips = 0;
     std::vector<OpResult> ops;
+    // The ops as kernels (an op with the ops fused into it) and each one's share of `cycles`
+    // on the critical path of the core that ends last (include/tpusim/sim/kernel_attribution.h).
+    KernelAttribution kernels;
     nlohmann::json stats;  // the full stats tree
     // SPMD symmetry: whether one representative chip stood for the board, how many cores were
     // simulated, and why every core was simulated when it did not.
@@ -119,9 +123,19 @@ std::string bottleneck_of(double mxu, double hbm, double vpu, double ici, double
 std::string bottleneck_of(const UnitShares& s);
 // bottleneck_of over the run's utilization figures.
 std::string run_bottleneck(const RunResult& r);
-// Text summary for the terminal.
-std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name);
-// Per-op CSV: id, kind, start/end cycles, busy cycles per unit, bottleneck.
+// Text summary for the terminal; the kernel table lists the `top` kernels with the most self
+// time.
+std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name,
+                             std::size_t top = 12);
+// The report's "kernels" (rows as docs/program.md describes them, largest self time first) and
+// "kernel_attribution" {"method", "core", "run_cycles", "sum_cycles"}, added to `j`.
+void kernels_json(const RunResult& r, const TpuConfig& cfg, nlohmann::json& j);
+// A kernel's TFLOPS over its self time (all cores' FLOPs); 0 when its self time is 0.
+double kernel_tflops(const KernelRow& k, double clock_mhz);
+// A name for a stretch of the critical path: its kernel's, or its loop's kernels'.
+std::string kernel_path_name(const RunResult& r, const PathSegment& seg);
+// Per-op CSV: id, kind, start/end cycles, busy cycles per unit, bottleneck, trips, and the
+// op's kernel (its root op's id) and self cycles (a root's is its kernel's; a fused op's 0).
 std::string ops_csv(const RunResult& r);
 
 }  // namespace tpusim

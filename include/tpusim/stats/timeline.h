@@ -46,8 +46,11 @@ class Timeline {
     // A track handle for (process, thread), e.g. ("core 0", "MXU 1"). Idempotent.
     std::uint32_t track(const std::string& process, const std::string& thread);
     // A complete event [start, end) on a track; `name` is interned. Spans on one track may
-    // overlap (see the contract above).
-    void span(std::uint32_t track, std::string_view name, Cycle start, Cycle end);
+    // overlap (see the contract above). An uncapped span (a summary track written after the
+    // run, such as the critical path's kernels) is kept past max_events, within the limits'
+    // cores and window.
+    void span(std::uint32_t track, std::string_view name, Cycle start, Cycle end,
+              bool capped = true);
 
     std::size_t events() const { return events_.size(); }
     std::size_t dropped() const { return dropped_; }
