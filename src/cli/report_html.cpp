@@ -710,6 +710,7 @@ std::string roofline_svg(const Page& p) {
 // bandwidth of the cores' shares of their chips. The line's mean is the run's figure for MXU,
 // VPU and HBM (data-mean; tests/cli/html_report.sh checks it).
 std::string utilization_svg(const Page& p, const Fields& f) {
+    if (!(p.cycles > 0)) return "<p class=\"note\">The step took no time: nothing to show.</p>\n";
     const json& ops = (*p.r)["ops"];
     const std::size_t bins =
         static_cast<std::size_t>(std::max(1.0, std::min(200.0, std::floor(p.cycles))));
