@@ -91,6 +91,12 @@ class Fields {
                        const std::string& dflt) const {
         return obj.is_object() && obj.contains(key) ? str(obj, ptr, key) : dflt;
     }
+    // A count or rate that a roof or a unit count divides or multiplies by.
+    double positive(const json& obj, const std::string& ptr, const char* key) const {
+        const double v = num(obj, ptr, key);
+        if (!(v > 0)) fail(json_pointer_child(ptr, key), fmt::format("expected > 0, got {}", v));
+        return v;
+    }
     const json& array(const json& obj, const std::string& ptr, const char* key) const {
         const json& v = get(obj, ptr, key);
         if (!v.is_array())
@@ -147,15 +153,14 @@ void read_roofs(Page& p, const Fields& f) {
     const json& mxu = f.get(cfg, "/config", "mxu");
     const json& vpu = f.get(cfg, "/config", "vpu");
     const json& dma = f.get(cfg, "/config", "dma");
-    p.mhz = f.num(chip, "/config/chip", "clock_mhz");
-    p.cores_per_chip = f.num(chip, "/config/chip", "cores_per_chip");
-    if (!(p.mhz > 0)) f.fail("/config/chip/clock_mhz", "expected a positive clock");
-    if (!(p.cores_per_chip > 0)) f.fail("/config/chip/cores_per_chip", "expected at least 1");
-    const double mxus = f.num(core, "/config/core", "mxus");
-    const double rows = f.num(mxu, "/config/mxu", "rows"), cols = f.num(mxu, "/config/mxu", "cols");
-    const double lanes = f.num(vpu, "/config/vpu", "lanes"),
-                 sublanes = f.num(vpu, "/config/vpu", "sublanes"),
-                 slots = f.num(vpu, "/config/vpu", "valu_slots");
+    p.mhz = f.positive(chip, "/config/chip", "clock_mhz");
+    p.cores_per_chip = f.positive(chip, "/config/chip", "cores_per_chip");
+    const double mxus = f.positive(core, "/config/core", "mxus");
+    const double rows = f.positive(mxu, "/config/mxu", "rows"),
+                 cols = f.positive(mxu, "/config/mxu", "cols");
+    const double lanes = f.positive(vpu, "/config/vpu", "lanes"),
+                 sublanes = f.positive(vpu, "/config/vpu", "sublanes"),
+                 slots = f.positive(vpu, "/config/vpu", "valu_slots");
     const double hz = p.mhz * 1e6;
     // The same derivations as `tpusim info` (MXU) and scripts/plot.py (VPU: one operation per
     // element per vector ALU slot and cycle).
@@ -168,11 +173,11 @@ void read_roofs(Page& p, const Fields& f) {
     // A core's own share of its chip's HBM (a v3 core: half of the chip's), as the summary's
     // HBM line and the verdicts use it.
     const double chip_gbps =
-        f.num(f.get(*p.r, "", "hbm"), "/hbm", "peak_gbps_per_chip");  // derived by the run
+        f.positive(f.get(*p.r, "", "hbm"), "/hbm", "peak_gbps_per_chip");  // derived by the run
     p.hbm_roof = chip_gbps * 1e9 / p.cores_per_chip;
     p.hbm_how =
         fmt::format("{:.1f} GB/s per chip / {:g} cores per chip", chip_gbps, p.cores_per_chip);
-    const double engines = f.num(dma, "/config/dma", "engines");
+    const double engines = f.positive(dma, "/config/dma", "engines");
     p.units = {p.cores * mxus, p.cores, p.cores * engines, p.cores, p.cores};
 }
 
@@ -307,7 +312,7 @@ void span_rows(Page& p, const Fields& f) {
 
 Page read_page(const json& r, const std::string& file, const std::string& timeline) {
     const Fields f(file);
-    if (!r.is_object() || r.value("command", "") != "run")
+    if (!r.is_object() || !r.contains("command") || r["command"] != "run")
         throw InputError(file, "", "not a tpusim run report (write one with tpusim run --report)");
     if (!r.contains("ops"))
         throw InputError(file, "/ops",
@@ -359,7 +364,8 @@ std::string summary_html(const Page& p, const Fields& f) {
     const double cores = f.num(r, "", "cores"), chips = f.num(r, "", "chips");
     std::string cores_text = fmt::format("{:g} core{} on {:g} chip{}", cores, cores == 1 ? "" : "s",
                                          chips, chips == 1 ? "" : "s");
-    if (r.contains("symmetry") && r["symmetry"].is_object() && r["symmetry"].value("used", false))
+    if (r.contains("symmetry") && r["symmetry"].is_object() && r["symmetry"].contains("used") &&
+        r["symmetry"]["used"] == true)
         cores_text +=
             fmt::format(" (SPMD symmetry: {:g} simulated, the others run the same program)",
                         f.num(r["symmetry"], "/symmetry", "simulated_cores"));
@@ -447,7 +453,11 @@ std::string kernel_table_html(const Page& p) {
     const std::string all = p.cores > 1 ? fmt::format(" of all {:g} cores", p.cores) : "";
     cols.push_back({"tflops", "TFLOPS", "FLOPs" + all + " / " + t + " time", false});
     cols.push_back({"intensity", "FLOP/B", "FLOPs per HBM byte", false});
-    cols.push_back({"gbps", "HBM GB/s", "HBM bytes" + all + " / " + t + " time", false});
+    // Per chip, the summary's denominator: the bytes over the chips the program ran on.
+    cols.push_back(
+        {"gbps", "HBM GB/s per chip",
+         fmt::format("HBM bytes / {:g} chip{} / {} time", p.chips, p.chips == 1 ? "" : "s", t),
+         false});
     const char* unit_keys[] = {"mxu_us", "vpu_us", "dma_us", "ici_us", "host_us"};
     for (std::size_t u = 0; u < kUnits.size(); ++u)
         if (shown[u])
@@ -508,7 +518,7 @@ std::string kernel_table_html(const Page& p) {
                 } else if (k == "intensity") {
                     x = r.hbm_bytes > 0 ? r.flops / r.hbm_bytes : -1;
                 } else if (k == "gbps") {
-                    x = secs > 0 ? r.hbm_bytes / secs / 1e9 : 0;
+                    x = secs > 0 ? r.hbm_bytes / p.chips / secs / 1e9 : 0;
                 } else {
                     for (std::size_t u = 0; u < kUnits.size(); ++u)
                         if (k == unit_keys[u]) x = r.busy[u] / p.units[u] * us_per_cycle;
@@ -565,13 +575,15 @@ std::string roofline_svg(const Page& p) {
     double xlo = std::min(ridge_vpu, ridge_mxu), xhi = std::max(ridge_vpu, ridge_mxu);
     double ylo = std::min(p.vpu_roof, p.mxu_roof), yhi = std::max(p.vpu_roof, p.mxu_roof);
     for (const Pt& q : pts) {
-        xlo = std::min(xlo, q.x), xhi = std::max(xhi, q.x);
-        ylo = std::min(ylo, q.y), yhi = std::max(yhi, q.y);
+        xlo = std::min(xlo, q.x);
+        xhi = std::max(xhi, q.x);
+        ylo = std::min(ylo, q.y);
+        yhi = std::max(yhi, q.y);
     }
     // Whole decades around everything.
-    xlo = std::pow(10, std::floor(std::log10(xlo / 2))),
+    xlo = std::pow(10, std::floor(std::log10(xlo / 2)));
     xhi = std::pow(10, std::ceil(std::log10(xhi * 4)));
-    ylo = std::pow(10, std::floor(std::log10(ylo / 2))),
+    ylo = std::pow(10, std::floor(std::log10(ylo / 2)));
     yhi = std::pow(10, std::ceil(std::log10(yhi * 2)));
     const double W = 760, H = 440, L = 70, R = 20, T = 20, B = 50;
     const LogAxis ax{xlo, xhi, L, W - R}, ay{ylo, yhi, H - B, T};

@@ -124,6 +124,9 @@ def expect(path):
         rows = [(n, x[1] - x[0], x[2], x[3]) for n, x in g.items()]
         e["source"] = "spans"
     rows.sort(key=lambda x: -x[1])
+    # The table's rates: TFLOPS of all cores, HBM GB/s per chip (the summary's denominator).
+    e["rates"] = {n: (f / (t / hz) / 1e12 if t else 0, b / r["chips"] / (t / hz) / 1e9 if t else 0)
+                  for n, t, f, b in rows}
     # Per core: the report's FLOPs are the program's cores' together.
     e["pts"] = {n: (f / b, f / r["cores"] / (t / hz)) for n, t, f, b in rows if t > 0 and f > 0 and b > 0}
     e["names"] = [x[0] for x in rows]
@@ -155,6 +158,8 @@ class Page(HTMLParser):
             self._in_body = True
         if self._in_body and tag == "tr":
             self.rows.append([])
+        if self._tbl and tag == "th":
+            self.keys = getattr(self, "keys", []) + [a.get("data-key")]
         if self._in_body and tag == "td":
             self.rows[-1].append(a.get("data-v"))
         if tag == "circle" and "data-kernel" in a:
@@ -216,6 +221,11 @@ for name, rep in (("rk", "RK"), ("rs", "RS"), ("dp", "DP")):
         errors.append(f"{name}: no '{e['time']}'")
     if e["source"] == "spans" and "timed by spans" not in p.alltext():
         errors.append(f"{name}: the fallback does not say its times are spans")
+    for row in p.rows:
+        cell = dict(zip(p.keys, row))
+        tf, gb = e["rates"][cell["name"]]
+        if abs(float(cell["tflops"]) - tf) > 1e-9 * tf or abs(float(cell["gbps"]) - gb) > 1e-9 * gb:
+            errors.append(f"{name}: {cell['name']} {cell['tflops']} TFLOPS, {cell['gbps']} GB/s per chip; want {tf}, {gb}")
     svg = p.attrs["roofline-svg"]
     for k in ("mxu_roof", "vpu_roof", "hbm_roof"):
         got = float(svg["data-" + k.replace("_", "-")])
