@@ -4,9 +4,11 @@
 # Works as root, or through sudo when it is available.
 set -euo pipefail
 
-# clang and libclang-rt-14-dev: the libFuzzer harnesses (scripts/fuzz.sh, docs/fuzzing.md).
+# clang and libclang-rt-14-dev: the libFuzzer harnesses (scripts/fuzz.sh, docs/fuzzing.md);
+# chromium: the HTML report's test in a headless browser (tests/cli/html_report.sh).
 PACKAGES=(cmake ninja-build g++ pkg-config libsystemc-dev libfmt-dev nlohmann-json3-dev
-          catch2 libcli11-dev libsqlite3-dev python3 python3-matplotlib clang libclang-rt-14-dev)
+          catch2 libcli11-dev libsqlite3-dev python3 python3-matplotlib clang libclang-rt-14-dev
+          chromium)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -51,6 +51,7 @@ int run_cli(int argc, char* argv[]) {
     tpusim::cli::add_import_command(app);
     tpusim::cli::add_sweep_command(app);
     tpusim::cli::add_compare_command(app);
+    tpusim::cli::add_report_command(app);
     auto* bench = app.add_subcommand("bench", "microbenchmarks run through the simulator");
     bench->require_subcommand(1);
     tpusim::cli::add_bench_commands(*bench);

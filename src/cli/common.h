@@ -50,6 +50,7 @@ void add_trace_command(CLI::App& app);
 void add_import_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_compare_command(CLI::App& app);  // compare.cpp
+void add_report_command(CLI::App& app);   // report_html.cpp
 // Sub-commands of `tpusim bench`.
 void add_bench_commands(CLI::App& bench);
 void add_bench_peak_command(CLI::App& bench);

@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "hlo_options.h"
+#include "report_html.h"
 #include "tpusim/common/error.h"
 #include "tpusim/common/progress.h"
 #include "tpusim/common/text_output.h"
@@ -30,7 +31,7 @@ namespace {
 
 struct RunCliOptions {
     CommonOptions common;
-    std::string trace, hlo, report, timeline, ops, fidelity;
+    std::string trace, hlo, report, timeline, ops, fidelity, html;
     std::string timeline_cores = "0", timeline_window;
     // About 125 bytes per span in the file: 75,000 spans keep it under 10 MB.
     std::size_t timeline_max_spans = 75'000;
@@ -130,6 +131,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("--top", o->top,
                     "kernels the summary table lists, most self time first (default 12)")
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
+    cmd->add_option("--html", o->html, "write the report as one HTML page here (tpusim report)");
     cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
     cmd->add_flag("--no-symmetry", o->no_symmetry,
                   "simulate every core even when an SPMD program lets one chip stand for all "
@@ -146,6 +148,7 @@ void add_run_command(CLI::App& app) {
         check_writable(o->report, "report");
         check_writable(o->timeline, "timeline");
         check_writable(o->ops, "per-op CSV");
+        check_writable(o->html, "HTML report");
         if (o->trace.empty() == o->hlo.empty())
             throw InputError("tpusim run", "", "give a program: --trace T.json or --hlo F.hlo");
         HloImportStats hlo_stats;
@@ -208,6 +211,9 @@ void add_run_command(CLI::App& app) {
                     unit_spans, sim.timeline().dropped());
         }
         if (!o->ops.empty()) write_text(o->ops, ops_csv(r));
+        if (!o->html.empty())
+            write_html_report(o->html, report, o->report.empty() ? "tpusim run" : o->report,
+                              o->timeline);
         if (o->common.json) {
             std::cout << report.dump(2) << "\n";
         } else {
