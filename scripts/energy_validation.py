@@ -111,6 +111,20 @@ def main():
                   f"{label}: idle < average <= peak")
             bound(e["peak_watts_per_chip"] <= info3["full_load_watts_per_chip"] + 1e-9,
                   f"{label}: peak <= full load")
+            if gen[0] == "resnet50":
+                # A training epoch: the chips idle (static power) while the host works, so the
+                # run's average lies between idle and the device steps' average.
+                t = json.loads(run(b, "train", "--config", v3, "--trace", path, "--run",
+                                   "examples/resnet50_imagenet.run.json", "--quiet", "--json"))
+                te = t["energy"]
+                batch = json.load(open(os.path.join(ROOT, "examples",
+                                                    "resnet50_imagenet.run.json")))["global_batch"]
+                bound(te["idle_watts_per_chip"] < te["average_watts_per_chip"]
+                      <= te["device_step_watts_per_chip"] * (1 + 1e-9),
+                      "train: idle < run average <= device-step average")
+                bound(te["joules_per_sample"] > 0 and
+                      abs(te["joules_per_sample"] * batch * t["steps"] - te["joules"])
+                      <= 1e-9 * te["joules"], "train: joules per sample x samples = joules")
             rows.append((f"v3-8 {label} (peak over {e['peak_window_us']:.3g} us: "
                          f"{e['peak_watts_per_chip']:.1f} W)", f"{avg:.1f}",
                          f"{V3_MEAN_W:.0f} (mean)", pct(avg, V3_MEAN_W),
