@@ -9,6 +9,7 @@
 #include "common.h"
 #include "tpusim/program/lowering.h"
 #include "tpusim/sim/derived.h"
+#include "tpusim/sim/run_energy.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/report.h"
 
@@ -59,6 +60,8 @@ void add_bench_peak_command(CLI::App& bench) {
         body["fraction_of_peak"] = r.achieved_tflops / (d.peak_flops_total / 1e12);
         body["hbm_gbps_per_chip"] = r.hbm_gbps_per_chip;
         body["wall_seconds"] = wall;
+        const RunEnergy energy = run_energy(r, cfg);
+        body["energy"] = run_energy_json(energy, cfg);
         if (opts.json) {
             std::cout << make_report("bench peak", cfg, body).dump(2) << "\n";
             return;
@@ -70,6 +73,7 @@ void add_bench_peak_command(CLI::App& bench) {
             cfg.name, size, size, size, r.cores, r.cycles, r.seconds * 1e3, r.achieved_tflops,
             d.peak_flops_total / 1e12, 100.0 * body["fraction_of_peak"].get<double>(),
             r.hbm_gbps_per_chip, wall);
+        std::cout << run_energy_line(energy, cfg);
     });
 }
 

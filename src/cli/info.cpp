@@ -50,6 +50,12 @@ void print_info_text(const TpuConfig& cfg) {
                              cfg.vmem.capacity_mib, cfg.vpu.sublanes, cfg.vpu.lanes);
     std::cout << fmt::format("  ICI        {} links per chip, {} GB/s per link and direction\n",
                              cfg.ici.links_per_chip, cfg.ici.link_bandwidth_gbps);
+    const auto& e = j["energy"];
+    std::cout << fmt::format(
+        "  power      modelled {:.1f} W per chip idle, {:.1f} W with every unit at its peak "
+        "rate; TDP {:g} W (docs/energy.md)\n",
+        e["idle_watts_per_chip"].get<double>(), e["full_load_watts_per_chip"].get<double>(),
+        e["tdp_watts_per_chip"].get<double>());
 }
 
 struct InfoOptions {

@@ -14,6 +14,7 @@
 #include "hlo_options.h"
 #include "tpusim/common/error.h"
 #include "tpusim/program/from_trace.h"
+#include "tpusim/sim/run_energy.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/report.h"
 #include "tpusim/trace/hlo.h"
@@ -23,6 +24,37 @@
 namespace tpusim::cli {
 
 namespace {
+
+// The run's energy (docs/energy.md): the simulated steps' dynamic energy per device cycle,
+// over every device cycle of the run (exact under steady-state step reuse), plus the board's
+// static power over the whole run (host, infeed and compile time included: the chips idle).
+nlohmann::json train_energy_json(const RunResult& rr, const TrainResult& r, const TrainInputs& in,
+                                 const TpuConfig& cfg) {
+    const RunEnergy step = run_energy(rr, cfg);
+    const double hz = r.clock_mhz * 1e6;
+    const double dyn_per_cycle =
+        rr.cycles > 0 ? step.parts.dynamic() / static_cast<double>(rr.cycles) : 0.0;
+    const double chips = static_cast<double>(cfg.chips());
+    const double static_board_w = idle_power_per_chip(cfg) * chips;
+    const double seconds = static_cast<double>(r.pipeline.total) / hz;
+    const double joules =
+        dyn_per_cycle * static_cast<double>(r.pipeline.device) + static_board_w * seconds;
+    const double steps = static_cast<double>(std::max<std::int64_t>(r.pipeline.steps, 1));
+    const double samples = static_cast<double>(in.run.global_batch) * steps;
+    const double simulated =
+        static_cast<double>(std::max<std::size_t>(in.steps.size() + in.eval_steps.size(), 1));
+    nlohmann::json j;
+    j["joules"] = joules;
+    j["joules_per_epoch"] = joules / static_cast<double>(std::max<std::int64_t>(in.run.epochs, 1));
+    j["joules_per_device_step"] = step.parts.total() / simulated;
+    j["joules_per_sample"] = samples > 0 ? joules / samples : 0.0;
+    j["average_watts_per_chip"] = seconds > 0 ? joules / seconds / chips : 0.0;
+    j["device_step_watts_per_chip"] = step.average_w_per_chip();
+    j["idle_watts_per_chip"] = idle_power_per_chip(cfg);
+    j["tdp_watts_per_chip"] = cfg.energy.tdp_w;
+    j["device_steps"] = run_energy_json(step, cfg);
+    return j;
+}
 
 struct TrainCliOptions {
     CommonOptions common;
@@ -212,6 +244,7 @@ void add_train_command(CLI::App& app) {
                                   {"ops", eval_trace.ops.size()},
                                   {"rematerialized_ops", eval_p.rematerialized_ops}};
         body["symmetry"] = symmetry_json(rr.symmetry);
+        body["energy"] = train_energy_json(rr, r, in, cfg);
         body["wall_seconds"] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const nlohmann::json report = make_report("train", cfg, body);
@@ -221,6 +254,13 @@ void add_train_command(CLI::App& app) {
             std::cout << report.dump(2) << "\n";
         } else {
             std::cout << train_summary_text(r, in);
+            const auto& e = body["energy"];
+            std::cout << fmt::format(
+                "  energy     {:.4g} J per epoch, {:.4g} J per device step, {:.4g} J per sample; "
+                "{:.1f} W per chip over the run, {:.1f} W during device steps (docs/energy.md)\n",
+                e["joules_per_epoch"].get<double>(), e["joules_per_device_step"].get<double>(),
+                e["joules_per_sample"].get<double>(), e["average_watts_per_chip"].get<double>(),
+                e["device_step_watts_per_chip"].get<double>());
             std::cout << fmt::format("  simulated in {:.3f} s wall\n",
                                      body["wall_seconds"].get<double>());
         }

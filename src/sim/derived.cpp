@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tpusim/common/types.h"
+#include "tpusim/stats/energy.h"
 
 namespace tpusim {
 
@@ -55,6 +56,9 @@ nlohmann::json info_json(const TpuConfig& cfg) {
     j["ici"] = {{"links_per_chip", cfg.ici.links_per_chip},
                 {"link_bandwidth_gbps", cfg.ici.link_bandwidth_gbps}};
     j["vmem_mib_per_core"] = cfg.vmem.capacity_mib;
+    j["energy"] = {{"idle_watts_per_chip", idle_power_per_chip(cfg)},
+                   {"full_load_watts_per_chip", full_load_power_per_chip(cfg)},
+                   {"tdp_watts_per_chip", cfg.energy.tdp_w}};
     return j;
 }
 

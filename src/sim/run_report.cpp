@@ -7,6 +7,7 @@
 #include "tpusim/common/wording.h"
 #include "tpusim/program/program.h"
 #include "tpusim/sim/derived.h"
+#include "tpusim/sim/run_energy.h"
 #include "tpusim/sim/simulator.h"
 
 namespace tpusim {
@@ -62,6 +63,7 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
     kernels_json(r, cfg, j);
     j["stats"] = r.stats;
     j["symmetry"] = symmetry_json(r.symmetry);
+    j["energy"] = run_energy_json(run_energy(r, cfg), cfg);  // docs/energy.md
     return j;
 }
 
@@ -169,6 +171,7 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
         "DMA {:.1f}%,\n             HBM {:.1f}%, ICI {:.1f}%, host {:.1f}%\n",
         100 * r.busy.mxu, 100 * r.busy.mxu_padding_waste, 100 * r.busy.vpu, 100 * r.busy.dma,
         100 * r.busy.hbm, 100 * r.busy.ici, 100 * r.busy.host);
+    o << run_energy_line(run_energy(r, cfg), cfg);  // docs/energy.md
     // The verdict with the figure it follows from.
     {
         const std::pair<double, const char*> u[] = {{r.busy.mxu, "MXU busy"},

@@ -14,7 +14,7 @@ What is compared. Runs: cycles, HBM bytes read and written, ICI bytes, the op co
 digest of every op's (id, start_cycle, end_cycle, unit_busy_cycles), i.e. the simulated
 mechanism, not the presentation of the report (verdict wording, extra fields). Benches: every
 number in the JSON output except wall-clock figures (wall/cpu seconds and rates per second)
-and the config echo.
+the config echo and the energy model's figures (an observer with its own tests).
 """
 import hashlib
 import json
@@ -52,6 +52,9 @@ CASES["bench hbm v3"] = ("bench", ["hbm", "--config", V3])
 HEAVY = ("bert_base_train_step", "burst", "bench hbm")
 WALL_CLOCK = ("wall", "cpu", "per_second", "revision", "version")
 NOT_RESULTS = ("config", "description")  # the config echo and names are inputs, not results
+# The energy model observes a run (docs/energy.md) and has its own checks (unit: energy,
+# cli: energy figures); its figures are not cycles.
+NOT_RESULTS += ("energy",)
 
 
 def flatten(x, prefix=""):

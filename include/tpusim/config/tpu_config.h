@@ -7,6 +7,7 @@
 
 #include "tpusim/config/board_config.h"
 #include "tpusim/config/core_config.h"
+#include "tpusim/config/energy_config.h"
 #include "tpusim/config/hbm_config.h"
 #include "tpusim/config/ici_config.h"
 #include "tpusim/config/lowering_config.h"
@@ -34,6 +35,7 @@ struct TpuConfig {
     IciConfig ici;
     LoweringConfig lowering;
     SimConfig sim;
+    EnergyConfig energy;
 
     std::int64_t chips() const { return board.chips(); }
     std::int64_t cores() const { return board.chips() * chip.cores_per_chip; }
@@ -54,6 +56,7 @@ struct TpuConfig {
         v.section("ici", ici, "inter-chip interconnect");
         v.section("lowering", lowering, "how ops are tiled onto a core (compiler choices)");
         v.section("sim", sim, "simulation detail / speed choices");
+        v.section("energy", energy, "energy and power model (docs/energy.md)");
     }
 };
 
