@@ -103,10 +103,13 @@ def load_report(path):
 
 
 def roofline(a):
-    """Per core: ops' FLOPs and HBM bytes are one core's (docs/sweep.md), so the roofs are one
-    core's too: its MXUs' bf16 peak, its VPU's (one operation per element per ALU slot), and its
-    share of its chip's HBM bandwidth. Ops fused into a producer run inside its kernel: their
-    span is the kernel's, so they are left out (the legend says how many)."""
+    """Per core: the roofs are one core's (its MXUs' bf16 peak, its VPU's at one operation per
+    element per ALU slot, its share of its chip's HBM bandwidth), and so are the points: a
+    report's FLOPs and HBM bytes are summed over the cores that ran them, so they are divided
+    by the report's cores. Each point is a kernel (an op with the ops fused into it) placed by
+    its self time on the critical path (the report's `kernels`, docs/program.md); a report
+    without kernel rows (older tpusim) places its unfused ops by their spans, and ops fused
+    into a producer are left out (the legend says how many)."""
     r = load_report(a.report)
     cfg = r["config"]
     clock_hz = cfg["chip"]["clock_mhz"] * 1e6
@@ -117,18 +120,30 @@ def roofline(a):
     vpu_peak = vpu["lanes"] * vpu["sublanes"] * vpu["valu_slots"] * clock_hz / 1e12
     xs, ys, kinds = [], [], []
     fused = 0
-    for op in r["ops"]:
-        span = op["end_cycle"] - op["start_cycle"]
-        if op.get("flops", 0) <= 0 or op.get("hbm_bytes", 0) <= 0 or span <= 0:
-            continue
-        if str(op.get("bottleneck", "")).startswith("fused into"):
-            fused += 1
-            continue
-        xs.append(op["flops"] / op["hbm_bytes"])
-        ys.append(op["flops"] / (span / clock_hz) / 1e12)
-        kinds.append(op.get("kind", "op"))
+    rows = r.get("kernels")
+    if rows is not None:
+        over = "over the kernel's self time"
+        for k in rows:
+            t = k.get("self_cycles", 0)
+            if k.get("flops", 0) <= 0 or k.get("hbm_bytes", 0) <= 0 or t <= 0:
+                continue
+            xs.append(k["flops"] / k["hbm_bytes"])
+            ys.append(k["flops"] / cores / (t / clock_hz) / 1e12)
+            kinds.append(k.get("kind", "kernel"))
+    else:
+        over = "over the op's span"
+        for op in r["ops"]:
+            span = op["end_cycle"] - op["start_cycle"]
+            if op.get("flops", 0) <= 0 or op.get("hbm_bytes", 0) <= 0 or span <= 0:
+                continue
+            if str(op.get("bottleneck", "")).startswith("fused into"):
+                fused += 1
+                continue
+            xs.append(op["flops"] / op["hbm_bytes"])
+            ys.append(op["flops"] / cores / (span / clock_hz) / 1e12)
+            kinds.append(op.get("kind", "op"))
     if not xs:
-        sys.exit(f"error: {a.report}: no op with both FLOPs and HBM bytes")
+        sys.exit(f"error: {a.report}: no kernel or op with FLOPs, HBM bytes and time")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     lo, hi = min(xs) / 4, max(xs) * 4
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
@@ -145,7 +160,7 @@ def roofline(a):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(a.xlabel or "arithmetic intensity (FLOP per HBM byte)")
-    ax.set_ylabel(a.ylabel or "achieved per core (TFLOPS, over the op's span)")
+    ax.set_ylabel(a.ylabel or f"achieved per core (TFLOPS, {over})")
     ax.set_title(title(ax, a.title or f"roofline per core: "
                        f"{r.get('trace', {}).get('name', a.report)} on {cfg.get('name', '')}"))
     ax.grid(True, which="both", alpha=0.3)

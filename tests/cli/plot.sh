@@ -41,8 +41,17 @@ expect_plot_error "missing output folder" "the folder $tmp/nodir does not exist"
 python3 $plot roofline "$tmp/r.json" -o "$tmp/roof" --formats svg >/dev/null || fail "roofline"
 python3 $plot utilization "$tmp/r.json" -o "$tmp/util" --formats svg >/dev/null || fail "utilization"
 for want in "MXU roof: 61.6 TFLOPS, HBM 450 GB/s per core" "VPU roof: 1.9 TFLOPS" \
-    "fused ops left out"; do
+    "over the kernel's self time"; do
     grep -q "$want" "$tmp/roof.svg" && passes=$((passes + 1)) || fail "roofline: no '$want'"
+done
+# A report without kernel rows (older tpusim): unfused ops by their spans.
+python3 -c 'import json, sys
+r = json.load(open(sys.argv[1])); r.pop("kernels", None); json.dump(r, open(sys.argv[2], "w"))' \
+    "$tmp/r.json" "$tmp/old.json"
+python3 $plot roofline "$tmp/old.json" -o "$tmp/roof_old" --formats svg >/dev/null ||
+    fail "roofline of a report without kernels"
+for want in "fused ops left out" "over the op's span"; do
+    grep -q "$want" "$tmp/roof_old.svg" && passes=$((passes + 1)) || fail "old roofline: no '$want'"
 done
 grep -q "VPU (1 unit)" "$tmp/util.svg" && passes=$((passes + 1)) || fail "utilization: 'VPU (1 unit)'"
 finish
