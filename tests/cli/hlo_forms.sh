@@ -5,7 +5,8 @@
 # call-inliner and fusion passes make the forms the same program), and per-device matrix
 # FLOPs equal for both and equal to tests/cli/hlo_flops.py's independent count of the
 # partitioned module (divided by nothing: the modules are per device). The before form must
-# have had its calls inlined (hlo.inlined_calls > 0).
+# have had its calls inlined (hlo.inlined_calls > 0). Both forms' kernel rows (#38) add up to
+# their run's cycles within 0.1%, and no fused op is a row of its own.
 # Usage: hlo_forms.sh path/to/tpusim (from the source root).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -30,6 +31,16 @@ if not 1 / 1.1 <= ratio <= 1.1:
 for name, r in (("before optimizations", b), ("after SPMD partitioning", a)):
     if per_device(r) != want:
         errs.append(f"{name}: {per_device(r):.0f} matrix FLOPs per device, the count says {want}")
+# Kernel rows (#38): their self times add up to the run within 0.1%, and no op fused into
+# another is a row of its own.
+for name, r in (("before optimizations", b), ("after SPMD partitioning", a)):
+    total = sum(k["self_cycles"] for k in r["kernels"])
+    if abs(total - r["cycles"]) > 0.001 * r["cycles"]:
+        errs.append(f"{name}: kernel rows sum to {total} cycles, the run is {r['cycles']}")
+    fused = {o["id"] for o in r["ops"] if str(o["bottleneck"]).startswith("fused into")}
+    rows = [k["name"] for k in r["kernels"] if k["name"] in fused]
+    if rows:
+        errs.append(f"{name}: fused ops with rows of their own: {rows[:3]}")
 if b["hlo"]["inlined_calls"] <= 0:
     errs.append("no call inlined in the before_optimizations form")
 print("; ".join(errs) if errs else
