@@ -38,6 +38,7 @@ struct RunCliOptions {
     HloCliOptions hlo_opts;
     bool quiet = false;
     bool no_symmetry = false;
+    bool no_cache = false;
     std::size_t top = 12;
 };
 
@@ -133,6 +134,9 @@ void add_run_command(CLI::App& app) {
         ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000'000}));
     cmd->add_option("--html", o->html, "write the report as one HTML page here (tpusim report)");
     cmd->add_flag("--quiet,-q", o->quiet, "no progress line");
+    cmd->add_flag("--no-cache", o->no_cache,
+                  "measure the HBM calibration instead of reading it from the on-disk cache "
+                  "(the same figures; TPUSIM_NO_CACHE=1 for every command; docs/hbm.md)");
     cmd->add_flag("--no-symmetry", o->no_symmetry,
                   "simulate every core even when an SPMD program lets one chip stand for all "
                   "(docs/pods.md, SPMD symmetry)");
@@ -160,6 +164,7 @@ void add_run_command(CLI::App& app) {
         ro.timeline = !o->timeline.empty();
         ro.progress = !o->quiet;
         ro.symmetry = !o->no_symmetry;
+        ro.hbm_cache = !o->no_cache;
         Simulator sim(cfg, ro);
         if (ro.timeline) sim.timeline().limit(timeline_limits(*o, cfg));
         RunResult r = sim.run(program);

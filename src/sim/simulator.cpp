@@ -16,7 +16,10 @@
 namespace tpusim {
 
 Simulator::Simulator(const TpuConfig& cfg, RunOptions opts)
-    : cfg_(cfg), opts_(opts), timeline_(cfg.chip.clock_mhz, opts.timeline) {}
+    : cfg_(cfg),
+      opts_(opts),
+      timeline_(cfg.chip.clock_mhz, opts.timeline),
+      hbm_calibrations_(opts.hbm_cache) {}
 
 Simulator::~Simulator() = default;
 

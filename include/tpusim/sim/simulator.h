@@ -28,6 +28,9 @@ struct RunOptions {
     // SPMD symmetry (tpusim/sim/symmetry.h): simulate one representative chip when the
     // program allows it; false simulates every core (--no-symmetry).
     bool symmetry = true;
+    // The HBM calibration may be read from and written to the on-disk cache
+    // (HbmCalibrationCache, docs/hbm.md); false measures it (`run --no-cache`).
+    bool hbm_cache = true;
 };
 
 // Thrown by Simulator::run when RunOptions::max_cycles is reached before the program ends.

@@ -1,12 +1,18 @@
 #include "tpusim/arch/memory/hbm_calibrated.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "tpusim/arch/memory/dma_chunker.h"
@@ -63,12 +69,122 @@ std::string hbm_calibration_key(const HbmConfig& cfg, double core_clock_mhz,
     return j["hbm"].dump() + j["chip"].dump();
 }
 
+std::string hbm_cache_dir() {
+    const char* off = std::getenv("TPUSIM_NO_CACHE");
+    if (off && *off && std::string(off) != "0") return "";
+    if (const char* d = std::getenv("TPUSIM_CACHE_DIR"); d && *d) return d;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tpusim";
+    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/tpusim";
+    return "";
+}
+
+namespace {
+
+constexpr const char* kCacheFormat = "tpusim.hbm_calibration";
+constexpr int kCacheVersion = 1;
+
+// The binary that measures: its path, size and modification time. A calibration depends on
+// the burst-level model's code as much as on its config, so another build never reuses it.
+std::string binary_identity() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return "";
+    const auto size = fs::file_size(exe, ec);
+    if (ec) return "";
+    const auto mtime = fs::last_write_time(exe, ec);
+    if (ec) return "";
+    return fmt::format("{} {} {}", exe.string(), size, mtime.time_since_epoch().count());
+}
+
+std::string cache_file(const std::string& dir, const std::string& key) {
+    return fmt::format("{}/hbm-{:016x}.json", dir, std::hash<std::string>{}(key));
+}
+
+std::optional<HbmCalibration> read_cached(const std::string& path, const std::string& key) {
+    std::ifstream in(path);
+    if (!in) return std::nullopt;
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_object() || j.value("format", "") != kCacheFormat ||
+        j.value("version", 0) != kCacheVersion || j.value("key", "") != key)
+        return std::nullopt;
+    auto rate = [&](const char* k, double& out) {
+        const auto it = j.find(k);
+        if (it == j.end() || !it->is_number()) return false;
+        out = it->get<double>();
+        return std::isfinite(out) && out > 0;
+    };
+    auto count = [&](const char* k, auto& out) {
+        const auto it = j.find(k);
+        if (it == j.end() || !it->is_number_unsigned()) return false;
+        out = it->get<std::decay_t<decltype(out)>>();
+        return true;
+    };
+    HbmCalibration c;
+    if (!rate("read_bytes_per_cycle", c.read_bytes_per_cycle) ||
+        !rate("write_bytes_per_cycle", c.write_bytes_per_cycle) ||
+        !rate("copy_bytes_per_cycle", c.copy_bytes_per_cycle) ||
+        !count("read_latency", c.read_latency) || !count("write_latency", c.write_latency) ||
+        !count("calibration_bursts", c.calibration_bursts))
+        return std::nullopt;
+    return c;
+}
+
+void write_cached(const std::string& dir, const std::string& path, const std::string& key,
+                  const HbmCalibration& c) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return;
+    const nlohmann::json j = {{"format", kCacheFormat},
+                              {"version", kCacheVersion},
+                              {"key", key},
+                              {"read_bytes_per_cycle", c.read_bytes_per_cycle},
+                              {"write_bytes_per_cycle", c.write_bytes_per_cycle},
+                              {"copy_bytes_per_cycle", c.copy_bytes_per_cycle},
+                              {"read_latency", c.read_latency},
+                              {"write_latency", c.write_latency},
+                              {"calibration_bursts", c.calibration_bursts}};
+    // Written whole, then renamed over the name: a reader sees the old file or the new one.
+    const std::string tmp = fmt::format("{}.{}.{:x}.tmp", path, ::getpid(),
+                                        std::hash<std::thread::id>{}(std::this_thread::get_id()));
+    {
+        std::ofstream out(tmp);
+        if (!out) return;
+        out << j.dump() << '\n';
+        if (!out) {
+            out.close();
+            fs::remove(tmp, ec);
+            return;
+        }
+    }
+    fs::rename(tmp, path, ec);
+    if (ec) fs::remove(tmp, ec);
+}
+
+}  // namespace
+
 const HbmCalibration& HbmCalibrationCache::get(const HbmConfig& cfg, double core_clock_mhz,
                                                std::int64_t cores_per_chip) {
     const std::string key = hbm_calibration_key(cfg, core_clock_mhz, cores_per_chip);
     std::lock_guard<std::mutex> lock(mu_);
+    last_from_disk_ = false;
     auto it = entries_.find(key);
     if (it != entries_.end()) return it->second;
+    const std::string dir = disk_ ? hbm_cache_dir() : std::string();
+    const std::string id = dir.empty() ? std::string() : binary_identity();
+    if (!id.empty()) {
+        const std::string full = fmt::format("{}\n{}", key, id);
+        const std::string path = cache_file(dir, full);
+        if (std::optional<HbmCalibration> c = read_cached(path, full)) {
+            last_from_disk_ = true;
+            return entries_.emplace(key, *c).first->second;
+        }
+        const HbmCalibration c =
+            measure_hbm(cfg, core_clock_mhz, cores_per_chip, worker_threads() > 1);
+        write_cached(dir, path, full, c);
+        return entries_.emplace(key, c).first->second;
+    }
     // Side by side when this process may use more than one thread (TPUSIM_THREADS): the same
     // numbers either way.
     return entries_

@@ -53,17 +53,38 @@ std::string hbm_calibration_key(const HbmConfig& cfg, double core_clock_mhz,
 
 // Calibrations by key, each measured once per cache (on threads when this process may use more
 // than one, TPUSIM_THREADS). The Simulator owns one and hands it to the board, whose chips share
-// their entry; nothing is kept per process. Thread-safe.
+// their entry. Thread-safe.
+//
+// On disk too (docs/hbm.md, "Calibration cache"): a calibration is a pure function of its key
+// and of the burst-level model's code, so with `disk` on, one measured by this same binary
+// (its path, size and modification time are part of the key) for the same key is read from
+// the cache directory instead of measured again, and a new one is written there: the
+// directory is $TPUSIM_CACHE_DIR, else $XDG_CACHE_HOME/tpusim, else $HOME/.cache/tpusim.
+// A file is used only when its format, version and whole key match and every figure is a
+// finite number in range; anything else (a damaged file, another binary's) is measured again
+// and replaced. Files are written whole (a temporary file renamed), so parallel runs share
+// the directory safely; one that cannot be written is silently skipped (the cache only saves
+// time). TPUSIM_NO_CACHE=1 or `run --no-cache` turn it off; the figures are the same either
+// way, bit for bit (tests/cli/hbm_cache.sh).
 class HbmCalibrationCache {
  public:
+    explicit HbmCalibrationCache(bool disk = false) : disk_(disk) {}
     // Contract: the reference stays valid while the cache lives.
     const HbmCalibration& get(const HbmConfig& cfg, double core_clock_mhz,
                               std::int64_t cores_per_chip);
+    // Whether get() read its last calibration from disk (for tests and reports).
+    bool last_from_disk() const { return last_from_disk_; }
 
  private:
     std::mutex mu_;
     std::map<std::string, HbmCalibration> entries_;
+    bool disk_;
+    bool last_from_disk_ = false;
 };
+
+// The directory of the on-disk calibration cache ("" when none can be named, or when
+// TPUSIM_NO_CACHE is set to anything but 0).
+std::string hbm_cache_dir();
 
 class HbmCalibratedModel {
  public:
