@@ -173,6 +173,9 @@ void add_run_command(CLI::App& app) {
                            {"multi_output_fusions", hlo_stats.multi_output_fusions},
                            {"producer_fusions", hlo_stats.producer_fusions},
                            {"defused_fusions", hlo_stats.defused_fusions},
+                           {"spmd_partitioned", hlo_stats.spmd_partitioned},
+                           {"spmd_collectives_inserted", hlo_stats.spmd_collectives_inserted},
+                           {"spmd_fallbacks", hlo_stats.spmd_fallbacks},
                            {"warnings", hlo_stats.warnings}};
         body["wall_seconds"] = r.wall_seconds;
         const nlohmann::json report = make_report("run", cfg, body);

@@ -244,6 +244,20 @@ bool is_foreign_fused(const HloModule& m);
 // that element); `fusions` counts them. The result owns new text (print + parse).
 HloModule defuse_hlo(const HloModule& m, std::int64_t* fusions = nullptr);
 
+// Whether a module still needs XLA's SPMD partitioner (docs/hlo.md, "SPMD and collectives"):
+// NotSharded: num_partitions is 1 or absent, or no instruction has a tiled sharding (in the
+// HloSharding form `devices=`); Partitioned: it carries tpusim's mark
+// (frontend_attributes={tpusim_spmd_partitioned="true"}) or holds a collective, partition-id or
+// replica-id without shard_map regions (SPMDFullToShardShape), as XLA's partitioned output
+// does; Global: shapes are global, shardings say how to split them.
+enum class SpmdState { NotSharded, Global, Partitioned };
+SpmdState spmd_state(const HloModule& m);
+struct HloImportStats;
+// The per-device module XLA's SpmdPartitioner would write for a Global module (hlo_spmd.cpp):
+// per-device shapes, all-gather / all-reduce / all-to-all / dynamic-slice where layouts
+// differ, the mark above. Bad shardings are InputErrors located at the instruction.
+HloModule spmd_partition(const HloModule& m, HloImportStats* stats = nullptr);
+
 // Limits of the import (docs/limits.md): how deep computations may call each other (the import
 // recurses once per level), and how many instructions it visits by default, counting a loop
 // body once per trip and a computation once per call (so that a while loop of 10^12 trips or
@@ -255,6 +269,9 @@ inline constexpr std::int64_t kMaxHloTrips = std::int64_t{1} << 40;
 
 // What the import does besides translating opcodes (docs/hlo.md, "Passes").
 struct HloImportOptions {
+    // Partition a module written before XLA's SPMD partitioner (global shapes, tiled
+    // shardings) into the per-device program (spmd_partition).
+    bool spmd_partitioner = true;
     bool fusion = true;        // fuse producers into consumers in modules that have no fusions
     bool tile_padding = true;  // pad the minor two dimensions to the (8, 128) tile in bytes
     // A fusion is a graph: a value that a member computes for another member as its second
@@ -286,7 +303,8 @@ std::string hlo_pass_names();
 // import walks becomes a fusion calling fused_computation.N, duplicated producers inside each
 // of them, broadcasts / iotas / constants cloned in, no-op copies removed.
 HloModule apply_fusion_pass(const HloModule& m);
-// The module as tpusim runs it under opts: defused when is_foreign_fused, then the fusion pass
+// The module as tpusim runs it under opts: defused when is_foreign_fused, SPMD-partitioned when
+// opts.spmd_partitioner and spmd_state is Global, then the fusion pass
 // when opts.fusion and it has no fusions (what `--after-passes FILE` writes, printed).
 HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts);
 
@@ -299,6 +317,9 @@ struct HloImportStats {
     std::int64_t multi_output_fusions = 0;     // pass-made fusions that joined a sibling's kernel
     std::int64_t producer_fusions = 0;  // kernels that take an operand from its producer's tiles
     std::int64_t defused_fusions = 0;   // fusions of another backend's module inlined back
+    bool spmd_partitioned = false;                 // the SPMD partitioning pass ran
+    std::int64_t spmd_collectives_inserted = 0;    // collectives it wrote
+    std::int64_t spmd_fallbacks = 0;               // values it replicated (located warnings)
     std::vector<std::string> warnings;  // located, one line per instruction (custom-calls)
 };
 

@@ -3,6 +3,8 @@
 // hlo_while.cpp (repeat).
 #include "hlo_importer.h"
 
+#include "hlo_spmd.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,7 +15,7 @@ namespace tpusim::hlo_detail {
 
 Importer::Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores,
                    HloImportStats& st)
-    : own_(defused(m, st)), m_(own_ ? *own_ : m), opts_(o), stats_(st) {
+    : own_(prepared(m, o, st)), m_(own_ ? *own_ : m), opts_(o), stats_(st) {
     trace_.cores = cores;
     has_fusions_ = has_fusions(m_);
     // Another backend's optimised module has had its fusions inlined back (defused): the
@@ -55,6 +57,13 @@ int Importer::line_of(std::uint32_t offset) const {
     for (; line_pos_ < offset && line_pos_ < t.size(); ++line_pos_)
         if (t[line_pos_] == '\n') ++line_no_;
     return line_no_;
+}
+
+std::optional<HloModule> Importer::prepared(const HloModule& m, const HloImportOptions& o,
+                                           HloImportStats& st) {
+    std::optional<HloModule> d = defused(m, st);
+    if (auto p = hlo_spmd::partitioned(d ? *d : m, o, st)) d = std::move(p);
+    return d;
 }
 
 std::optional<HloModule> Importer::defused(const HloModule& m, HloImportStats& st) {

@@ -26,6 +26,9 @@ class Importer {
  private:
     int line_of(std::uint32_t offset) const;
 
+    // The module as the walker reads it: defused, then SPMD-partitioned (none: m itself).
+    static std::optional<HloModule> prepared(const HloModule& m, const HloImportOptions& o,
+                                             HloImportStats& st);
     // The module with its fusions inlined when it is another backend's (is_foreign_fused).
     static std::optional<HloModule> defused(const HloModule& m, HloImportStats& st);
 
@@ -78,7 +81,7 @@ class Importer {
                        const std::function<Place(const HloOperand&)>& ext,
                        std::unordered_set<std::int64_t>* on_chip = nullptr);
 
-    std::optional<HloModule> own_;  // the defused module, if any (before m_: m_ refers to it)
+    std::optional<HloModule> own_;  // the prepared module, if any (before m_: m_ refers to it)
     const HloModule& m_;
     const HloImportOptions& opts_;
     HloImportStats& stats_;
