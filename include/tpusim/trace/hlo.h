@@ -317,10 +317,10 @@ struct HloImportStats {
     std::int64_t multi_output_fusions = 0;     // pass-made fusions that joined a sibling's kernel
     std::int64_t producer_fusions = 0;  // kernels that take an operand from its producer's tiles
     std::int64_t defused_fusions = 0;   // fusions of another backend's module inlined back
-    bool spmd_partitioned = false;                 // the SPMD partitioning pass ran
-    std::int64_t spmd_collectives_inserted = 0;    // collectives it wrote
-    std::int64_t spmd_fallbacks = 0;               // values it replicated (located warnings)
-    std::vector<std::string> warnings;  // located, one line per instruction (custom-calls)
+    bool spmd_partitioned = false;      // the SPMD partitioning pass ran
+    std::int64_t spmd_collectives_inserted = 0;  // collectives it wrote
+    std::int64_t spmd_fallbacks = 0;             // values it replicated (located warnings)
+    std::vector<std::string> warnings;           // located, one line per instruction (custom-calls)
 };
 
 // The module as a trace: op ids are HLO instruction names. A while loop of 2 or more trips is a

@@ -3,13 +3,13 @@
 // hlo_while.cpp (repeat).
 #include "hlo_importer.h"
 
-#include "hlo_spmd.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+
+#include "hlo_spmd.h"
 
 namespace tpusim::hlo_detail {
 
@@ -60,7 +60,7 @@ int Importer::line_of(std::uint32_t offset) const {
 }
 
 std::optional<HloModule> Importer::prepared(const HloModule& m, const HloImportOptions& o,
-                                           HloImportStats& st) {
+                                            HloImportStats& st) {
     std::optional<HloModule> d = defused(m, st);
     if (auto p = hlo_spmd::partitioned(d ? *d : m, o, st)) d = std::move(p);
     return d;

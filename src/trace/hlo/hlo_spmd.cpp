@@ -8,18 +8,19 @@
 // iotas are made in the sharding each user wants), for values tiled along one dimension.
 // Anything else is replicated with a located warning. Like the other HLO -> HLO steps, the
 // result is printed as HLO text and parsed again (hlo_print.h).
+#include "hlo_spmd.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
-#include <functional>
 #include <set>
 
 #include "hlo_import.h"
 #include "hlo_print.h"
-#include "hlo_spmd.h"
 
 namespace tpusim {
 
@@ -57,9 +58,7 @@ struct Spec {
     }
     bool operator!=(const Spec& o) const { return !(*this == o); }
     // Same devices in the same order along the tiled dimension (where it lies aside).
-    bool same_layout(const Spec& o) const {
-        return n() == o.n() && rep == o.rep && devs == o.devs;
-    }
+    bool same_layout(const Spec& o) const { return n() == o.n() && rep == o.rep && devs == o.devs; }
     std::string key() const {
         if (manual) return "manual";
         return fmt::format("[{}]x{}:{}", fmt::join(tile, ","), rep, fmt::join(devs, ","));
@@ -183,13 +182,16 @@ class Partitioner {
         }
         for (const auto& [type, name] : adders_) {
             std::vector<Line> lines(3);
-            lines[0] = {"x", fmt::format("= {}[] parameter(0)", type), false, true, 0,
-                        fmt::format("{}[]", type)};
-            lines[1] = {"y", fmt::format("= {}[] parameter(1)", type), false, true, 1,
-                        fmt::format("{}[]", type)};
-            lines[2] = {"sum",
-                        fmt::format("= {}[] {}(%x, %y)", type, type == "pred" ? "or" : "add"),
-                        true, false, 0, fmt::format("{}[]", type)};
+            lines[0] = {"x",   fmt::format("= {}[] parameter(0)", type),
+                        false, true,
+                        0,     fmt::format("{}[]", type)};
+            lines[1] = {"y",   fmt::format("= {}[] parameter(1)", type),
+                        false, true,
+                        1,     fmt::format("{}[]", type)};
+            lines[2] = {
+                "sum", fmt::format("= {}[] {}(%x, %y)", type, type == "pred" ? "or" : "add"),
+                true,  false,
+                0,     fmt::format("{}[]", type)};
             hlo_print::put_computation(out, name, false, lines);
         }
         out += callees_;
@@ -268,9 +270,10 @@ class Partitioner {
     }
 
     void warn(std::uint32_t at, const std::string& what) {
+        std::string w = fmt::format("{}: warning: spmd-partitioner: {}", m_.location(at), what);
+        if (!warned_.insert(w).second) return;  // once per instruction and reason
         ++st_.spmd_fallbacks;
-        st_.warnings.push_back(
-            fmt::format("{}: warning: spmd-partitioner: {}", m_.location(at), what));
+        st_.warnings.push_back(std::move(w));
     }
 
     std::string channel() { return fmt::format("channel_id={}", ++channel_); }
@@ -279,8 +282,7 @@ class Partitioner {
         auto it = adders_.find(std::string(type));
         if (it != adders_.end()) return "%" + it->second;
         std::string name = fmt::format("spmd_add.{}", type);
-        for (int k = 1; comp_names_.count(name); ++k)
-            name = fmt::format("spmd_add.{}.{}", type, k);
+        for (int k = 1; comp_names_.count(name); ++k) name = fmt::format("spmd_add.{}.{}", type, k);
         comp_names_.insert(name);
         adders_[std::string(type)] = name;
         return "%" + name;
@@ -311,8 +313,7 @@ class Partitioner {
         std::vector<std::int64_t> table(static_cast<std::size_t>(parts_), 0);
         for (std::size_t f = 0; f < s.devs.size(); ++f)
             table[static_cast<std::size_t>(s.devs[f])] =
-                (static_cast<std::int64_t>(f) / stride) % dims[static_cast<std::size_t>(d)] *
-                chunk;
+                (static_cast<std::int64_t>(f) / stride) % dims[static_cast<std::size_t>(d)] * chunk;
         const std::string pid = partition_id(x);
         const std::string t = emit(x, "offsets", fmt::format("s32[{}]{{0}}", parts_),
                                    fmt::format("constant({{{}}})", fmt::join(table, ", ")));
@@ -355,8 +356,7 @@ class Partitioner {
             if (cur[d] != g.dims[d]) {  // uneven tiles: the padding cut off
                 std::string sl;
                 for (std::size_t k = 0; k < cur.size(); ++k)
-                    sl += fmt::format("{}[0:{}]", k > 0 ? ", " : "",
-                                      k == d ? g.dims[d] : cur[k]);
+                    sl += fmt::format("{}[0:{}]", k > 0 ? ", " : "", k == d ? g.dims[d] : cur[k]);
                 cur[d] = g.dims[d];
                 r.ref = emit(x, "slice", shape_with_dims(g, cur),
                              fmt::format("slice({}), slice={{{}}}", r.ref, sl));
@@ -378,10 +378,10 @@ class Partitioner {
             // Tiled along another dimension: one all-to-all (XLA writes it between a reshape
             // and a transpose; the bytes are the same).
             ++st_.spmd_collectives_inserted;
-            const std::string a = emit(
-                x, "all-to-all", local_text(g, v.spec),
-                fmt::format("all-to-all({}), {}, replica_groups={}, dimensions={{{}}}", v.ref,
-                            channel(), groups_text(groups_along(v.spec, fd)), td));
+            const std::string a =
+                emit(x, "all-to-all", local_text(g, v.spec),
+                     fmt::format("all-to-all({}), {}, replica_groups={}, dimensions={{{}}}", v.ref,
+                                 channel(), groups_text(groups_along(v.spec, fd)), td));
             Val r = v;
             r.spec = to;
             r.ref = emit(x, "reshape", local_text(g, to), fmt::format("reshape({})", a));
@@ -693,7 +693,8 @@ class Partitioner {
         }
         if (manual) {
             std::vector<std::string> ops;
-            for (std::size_t k = 0; k < in.operands.size(); ++k) ops.push_back(use(x, in, k, nullptr).ref);
+            for (std::size_t k = 0; k < in.operands.size(); ++k)
+                ops.push_back(use(x, in, k, nullptr).ref);
             out = annotated_val(in, in.shape, nullptr, "");
             out.spec = manual_spec();
             for (auto& e : out.elems) e.spec = manual_spec();
@@ -772,7 +773,8 @@ class Partitioner {
                                             : std::vector<std::int64_t>{};
                         const auto od = static_cast<std::size_t>(o.spec.dim());
                         if (od < dims.size())
-                            return done(plain({o.ref}, moved(o.spec, rank, static_cast<int>(dims[od]))));
+                            return done(
+                                plain({o.ref}, moved(o.spec, rank, static_cast<int>(dims[od]))));
                         return done(plain({gather(x, o).ref}, Spec{}));
                     }
                 }
@@ -827,7 +829,7 @@ class Partitioner {
                 return done(plain({o.ref}, s));
             }
             case HloOpcode::Dot:
-                return done(dot(x, i));
+                return done(dot(x, i, ann));
             case HloOpcode::Convolution:
                 return done(convolution(x, i));
             case HloOpcode::Reduce:
@@ -882,7 +884,7 @@ class Partitioner {
         return -1;
     }
 
-    Val dot(Ctx& x, std::int32_t i) {
+    Val dot(Ctx& x, std::int32_t i, const std::optional<Spec>& ann) {
         const HloInstr& in = x.c->instrs[static_cast<std::size_t>(i)];
         const auto lb = ints(in, "lhs_batch_dims"), rb = ints(in, "rhs_batch_dims");
         const auto lc = ints(in, "lhs_contracting_dims"), rc = ints(in, "rhs_contracting_dims");
@@ -899,15 +901,29 @@ class Partitioner {
         };
         const auto lf = free_dims(lr, lb, lc), rf = free_dims(rr, rb, rc);
         const std::size_t rank = in.shape.dims.size();
-        Spec ls, rs, os;  // operand layouts needed, result layout
-        int partial = -1;   // the lhs dimension summed across devices
+        Spec ls, rs, os;   // operand layouts needed, result layout
+        int partial = -1;  // the lhs dimension summed across devices
         const int ld = l.deferred >= 0 ? -1 : l.spec.dim();
         const int rd = r.deferred >= 0 ? -1 : r.spec.dim();
         if (ld == -2 || rd == -2)
             warn(in.offset, fmt::format("dot {}: an operand is tiled along several dimensions; "
                                         "it is gathered",
                                         in.name));
-        if (ld >= 0) {
+        const int e = ann ? ann->dim() : -1;
+        const int nb = static_cast<int>(lb.size()), nlf = static_cast<int>(lf.size());
+        if (ld < 0 && rd < 0 && e >= 0) {
+            // Replicated operands, a tiled result: each device computes its piece from the
+            // slices of the operands it needs (sharding propagation backwards from the user).
+            os = *ann;
+            if (e < nb) {
+                ls = moved(os, lr, static_cast<int>(lb[static_cast<std::size_t>(e)]));
+                rs = moved(os, rr, static_cast<int>(rb[static_cast<std::size_t>(e)]));
+            } else if (e < nb + nlf) {
+                ls = moved(os, lr, static_cast<int>(lf[static_cast<std::size_t>(e - nb)]));
+            } else {
+                rs = moved(os, rr, static_cast<int>(rf[static_cast<std::size_t>(e - nb - nlf)]));
+            }
+        } else if (ld >= 0) {
             ls = l.spec;
             if (int k = index_of(lb, ld); k >= 0) {
                 rs = moved(ls, rr, static_cast<int>(rb[static_cast<std::size_t>(k)]));
@@ -932,8 +948,7 @@ class Partitioner {
                 ls = moved(rs, lr, static_cast<int>(lc[static_cast<std::size_t>(k2)]));
                 partial = static_cast<int>(lc[static_cast<std::size_t>(k2)]);
             } else {
-                os = moved(rs, rank,
-                           static_cast<int>(lb.size() + lf.size()) + index_of(rf, rd));
+                os = moved(rs, rank, static_cast<int>(lb.size() + lf.size()) + index_of(rf, rd));
             }
         }
         l = use(x, in, 0, &ls);
@@ -963,7 +978,8 @@ class Partitioner {
             const HloAttr* a = in.attr(name);
             return a ? std::strtoll(std::string(a->value).c_str(), nullptr, 10) : 1;
         };
-        const bool plain_groups = count("feature_group_count") == 1 && count("batch_group_count") == 1;
+        const bool plain_groups =
+            count("feature_group_count") == 1 && count("batch_group_count") == 1;
         Val l = operand(x, in.operands.at(0)), r = operand(x, in.operands.at(1));
         const std::size_t rank = in.shape.dims.size();
         const int ld = l.deferred >= 0 ? -1 : l.spec.dim();
@@ -1038,8 +1054,8 @@ class Partitioner {
         const auto body = m_.find_computation(strip(in.attr("body")));
         const auto cond = m_.find_computation(strip(in.attr("condition")));
         if (body < 0 || cond < 0 || in.operands.size() != 1)
-            m_.fail(in.offset, fmt::format("while {} needs body=, condition= and one operand",
-                                           in.name));
+            m_.fail(in.offset,
+                    fmt::format("while {} needs body=, condition= and one operand", in.name));
         Val init = use(x, in, 0, nullptr);
         init.shape = &in.shape;
         if (init.tuple) init = conform(x, init, init);  // element refs of the operand
@@ -1282,7 +1298,7 @@ class Partitioner {
     std::int64_t parts_;
     HloImportStats& st_;
     std::int64_t channel_ = 0;
-    std::unordered_set<std::string> comp_names_;
+    std::unordered_set<std::string> comp_names_, warned_;
     std::map<std::string, std::string> adders_;
     std::set<std::int32_t> partitioned_;
     std::map<std::pair<std::int32_t, std::string>, Result> done_;

@@ -78,19 +78,24 @@ class ShardingReader {
         for (; p_ < v_.size(); ++p_) {
             const char c = v_[p_];
             if (quoted) {
-                if (c == '\\') ++p_;
-                else if (c == '"') quoted = false;
+                if (c == '\\')
+                    ++p_;
+                else if (c == '"')
+                    quoted = false;
                 continue;
             }
-            if (c == '"') quoted = true;
-            else if (c == '{' || c == '[' || c == '(') ++depth;
+            if (c == '"')
+                quoted = true;
+            else if (c == '{' || c == '[' || c == '(')
+                ++depth;
             else if (c == '}' || c == ']' || c == ')') {
                 if (depth == 0) return;
                 if (--depth == 0) {
                     ++p_;
                     return;
                 }
-            } else if (depth == 0 && (c == ',' || c == ' ')) return;
+            } else if (depth == 0 && (c == ',' || c == ' '))
+                return;
         }
         if (depth != 0 || quoted) bad("unbalanced brackets");
     }
@@ -132,7 +137,15 @@ class ShardingReader {
             } else if (w == "mesh") {  // Shardy's form: not read
                 s.kind = Sharding::Kind::Other;
                 s.other = "a Shardy mesh sharding";
-                skip_value();
+                int depth = 0;  // the rest of this sharding, up to its closing brace
+                for (; p_ < v_.size(); ++p_) {
+                    const char c = v_[p_];
+                    if (c == '{' || c == '[' || c == '(') ++depth;
+                    if (c == '}' || c == ']' || c == ')') {
+                        if (depth == 0) break;
+                        --depth;
+                    }
+                }
             } else if (w == "devices") {
                 need("=");
                 tiled = true;
@@ -166,7 +179,8 @@ class ShardingReader {
                 s.kind = Sharding::Kind::Other;
                 s.other = "an unknown sharding";
             } else {  // metadata={...}, shard_as / shard_like N, ...: not read
-                if (eat("=")) skip_value();
+                if (eat("="))
+                    skip_value();
                 else {
                     space();
                     if (p_ < v_.size() && std::isdigit(static_cast<unsigned char>(v_[p_])) != 0)
@@ -193,8 +207,7 @@ class ShardingReader {
                 bad(fmt::format("it names {} devices but num_partitions is {}", prod, parts_));
             std::vector<bool> seen(static_cast<std::size_t>(parts_), false);
             for (std::int64_t d : s.devices) {
-                if (d >= parts_)
-                    bad(fmt::format("device {} but num_partitions is {}", d, parts_));
+                if (d >= parts_) bad(fmt::format("device {} but num_partitions is {}", d, parts_));
                 if (seen[static_cast<std::size_t>(d)])
                     bad(fmt::format("device {} appears twice", d));
                 seen[static_cast<std::size_t>(d)] = true;
@@ -223,8 +236,7 @@ class ShardingReader {
                 bad("T(...) is not a permutation of the iota dimensions");
         std::vector<std::int64_t> tdims(r), stride(r, 1);
         for (std::size_t i = r; i-- > 1;) stride[i - 1] = stride[i] * reshape[i];
-        for (std::size_t i = 0; i < r; ++i)
-            tdims[i] = reshape[static_cast<std::size_t>(perm[i])];
+        for (std::size_t i = 0; i < r; ++i) tdims[i] = reshape[static_cast<std::size_t>(perm[i])];
         std::vector<std::int64_t> c(r, 0);
         for (std::int64_t f = 0; f < n; ++f) {
             std::int64_t src = 0;
