@@ -199,7 +199,7 @@ void add_run_command(CLI::App& app) {
             std::cout << report.dump(2) << "\n";
         } else {
             std::cout << run_summary_text(r, cfg, trace.name);
-            if (!hlo_stats.warnings.empty())
+            if (hlo_stats.unmodelled_custom_calls > 0)
                 std::cout << fmt::format(
                     "  {} custom-call executions not modelled (warnings "
                     "above)\n",
