@@ -11,6 +11,7 @@ set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 v3=configs/tpu_v3_8.json
 d=tests/data/hlo/spmd
+bad=tests/data/hlo_bad
 mlp=$d/mlp_dp8_train_step.hlo
 
 field() {  # field REPORT KEY: the hlo block's KEY
@@ -59,8 +60,8 @@ warned=$(grep -c "^$d/fallback_2d_tiling.hlo:[0-9]*:[0-9]*: warning: spmd-partit
 [ "$(field "$tmp/fb.json" spmd_fallbacks)" = "$warned" ] || fail "spmd_fallbacks != $warned warnings"
 
 # Bad shardings: one located error, exit 2.
-expect_error "device count" "$d/bad_device_count.hlo:5:38: bad sharding" -- \
-    run --config $v3 --hlo $d/bad_device_count.hlo
-expect_error "malformed sharding" "$d/bad_sharding_text.hlo:5:38: bad sharding" -- \
-    run --config $v3 --hlo $d/bad_sharding_text.hlo
+expect_error "device count" "$bad/spmd_device_count.hlo:5:38: bad sharding" -- \
+    run --config $v3 --hlo $bad/spmd_device_count.hlo
+expect_error "malformed sharding" "$bad/spmd_sharding_text.hlo:5:38: bad sharding" -- \
+    run --config $v3 --hlo $bad/spmd_sharding_text.hlo
 finish

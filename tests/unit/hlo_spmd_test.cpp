@@ -235,8 +235,9 @@ TEST_CASE("spmd: outside the rules, values are replicated with a located warning
 }
 
 TEST_CASE("spmd: bad shardings are located errors", "[hlo][spmd]") {
-    for (const char* f : {"spmd/bad_device_count.hlo", "spmd/bad_sharding_text.hlo"}) {
-        const HloModule g = read_hlo(data(f));
+    for (const char* f : {"spmd_device_count.hlo", "spmd_sharding_text.hlo"}) {
+        const HloModule g = read_hlo(
+            (std::filesystem::path(TPUSIM_SOURCE_DIR) / "tests/data/hlo_bad" / f).string());
         try {
             spmd_partition(g);
             FAIL("no error for " << f);
