@@ -107,7 +107,19 @@ TEST_CASE("spmd: shardings as XLA writes them", "[hlo][spmd]") {
     auto tuple = parse("{{replicated}, {devices=[1,8]<=[8]}}");
     REQUIRE(tuple.kind == K::Tuple);
     CHECK(tuple.elements[1].tile == std::vector<std::int64_t>{1, 8});
-    CHECK(parse("{mesh['data'=8], [{'data'}]}").kind == K::Other);
+    // Shardy's form: dimension 0 over the axis 'data'; over 'y' of a 2x4 mesh, 'x' copies.
+    auto mesh = parse("{mesh['data'=8], [{'data'}, {}]}");
+    CHECK(mesh.tile == std::vector<std::int64_t>{8, 1});
+    CHECK(mesh.devices == iota.devices);
+    auto y = parse("{mesh['x'=2,'y'=4], [{'y'}, {}]}");
+    CHECK(y.tile == std::vector<std::int64_t>{4, 1});
+    CHECK(y.replicate == 2);
+    CHECK(y.devices == t.devices);
+    CHECK(parse("{mesh[], replicated}").kind == K::Replicated);
+    CHECK(parse("{mesh['data'=8], manual}").kind == K::Manual);
+    CHECK(parse("{mesh['x'=8], [{'x':(1)2}]}").kind == K::Other);
+    CHECK_THROWS_AS(parse("{mesh['x'=4], [{'x'}]}"), InputError);        // 4 devices, not 8
+    CHECK_THROWS_AS(parse("{mesh['x'=8], [{'z'}]}"), InputError);        // no axis z
     CHECK_THROWS_AS(parse("{devices=[4,1]<=[4]}"), InputError);          // 4 devices, not 8
     CHECK_THROWS_AS(parse("{devices=[2,2]0,1,2}"), InputError);          // 3 ids for 4 tiles
     CHECK_THROWS_AS(parse("{devices=[8]0,1,2,3,4,5,6,6}"), InputError);  // 6 twice
@@ -157,6 +169,16 @@ TEST_CASE("spmd: a data-parallel MLP step is 1/8 of the global work per device",
     const Trace t2 = hlo_to_trace(again, HloImportOptions{}, 8, &as);
     CHECK_FALSE(as.spmd_partitioned);
     CHECK(trace_matmul_flops(t2) == trace_matmul_flops(part));
+}
+
+TEST_CASE("spmd: the MLP step in Shardy's form partitions the same", "[hlo][spmd]") {
+    const HloModule a = spmd_partition(read_hlo(data("spmd/mlp_dp8_train_step.hlo")));
+    const HloModule g = read_hlo(data("spmd/mlp_dp8_train_step_shardy.hlo"));
+    REQUIRE(spmd_state(g) == SpmdState::Global);
+    const HloModule b = spmd_partition(g);
+    CHECK(dot_flops(b) == dot_flops(a));
+    CHECK(count_op(b, HloOpcode::AllReduce) == count_op(a, HloOpcode::AllReduce));
+    CHECK(entry_root(b).shape.elements.size() == entry_root(a).shape.elements.size());
 }
 
 TEST_CASE("spmd: a Megatron pair of dots gets one all-reduce", "[hlo][spmd]") {
@@ -251,13 +273,15 @@ TEST_CASE("spmd: modules already partitioned, or not sharded, pass unchanged", "
     // XLA's partitioned output keeps its shardings: its collectives say it is partitioned.
     const HloModule llama = read_hlo(data("xla_repo_models_preopt/hlo_llama3_8b_cp_bf16_1x4.hlo"));
     CHECK(spmd_state(llama) == SpmdState::Partitioned);
-    // JAX's seed modules write Shardy's mesh shardings (not read: nothing to partition) and
-    // the MaxText step names no num_partitions (one device).
-    for (const char* f :
-         {"jax_seed_workloads/lstm_imdb_dp8.after_spmd_partitioning.hlo",
-          "jax_seed_workloads/lstm_imdb_dp8.before_optimizations.hlo",
-          "xla_repo_models_preopt/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo"})
-        CHECK(spmd_state(read_hlo(data(f))) == SpmdState::NotSharded);
+    // JAX's seed modules (Shardy's shardings) hold their all-reduces: after partitioning, or
+    // a per-replica region (before optimizations). The MaxText step names no num_partitions
+    // (one device).
+    for (const char* f : {"jax_seed_workloads/lstm_imdb_dp8.after_spmd_partitioning.hlo",
+                          "jax_seed_workloads/lstm_imdb_dp8.before_optimizations.hlo"})
+        CHECK(spmd_state(read_hlo(data(f))) == SpmdState::Partitioned);
+    CHECK(spmd_state(read_hlo(data("xla_repo_models_preopt/"
+                                   "nv_maxtext_1n1g_jit_train_step_before_optimization.hlo"))) ==
+          SpmdState::NotSharded);
     HloImportOptions opts;
     opts.fusion = false;
     const HloModule lstm =

@@ -246,10 +246,11 @@ HloModule defuse_hlo(const HloModule& m, std::int64_t* fusions = nullptr);
 
 // Whether a module still needs XLA's SPMD partitioner (docs/hlo.md, "SPMD and collectives"):
 // NotSharded: num_partitions is 1 or absent, or no instruction has a tiled sharding (in the
-// HloSharding form `devices=`); Partitioned: it carries tpusim's mark
-// (frontend_attributes={tpusim_spmd_partitioned="true"}) or holds a collective, partition-id or
-// replica-id without shard_map regions (SPMDFullToShardShape), as XLA's partitioned output
-// does; Global: shapes are global, shardings say how to split them.
+// HloSharding form `devices=` or Shardy's `{mesh[...], [{'axis'}, ...]}`); Partitioned: it
+// carries tpusim's mark (frontend_attributes={tpusim_spmd_partitioned="true"}), is a
+// compiler's output (is_scheduled=true, fusions, TPU tiled layouts), or holds a collective,
+// partition-id or replica-id without shard_map regions (SPMDFullToShardShape), as XLA's
+// partitioned output does; Global: shapes are global, shardings say how to split them.
 enum class SpmdState { NotSharded, Global, Partitioned };
 SpmdState spmd_state(const HloModule& m);
 struct HloImportStats;

@@ -288,7 +288,7 @@ HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts) {
         cur = &*d;
     }
     HloImportStats st;
-    if (auto p = hlo_spmd::partitioned(*cur, opts, st)) {
+    if (auto p = d ? std::nullopt : hlo_spmd::partitioned(*cur, opts, st)) {
         d = std::move(p);
         cur = &*d;
     }

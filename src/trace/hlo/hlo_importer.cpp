@@ -62,7 +62,7 @@ int Importer::line_of(std::uint32_t offset) const {
 std::optional<HloModule> Importer::prepared(const HloModule& m, const HloImportOptions& o,
                                             HloImportStats& st) {
     std::optional<HloModule> d = defused(m, st);
-    if (auto p = hlo_spmd::partitioned(d ? *d : m, o, st)) d = std::move(p);
+    if (!d) d = hlo_spmd::partitioned(m, o, st);  // an optimised module is partitioned already
     return d;
 }
 

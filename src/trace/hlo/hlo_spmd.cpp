@@ -1327,9 +1327,15 @@ SpmdState spmd_state(const HloModule& m) {
         if (f->value.find("tpusim_spmd_partitioned") != std::string_view::npos)
             return SpmdState::Partitioned;
     if (!hlo_spmd::has_tiled_sharding(m)) return SpmdState::NotSharded;
+    // A compiler's output (scheduled, fused, or with the TPU's tiled layouts) comes after the
+    // partitioner in XLA's pipeline.
+    if (const HloAttr* s = m.attr("is_scheduled"))
+        if (s->value == "true") return SpmdState::Partitioned;
     bool collectives = false, manual_regions = false;
     for (const auto& c : m.computations) {
         for (const auto& in : c.instrs) {
+            if (in.op == HloOpcode::Fusion || hlo_print::any_tiled(in.shape))
+                return SpmdState::Partitioned;
             const auto cls = hlo_detail::op_class(in.op);
             if (cls == hlo_detail::OpClass::Collective || in.op == HloOpcode::PartitionId ||
                 in.op == HloOpcode::ReplicaId)

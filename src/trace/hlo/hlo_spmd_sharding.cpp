@@ -1,8 +1,9 @@
 // XLA's HloSharding as HLO text writes it (xla/hlo/ir/hlo_sharding.cc, ToString; the parser's
 // ParseSharding in xla/hlo/parser/hlo_parser.cc): {replicated}, {manual}, {maximal device=k},
 // {devices=[a,b,...]d0,d1,...} and the iota form {devices=[a,b]<=[n]} or <=[x,y]T(1,0), with
-// last_tile_dim_replicate, and tuples {{...}, {...}}. Shardy's {mesh[...], ...} form and
-// subgroup shardings (last_tile_dims={manual}) are kept as Kind::Other.
+// last_tile_dim_replicate, tuples {{...}, {...}}, and Shardy's form as XLA prints it
+// ({mesh['x'=8], [{'x'}, {}]}, what JAX 0.5+ hands XLA). Subgroup shardings
+// (last_tile_dims={manual}) and Shardy's sub-axes are kept as Kind::Other.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -134,18 +135,9 @@ class ShardingReader {
                 s.device = number();
                 if (s.device >= parts_)
                     bad(fmt::format("device {} but num_partitions is {}", s.device, parts_));
-            } else if (w == "mesh") {  // Shardy's form: not read
-                s.kind = Sharding::Kind::Other;
-                s.other = "a Shardy mesh sharding";
-                int depth = 0;  // the rest of this sharding, up to its closing brace
-                for (; p_ < v_.size(); ++p_) {
-                    const char c = v_[p_];
-                    if (c == '{' || c == '[' || c == '(') ++depth;
-                    if (c == '}' || c == ']' || c == ')') {
-                        if (depth == 0) break;
-                        --depth;
-                    }
-                }
+            } else if (w == "mesh") {  // Shardy's form
+                mesh(s);
+                return s;
             } else if (w == "devices") {
                 need("=");
                 tiled = true;
@@ -205,21 +197,159 @@ class ShardingReader {
                                 fmt::join(dims, ","), prod, s.devices.size()));
             if (prod != parts_)
                 bad(fmt::format("it names {} devices but num_partitions is {}", prod, parts_));
-            std::vector<bool> seen(static_cast<std::size_t>(parts_), false);
-            for (std::int64_t d : s.devices) {
-                if (d >= parts_) bad(fmt::format("device {} but num_partitions is {}", d, parts_));
-                if (seen[static_cast<std::size_t>(d)])
-                    bad(fmt::format("device {} appears twice", d));
-                seen[static_cast<std::size_t>(d)] = true;
-            }
+            check_devices(s);
         }
         return s;
+    }
+
+    // Shardy's form as XLA prints it: {mesh['x'=4,'y'=2], [{'x'}, {}]} (each dimension
+    // names the axes it is split over, major first; '?' marks an open dimension), or
+    // {mesh[...], replicated} / manual / maximal device=k. The tile assignment is the mesh's
+    // devices (iota, or device_ids=[...]) with the axes of dimension 0, 1, ... first and the
+    // unused axes last as copies (last_tile_dim_replicate). Sub-axes ('x':(1)2) and trailing
+    // unreduced= / replicated= lists are not read: Kind::Other. Reads through the closing brace.
+    void mesh(Sharding& s) {
+        need("[");
+        std::vector<std::string> names;
+        std::vector<std::int64_t> sizes, ids;
+        if (!eat("]")) {
+            do {
+                space();
+                if (eat("device_ids")) {
+                    need("=");
+                    ids = bracketed('[', ']');
+                    continue;
+                }
+                names.push_back(quoted());
+                need("=");
+                sizes.push_back(number());
+            } while (eat(","));
+            need("]");
+        }
+        std::int64_t n = 1;
+        for (std::int64_t z : sizes) {
+            if (z <= 0) bad("a mesh axis of size 0");
+            n *= z;
+            if (n > (std::int64_t{1} << 24)) bad("too many devices");
+        }
+        need(",");
+        space();
+        std::vector<std::vector<std::size_t>> dims;
+        bool other = false;
+        if (eat("[")) {
+            s.kind = Sharding::Kind::Tiled;
+            if (!eat("]")) {
+                do {
+                    need("{");
+                    dims.emplace_back();
+                    while (!eat("}")) {
+                        if (eat("?") || eat(",")) continue;
+                        const std::string a = quoted();
+                        space();
+                        if (p_ < v_.size() && v_[p_] == ':') {  // a sub-axis
+                            other = true;
+                            while (p_ < v_.size() && v_[p_] != ',' && v_[p_] != '}') ++p_;
+                            continue;
+                        }
+                        const auto it = std::find(names.begin(), names.end(), a);
+                        if (it == names.end()) bad(fmt::format("axis '{}' is not in the mesh", a));
+                        dims.back().push_back(static_cast<std::size_t>(it - names.begin()));
+                    }
+                } while (eat(","));
+                need("]");
+            }
+        } else {
+            const std::string w = word();
+            if (w == "replicated") {
+                s.kind = Sharding::Kind::Replicated;
+            } else if (w == "manual") {
+                s.kind = Sharding::Kind::Manual;
+            } else if (w == "maximal") {
+                need("device");
+                need("=");
+                s.kind = Sharding::Kind::Maximal;
+                s.device = number();
+                if (s.device >= parts_)
+                    bad(fmt::format("device {} but num_partitions is {}", s.device, parts_));
+            } else {
+                bad(fmt::format("unexpected '{}' after the mesh", w));
+            }
+        }
+        // Trailing fields (unreduced={...}, replicated={...}, metadata=...) up to the brace.
+        while (!eat("}")) {
+            if (eat(",")) continue;
+            const std::string w = word();
+            if (w.empty()) bad(fmt::format("unexpected '{}'", v_.substr(p_, 1)));
+            if (w != "metadata") other = true;
+            if (eat("=")) skip_value();
+        }
+        if (other) {
+            s.kind = Sharding::Kind::Other;
+            s.other = "a Shardy sharding with sub-axes or unreduced / replicated axes";
+            return;
+        }
+        if (s.kind != Sharding::Kind::Tiled) return;
+        if (n != parts_)
+            bad(fmt::format("its mesh has {} devices but num_partitions is {}", n, parts_));
+        std::vector<bool> used(names.size(), false);
+        std::vector<std::int64_t> order;
+        for (const auto& d : dims) {
+            std::int64_t t = 1;
+            for (std::size_t a : d) {
+                if (used[a]) bad(fmt::format("axis '{}' is used twice", names[a]));
+                used[a] = true;
+                order.push_back(static_cast<std::int64_t>(a));
+                t *= sizes[a];
+            }
+            s.tile.push_back(t);
+        }
+        for (std::size_t a = 0; a < names.size(); ++a)
+            if (!used[a]) {
+                order.push_back(static_cast<std::int64_t>(a));
+                s.replicate *= sizes[a];
+            }
+        if (names.empty()) {
+            s.kind = Sharding::Kind::Replicated;
+            s.tile.clear();
+            return;
+        }
+        iota_of(s, sizes, order);
+        if (!ids.empty()) {
+            if (static_cast<std::int64_t>(ids.size()) != n)
+                bad(fmt::format("device_ids lists {} devices for a mesh of {}", ids.size(), n));
+            for (auto& d : s.devices) d = ids[static_cast<std::size_t>(d)];
+        }
+        check_devices(s);
+    }
+
+    std::string quoted() {
+        space();
+        if (p_ >= v_.size() || v_[p_] != '\'') bad("expected a quoted axis name");
+        const std::size_t e = v_.find('\'', p_ + 1);
+        if (e == std::string_view::npos) bad("an axis name is not closed");
+        std::string a(v_.substr(p_ + 1, e - p_ - 1));
+        p_ = e + 1;
+        return a;
+    }
+
+    void check_devices(const Sharding& s) const {
+        std::vector<bool> seen(static_cast<std::size_t>(parts_), false);
+        for (std::int64_t d : s.devices) {
+            if (d >= parts_) bad(fmt::format("device {} but num_partitions is {}", d, parts_));
+            if (seen[static_cast<std::size_t>(d)]) bad(fmt::format("device {} appears twice", d));
+            seen[static_cast<std::size_t>(d)] = true;
+        }
     }
 
     // <=[reshape]T(perm): iota(N) reshaped, transposed, flattened.
     void iota(Sharding& s, const std::vector<std::int64_t>& reshape) {
         std::vector<std::int64_t> perm;
         if (eat("T")) perm = bracketed('(', ')');
+        iota_of(s, reshape, perm);
+    }
+
+    void iota_of(Sharding& s, const std::vector<std::int64_t>& reshape,
+                 std::vector<std::int64_t> perm) {
         std::int64_t n = 1;
         for (std::int64_t d : reshape) {
             if (d <= 0) bad("an iota dimension of 0");
@@ -267,8 +397,10 @@ Sharding parse_sharding(std::string_view v, const HloModule& m, std::uint32_t at
 bool has_tiled_sharding(const HloModule& m) {
     for (const auto& c : m.computations)
         for (const auto& in : c.instrs)
-            if (const HloAttr* a = in.attr("sharding"))
-                if (a->value.find("devices=") != std::string_view::npos) return true;
+            if (const HloAttr* a = in.attr("sharding"))  // HloSharding's or Shardy's form
+                if (a->value.find("devices=") != std::string_view::npos ||
+                    a->value.find("{'") != std::string_view::npos)
+                    return true;
     return false;
 }
 
