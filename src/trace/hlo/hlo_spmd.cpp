@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 
 #include "hlo_import.h"
 #include "hlo_print.h"
@@ -299,7 +300,8 @@ class Partitioner {
     // This device's start along dimension d of `s`: a table of every partition's offset read
     // at partition-id, as XLA's partitioner writes it.
     std::string offset(Ctx& x, const Spec& s, int d, std::int64_t chunk) {
-        if (s.tile.empty() || s.tile[static_cast<std::size_t>(d)] == 1) {
+        if (static_cast<std::size_t>(d) >= s.tile.size() ||
+            s.tile[static_cast<std::size_t>(d)] == 1) {
             auto& z = x.cache["zero"];
             if (z.empty()) z = emit(x, "constant", "s32[]", "constant(0)");
             return z;
@@ -600,8 +602,18 @@ class Partitioner {
         x.vals.resize(c.instrs.size());
         x.named.assign(c.instrs.size(), false);
         for (const auto& in : c.instrs) x.used.insert(std::string(in.name));
-        for (std::size_t i = 0; i < c.instrs.size(); ++i)
-            x.vals[i] = instr(x, static_cast<std::int32_t>(i), args, entry);
+        for (std::size_t i = 0; i < c.instrs.size(); ++i) {
+            // An instruction without the operands or attribute entries its opcode needs
+            // (malformed HLO): one located error, not a crash.
+            try {
+                x.vals[i] = instr(x, static_cast<std::int32_t>(i), args, entry);
+            } catch (const std::out_of_range&) {
+                m_.fail(c.instrs[i].offset,
+                        fmt::format("{} {}: its operands or dimension attributes do not fit its "
+                                    "shapes (SPMD partitioning)",
+                                    c.instrs[i].opcode, c.instrs[i].name));
+            }
+        }
         Val r = x.vals[static_cast<std::size_t>(c.root)];
         if (r.deferred >= 0) r = make(x, r.deferred, root ? root->spec : Spec{});
         if (root) r = conform(x, r, *root);
@@ -856,7 +868,7 @@ class Partitioner {
         if (d < 0) return Spec{};
         const auto& a = o.shape->dims;
         const std::int64_t n = o.spec.n(), size = a[static_cast<std::size_t>(d)];
-        if (size % n != 0) return Spec{};
+        if (size == 0 || size % n != 0) return Spec{};
         std::int64_t before = 1;
         for (int k = 0; k < d; ++k) before *= a[static_cast<std::size_t>(k)];
         std::int64_t pb = 1;
@@ -917,19 +929,19 @@ class Partitioner {
             os = *ann;
             if (e < nb) {
                 ls = moved(os, lr, static_cast<int>(lb[static_cast<std::size_t>(e)]));
-                rs = moved(os, rr, static_cast<int>(rb[static_cast<std::size_t>(e)]));
+                rs = moved(os, rr, static_cast<int>(rb.at(static_cast<std::size_t>(e))));
             } else if (e < nb + nlf) {
                 ls = moved(os, lr, static_cast<int>(lf[static_cast<std::size_t>(e - nb)]));
             } else {
-                rs = moved(os, rr, static_cast<int>(rf[static_cast<std::size_t>(e - nb - nlf)]));
+                rs = moved(os, rr, static_cast<int>(rf.at(static_cast<std::size_t>(e - nb - nlf))));
             }
         } else if (ld >= 0) {
             ls = l.spec;
             if (int k = index_of(lb, ld); k >= 0) {
-                rs = moved(ls, rr, static_cast<int>(rb[static_cast<std::size_t>(k)]));
+                rs = moved(ls, rr, static_cast<int>(rb.at(static_cast<std::size_t>(k))));
                 os = moved(ls, rank, k);
             } else if (int k2 = index_of(lc, ld); k2 >= 0) {
-                rs = moved(ls, rr, static_cast<int>(rc[static_cast<std::size_t>(k2)]));
+                rs = moved(ls, rr, static_cast<int>(rc.at(static_cast<std::size_t>(k2))));
                 partial = ld;
             } else {
                 os = moved(ls, rank, static_cast<int>(lb.size()) + index_of(lf, ld));
@@ -942,11 +954,11 @@ class Partitioner {
         } else if (rd >= 0) {
             rs = r.spec;
             if (int k = index_of(rb, rd); k >= 0) {
-                ls = moved(rs, lr, static_cast<int>(lb[static_cast<std::size_t>(k)]));
+                ls = moved(rs, lr, static_cast<int>(lb.at(static_cast<std::size_t>(k))));
                 os = moved(rs, rank, k);
             } else if (int k2 = index_of(rc, rd); k2 >= 0) {
-                ls = moved(rs, lr, static_cast<int>(lc[static_cast<std::size_t>(k2)]));
-                partial = static_cast<int>(lc[static_cast<std::size_t>(k2)]);
+                ls = moved(rs, lr, static_cast<int>(lc.at(static_cast<std::size_t>(k2))));
+                partial = static_cast<int>(lc.at(static_cast<std::size_t>(k2)));
             } else {
                 os = moved(rs, rank, static_cast<int>(lb.size() + lf.size()) + index_of(rf, rd));
             }
