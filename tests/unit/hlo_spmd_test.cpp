@@ -193,6 +193,17 @@ TEST_CASE("spmd: a Megatron pair of dots gets one all-reduce", "[hlo][spmd]") {
         if (in.name == "tanh.5") CHECK(in.shape.dims == std::vector<std::int64_t>{64, 4096 / 8});
 }
 
+TEST_CASE("spmd: partial sums wanted tiled are one reduce-scatter", "[hlo][spmd]") {
+    const HloModule g = read_hlo(data("spmd/megatron_tp8_reduce_scatter.hlo"));
+    HloImportStats st;
+    const HloModule p = spmd_partition(g, &st);
+    CHECK(count_op(p, HloOpcode::ReduceScatter) == 1);
+    CHECK(count_op(p, HloOpcode::AllReduce) == 0);
+    CHECK(st.spmd_collectives_inserted == 1);
+    const auto& out = entry_root(g).shape.dims;
+    CHECK(entry_root(p).shape.dims == std::vector<std::int64_t>{out[0] / partitions(g), out[1]});
+}
+
 TEST_CASE("spmd: a loop keeps its batch-tiled state and its replicated counter", "[hlo][spmd]") {
     const HloModule g = read_hlo(data("spmd/while_dp8.hlo"));
     HloImportStats st;

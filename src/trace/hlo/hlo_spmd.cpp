@@ -394,12 +394,28 @@ class Partitioner {
         return r;
     }
 
-    Val all_reduce(Ctx& x, Val v, const Spec& over, int d, const std::string& to_apply) {
+    // Partial sums over the devices that hold the other tiles of `over` along d: an
+    // all-reduce, or, where the result is wanted tiled over those same devices in the same
+    // order (`want`), a reduce-scatter that leaves each its piece (XLA's ReduceScatterCreator
+    // makes one of the all-reduce and the slice).
+    Val all_reduce(Ctx& x, Val v, const Spec& over, int d, const std::string& to_apply,
+                   const std::optional<Spec>& want = std::nullopt) {
         ++st_.spmd_collectives_inserted;
+        const auto groups = groups_along(over, d);
+        const int e = want ? want->dim() : -1;
+        if (e >= 0 && !v.tuple && v.shape->dims[static_cast<std::size_t>(e)] % want->n() == 0 &&
+            groups_along(*want, e) == groups) {
+            v.spec = *want;
+            v.ref = emit(x, "reduce-scatter", val_shape(v),
+                         fmt::format("reduce-scatter({}), {}, replica_groups={}, "
+                                     "use_global_device_ids=true, dimensions={{{}}}, to_apply={}",
+                                     v.ref, channel(), groups_text(groups), e, to_apply));
+            return v;
+        }
         v.ref = emit(x, "all-reduce", val_shape(v),
                      fmt::format("all-reduce({}), {}, replica_groups={}, "
                                  "use_global_device_ids=true, to_apply={}",
-                                 v.ref, channel(), groups_text(groups_along(over, d)), to_apply));
+                                 v.ref, channel(), groups_text(groups), to_apply));
         return v;
     }
 
@@ -843,9 +859,9 @@ class Partitioner {
             case HloOpcode::Dot:
                 return done(dot(x, i, ann));
             case HloOpcode::Convolution:
-                return done(convolution(x, i));
+                return done(convolution(x, i, ann));
             case HloOpcode::Reduce:
-                if (in.operands.size() == 2 && !in.shape.tuple) return done(reduce(x, i));
+                if (in.operands.size() == 2 && !in.shape.tuple) return done(reduce(x, i, ann));
                 break;
             case HloOpcode::While:
                 return done(loop(x, i));
@@ -969,11 +985,11 @@ class Partitioner {
         v.shape = &in.shape;
         v.spec = os;
         v.ref = emit_instr(x, i, {l.ref, r.ref}, local_text(in.shape, os));
-        if (partial >= 0) v = all_reduce(x, v, ls, partial, adder(in.shape.type.name));
+        if (partial >= 0) v = all_reduce(x, v, ls, partial, adder(in.shape.type.name), ann);
         return v;
     }
 
-    Val convolution(Ctx& x, std::int32_t i) {
+    Val convolution(Ctx& x, std::int32_t i, const std::optional<Spec>& ann) {
         const HloInstr& in = x.c->instrs[static_cast<std::size_t>(i)];
         const HloAttr* dl = in.attr("dim_labels");
         const std::string labels = dl ? std::string(dl->value) : "";
@@ -1024,11 +1040,11 @@ class Partitioner {
         v.shape = &in.shape;
         v.spec = os;
         v.ref = emit_instr(x, i, {l.ref, r.ref}, local_text(in.shape, os));
-        if (partial >= 0) v = all_reduce(x, v, ls, partial, adder(in.shape.type.name));
+        if (partial >= 0) v = all_reduce(x, v, ls, partial, adder(in.shape.type.name), ann);
         return v;
     }
 
-    Val reduce(Ctx& x, std::int32_t i) {
+    Val reduce(Ctx& x, std::int32_t i, const std::optional<Spec>& ann) {
         const HloInstr& in = x.c->instrs[static_cast<std::size_t>(i)];
         const auto dims = ints(in, "dimensions");
         Val o = operand(x, in.operands[0]);
@@ -1054,7 +1070,7 @@ class Partitioner {
             const HloAttr* a = in.attr("to_apply");
             std::string f = a ? std::string(a->value) : adder(in.shape.type.name);
             if (!f.empty() && f.front() != '%') f = "%" + f;
-            v = all_reduce(x, v, o.spec, d, f);
+            v = all_reduce(x, v, o.spec, d, f, ann);
         }
         return v;
     }
