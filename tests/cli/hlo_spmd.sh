@@ -59,6 +59,21 @@ warned=$(grep -c "^$d/fallback_2d_tiling.hlo:[0-9]*:[0-9]*: warning: spmd-partit
 [ "$warned" -ge 1 ] || fail "no located warning for the fallback"
 [ "$(field "$tmp/fb.json" spmd_fallbacks)" = "$warned" ] || fail "spmd_fallbacks != $warned warnings"
 
+# A real jit module before partitioning: the MaxText step (xla_repo_models_preopt), which
+# shards over 8 devices (devices=[8,1,1]<=[8], Sharding custom-calls, a scan loop) but whose
+# HloModule line names no num_partitions, given num_partitions=8. Per device it holds 1/8 of
+# the matrix FLOPs and fits a v3 core's HBM; replayed whole on every core it does not.
+mt=tests/data/hlo/xla_repo_models_preopt/nv_maxtext_1n1g_jit_train_step_before_optimization.hlo
+sed '0,/^HloModule jit_train_step, /s//HloModule jit_train_step, num_partitions=8, /' $mt >"$tmp/mt8.hlo"
+"$bin" import hlo "$tmp/mt8.hlo" --config $v3 --after-passes "$tmp/mt8.after.hlo" -o "$tmp/mt8.json" \
+    >/dev/null 2>"$tmp/mt8.err" || fatal "import the MaxText step with num_partitions=8"
+g=$(python3 tests/cli/hlo_flops.py "$tmp/mt8.hlo")
+l=$(python3 tests/cli/hlo_flops.py "$tmp/mt8.after.hlo")
+[ $((l * 8)) -eq "$g" ] || fail "MaxText per-device FLOPs $l x 8 != $g"
+"$bin" trace check --config $v3 --hlo "$tmp/mt8.hlo" >/dev/null 2>&1 || fail "the partitioned MaxText step does not fit a v3 core"
+"$bin" trace check --config $v3 --hlo "$tmp/mt8.hlo" --hlo-passes fusion,kernel-graphs,producer-fusion,tile-padding,direct-convolutions \
+    2>&1 | grep -q "resource exhausted" || fail "the unpartitioned MaxText step fits a v3 core"
+
 # Bad shardings: one located error, exit 2.
 expect_error "device count" "$bad/spmd_device_count.hlo:5:38: bad sharding" -- \
     run --config $v3 --hlo $bad/spmd_device_count.hlo

@@ -222,6 +222,22 @@ TEST_CASE("spmd: a loop keeps its batch-tiled state and its replicated counter",
     CHECK(ts.while_trips == 4);
 }
 
+TEST_CASE("spmd: a scan's stacked buffer is tiled around its loop", "[hlo][spmd]") {
+    const HloModule g = read_hlo(data("spmd/scan_dp8.hlo"));
+    HloImportStats st;
+    const HloModule p = spmd_partition(g, &st);
+    CHECK(st.spmd_collectives_inserted == 0);
+    CHECK(st.spmd_fallbacks == 0);
+    CHECK(count_op(p, HloOpcode::AllGather) == 0);
+    const HloComputation& body =
+        p.computations[static_cast<std::size_t>(p.find_computation("body.1"))];
+    const HloShape& gbuf = entry_root(g).shape;
+    REQUIRE(body.instrs[0].shape.tuple);
+    CHECK(body.instrs[0].shape.elements[3].dims ==
+          std::vector<std::int64_t>{gbuf.dims[0], gbuf.dims[1] / partitions(g), gbuf.dims[2]});
+    CHECK(dot_flops(p) * partitions(g) == dot_flops(g));
+}
+
 TEST_CASE("spmd: XLA's own partitioner test inputs", "[hlo][spmd]") {
     {  // TiledToTiledEven: an all-to-all, s32[8,1] per device
         const HloModule p = spmd_partition(read_hlo(data("spmd/xla_tiled_to_tiled_even.hlo")));

@@ -213,6 +213,7 @@ class Partitioner {
         std::vector<bool> named;  // the instruction's own name is taken
         std::map<std::string, std::string> cache;
         std::map<std::pair<std::int32_t, std::string>, Val> made;
+        std::map<std::string, Val> resharded;
     };
 
     // ---- output -----------------------------------------------------------------------------
@@ -372,6 +373,16 @@ class Partitioner {
         if (v.deferred >= 0) return make(x, v.deferred, to);
         if (v.tuple || v.spec.manual || to.manual || v.spec == to || v.shape->dims.empty())
             return v;
+        // One copy of each resharded value per computation (XLA's CSE keeps one).
+        const std::string key = fmt::format("{} {} -> {}", v.ref, v.spec.key(), to.key());
+        auto it = x.resharded.find(key);
+        if (it != x.resharded.end()) return it->second;
+        Val r = reshard_new(x, v, to);
+        x.resharded.emplace(key, r);
+        return r;
+    }
+
+    Val reshard_new(Ctx& x, const Val& v, const Spec& to) {
         const HloShape& g = *v.shape;
         const int fd = v.spec.dim(), td = to.dim();
         if (fd >= 0 && td >= 0 && fd != td && v.spec.same_layout(to) &&
@@ -803,7 +814,7 @@ class Partitioner {
                         if (od < dims.size())
                             return done(
                                 plain({o.ref}, moved(o.spec, rank, static_cast<int>(dims[od]))));
-                        return done(plain({gather(x, o).ref}, Spec{}));
+                        return done(plain({reshard(x, o, Spec{}).ref}, Spec{}));
                     }
                 }
                 if (ann) return make(x, i, *ann);
@@ -847,13 +858,13 @@ class Partitioner {
                 for (std::size_t k = 0; k < perm.size(); ++k)
                     if (o.spec.dim() >= 0 && perm[k] == o.spec.dim())
                         s = moved(o.spec, rank, static_cast<int>(k));
-                return done(plain({s.replicated() ? gather(x, o).ref : o.ref}, s));
+                return done(plain({s.replicated() ? reshard(x, o, Spec{}).ref : o.ref}, s));
             }
             case HloOpcode::Reshape:
             case HloOpcode::Bitcast: {
                 Val o = use(x, in, 0, nullptr);
                 const Spec s = reshaped(o, in.shape);
-                if (s.replicated() && !o.spec.replicated()) o = gather(x, o);
+                if (s.replicated() && !o.spec.replicated()) o = reshard(x, o, Spec{});
                 return done(plain({o.ref}, s));
             }
             case HloOpcode::Dot:
@@ -1054,7 +1065,7 @@ class Partitioner {
             warn(in.offset, fmt::format("reduce {}: its operand is tiled along several "
                                         "dimensions; it is gathered",
                                         in.name));
-            o = gather(x, o);
+            o = reshard(x, o, Spec{});
         } else {
             o = use(x, in, 0, nullptr);
         }
@@ -1087,8 +1098,32 @@ class Partitioner {
         Val init = use(x, in, 0, nullptr);
         init.shape = &in.shape;
         if (init.tuple) init = conform(x, init, init);  // element refs of the operand
-        // The state keeps the operand's layout around the loop (the body's result resharded
-        // to it; a counter stays replicated).
+        // The state's layout around the loop: the operand's, except where the body makes a
+        // replicated element tiled (a scan's stacked outputs, written piece by piece): there
+        // the state is tiled from the start (the operand sliced before the loop), as sharding
+        // propagation unifies a while's operand, body and result. The body's result is then
+        // resharded to the state's layout; a counter stays replicated.
+        Val state = init;
+        for (int round = 0; round < 4 && state.tuple; ++round) {
+            const Snapshot before = snapshot();
+            const Result probe = partition(body, {state}, nullptr);
+            restore(before);
+            bool changed = false;
+            for (std::size_t k = 0; k < state.elems.size() && k < probe.root.elems.size(); ++k) {
+                Val& e = state.elems[k];
+                const Val& r = probe.root.elems[k];
+                if (!e.tuple && !r.tuple && e.spec.replicated() && r.spec.dim() >= 0 &&
+                    r.spec.tile.size() == e.shape->dims.size()) {
+                    e.spec = r.spec;
+                    changed = true;
+                }
+            }
+            if (!changed) break;
+        }
+        if (state.tuple && signature({state}, nullptr) != signature({init}, nullptr)) {
+            init = conform(x, init, state);
+            init.shape = &in.shape;
+        }
         const Result b = partition(body, {init}, &init);
         const Result c = partition(cond, {init}, nullptr);
         Val v = init;
@@ -1096,6 +1131,30 @@ class Partitioner {
             emit_instr(x, i, {init.ref}, val_shape(init),
                        {{"body", callee_ref(b.name)}, {"condition", callee_ref(c.name)}});
         return v.tuple ? fresh_elements(v, ref) : (v.ref = ref, v);
+    }
+
+    // What partitioning a computation leaves behind, for a trial partition (loop()).
+    struct Snapshot {
+        std::map<std::pair<std::int32_t, std::string>, Result> done;
+        std::set<std::int32_t> partitioned;
+        std::unordered_set<std::string> comp_names, warned;
+        std::map<std::string, std::string> adders;
+        std::string callees;
+        std::int64_t channel = 0;
+        HloImportStats stats;
+    };
+    Snapshot snapshot() const {
+        return {done_, partitioned_, comp_names_, warned_, adders_, callees_, channel_, st_};
+    }
+    void restore(const Snapshot& s) {
+        done_ = s.done;
+        partitioned_ = s.partitioned;
+        comp_names_ = s.comp_names;
+        warned_ = s.warned;
+        adders_ = s.adders;
+        callees_ = s.callees;
+        channel_ = s.channel;
+        st_ = s.stats;
     }
 
     static std::string_view strip(const HloAttr* a) {
@@ -1160,8 +1219,22 @@ class Partitioner {
     std::optional<Val> along_free_dim(Ctx& x, std::int32_t i) {
         const HloInstr& in = x.c->instrs[static_cast<std::size_t>(i)];
         if (in.shape.tuple || in.operands.empty()) return std::nullopt;
-        const Val o = operand(x, in.operands[0]);
-        if (o.tuple || o.deferred >= 0) return std::nullopt;
+        Val o = operand(x, in.operands[0]);
+        if (o.tuple) return std::nullopt;
+        if (in.op == HloOpcode::DynamicUpdateSlice && in.operands.size() >= 2 &&
+            (o.deferred >= 0 || o.spec.replicated())) {
+            // A replicated buffer updated with a tiled piece along a dimension the update
+            // covers whole: the buffer is used tiled (made or sliced locally).
+            const Val u = operand(x, in.operands[1]);
+            const int du = u.deferred >= 0 || u.tuple ? -1 : u.spec.dim();
+            if (du < 0 || u.shape->dims.size() != o.shape->dims.size() ||
+                u.shape->dims[static_cast<std::size_t>(du)] !=
+                    o.shape->dims[static_cast<std::size_t>(du)])
+                return std::nullopt;
+            o.spec = u.spec;
+            o.deferred = -1;
+        }
+        if (o.deferred >= 0) return std::nullopt;
         const int d = o.spec.dim();
         if (d < 0 || o.shape->dims.size() != in.shape.dims.size()) return std::nullopt;
         const auto ud = static_cast<std::size_t>(d);
@@ -1250,7 +1323,7 @@ class Partitioner {
         for (std::size_t k = 0; k < in.operands.size(); ++k) {
             const bool lay = k == 0 || std::find(same.begin(), same.end(), k) != same.end();
             Val v = use(x, in, k, lay ? &o.spec : nullptr);
-            if (!lay && !v.spec.replicated()) v = gather(x, v);
+            if (!lay && !v.spec.replicated()) v = reshard(x, v, Spec{});
             ops.push_back(v.ref);
         }
         Val v;
@@ -1306,7 +1379,7 @@ class Partitioner {
                     tiled = true;
                 }
             } else if (!v.spec.replicated() && !v.spec.manual) {
-                v = gather(x, v);
+                v = reshard(x, v, Spec{});
                 tiled = true;
             }
             ops.push_back(v.ref);

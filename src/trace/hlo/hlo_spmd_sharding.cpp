@@ -31,8 +31,18 @@ class ShardingReader {
     [[noreturn]] void bad(const std::string& what) const {
         m_.fail(at_, fmt::format("bad sharding {}: {}", v_, what));
     }
-    void space() {
-        while (p_ < v_.size() && std::isspace(static_cast<unsigned char>(v_[p_])) != 0) ++p_;
+    void space() {  // and /*index=5*/ comments, which XLA writes in long tuples
+        while (p_ < v_.size()) {
+            if (std::isspace(static_cast<unsigned char>(v_[p_])) != 0) {
+                ++p_;
+            } else if (v_.substr(p_, 2) == "/*") {
+                const std::size_t e = v_.find("*/", p_ + 2);
+                if (e == std::string_view::npos) bad("a comment is not closed");
+                p_ = e + 2;
+            } else {
+                break;
+            }
+        }
     }
     bool eat(std::string_view s) {
         space();
