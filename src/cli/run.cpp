@@ -187,6 +187,9 @@ void add_run_command(CLI::App& app) {
                            {"producer_fusions", hlo_stats.producer_fusions},
                            {"defused_fusions", hlo_stats.defused_fusions},
                            {"inlined_calls", hlo_stats.inlined_calls},
+                           {"spmd_partitioned", hlo_stats.spmd_partitioned},
+                           {"spmd_collectives_inserted", hlo_stats.spmd_collectives_inserted},
+                           {"spmd_fallbacks", hlo_stats.spmd_fallbacks},
                            {"warnings", hlo_stats.warnings}};
         body["wall_seconds"] = r.wall_seconds;
         const nlohmann::json report = make_report("run", cfg, body);
@@ -223,7 +226,7 @@ void add_run_command(CLI::App& app) {
             std::cout << report.dump(2) << "\n";
         } else {
             std::cout << run_summary_text(r, cfg, trace.name, o->top);
-            if (!hlo_stats.warnings.empty())
+            if (hlo_stats.unmodelled_custom_calls > 0)
                 std::cout << fmt::format(
                     "  {} custom-call executions not modelled (warnings "
                     "above)\n",

@@ -257,6 +257,20 @@ bool has_calls(const HloModule& m);
 // `max_instructions` (calls that fan out): then nothing is inlined.
 std::optional<HloModule> inline_calls(const HloModule& m, std::int64_t* calls = nullptr,
                                       std::int64_t max_instructions = std::int64_t{1} << 20);
+// Whether a module still needs XLA's SPMD partitioner (docs/hlo.md, "SPMD and collectives"):
+// NotSharded: num_partitions is 1 or absent, or no instruction has a tiled sharding (in the
+// HloSharding form `devices=` or Shardy's `{mesh[...], [{'axis'}, ...]}`); Partitioned: it
+// carries tpusim's mark (frontend_attributes={tpusim_spmd_partitioned="true"}), is a
+// compiler's output (is_scheduled=true, fusions, TPU tiled layouts), or holds a collective,
+// partition-id or replica-id without shard_map regions (SPMDFullToShardShape), as XLA's
+// partitioned output does; Global: shapes are global, shardings say how to split them.
+enum class SpmdState { NotSharded, Global, Partitioned };
+SpmdState spmd_state(const HloModule& m);
+struct HloImportStats;
+// The per-device module XLA's SpmdPartitioner would write for a Global module (hlo_spmd.cpp):
+// per-device shapes, all-gather / all-reduce / all-to-all / dynamic-slice where layouts
+// differ, the mark above. Bad shardings are InputErrors located at the instruction.
+HloModule spmd_partition(const HloModule& m, HloImportStats* stats = nullptr);
 
 // Limits of the import (docs/limits.md): how deep computations may call each other (the import
 // recurses once per level), and how many instructions it visits by default, counting a loop
@@ -270,6 +284,9 @@ inline constexpr std::int64_t kMaxHloTrips = std::int64_t{1} << 40;
 // What the import does besides translating opcodes (docs/hlo.md, "Passes").
 struct HloImportOptions {
     bool call_inliner = true;  // inline every `call` first (XLA's CallInliner)
+    // Partition a module written before XLA's SPMD partitioner (global shapes, tiled
+    // shardings) into the per-device program (spmd_partition).
+    bool spmd_partitioner = true;
     bool fusion = true;        // fuse producers into consumers in modules that have no fusions
     bool tile_padding = true;  // pad the minor two dimensions to the (8, 128) tile in bytes
     // A fusion is a graph: a value that a member computes for another member as its second
@@ -301,7 +318,8 @@ std::string hlo_pass_names();
 // import walks becomes a fusion calling fused_computation.N, duplicated producers inside each
 // of them, broadcasts / iotas / constants cloned in, no-op copies removed.
 HloModule apply_fusion_pass(const HloModule& m);
-// The module as tpusim runs it under opts: defused when is_foreign_fused, then the fusion pass
+// The module as tpusim runs it under opts: defused when is_foreign_fused, SPMD-partitioned when
+// opts.spmd_partitioner and spmd_state is Global, then the fusion pass
 // when opts.fusion and it has no fusions (what `--after-passes FILE` writes, printed).
 HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts);
 
@@ -315,7 +333,10 @@ struct HloImportStats {
     std::int64_t producer_fusions = 0;  // kernels that take an operand from its producer's tiles
     std::int64_t inlined_calls = 0;     // calls replaced by their computations (call-inliner)
     std::int64_t defused_fusions = 0;   // fusions of another backend's module inlined back
-    std::vector<std::string> warnings;  // located, one line per instruction (custom-calls)
+    bool spmd_partitioned = false;      // the SPMD partitioning pass ran
+    std::int64_t spmd_collectives_inserted = 0;  // collectives it wrote
+    std::int64_t spmd_fallbacks = 0;             // values it replicated (located warnings)
+    std::vector<std::string> warnings;           // located, one line per instruction (custom-calls)
 };
 
 // The module as a trace: op ids are HLO instruction names. A while loop of 2 or more trips is a

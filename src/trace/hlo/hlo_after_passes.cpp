@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "hlo_print.h"
+#include "hlo_spmd.h"
 
 namespace tpusim {
 
@@ -284,6 +285,11 @@ HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts) {
     const HloModule* cur = &m;
     if (is_foreign_fused(m)) {
         d = defuse_hlo(m);
+        cur = &*d;
+    }
+    HloImportStats st;
+    if (auto p = d ? std::nullopt : hlo_spmd::partitioned(*cur, opts, st)) {
+        d = std::move(p);
         cur = &*d;
     }
     if (opts.call_inliner && has_calls(*cur)) {

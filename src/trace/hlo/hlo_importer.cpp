@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "hlo_spmd.h"
+
 namespace tpusim::hlo_detail {
 
 Importer::Importer(const HloModule& m, const HloImportOptions& o, std::int64_t cores,
@@ -65,6 +67,7 @@ std::optional<HloModule> Importer::prepared(const HloModule& m, const HloImportO
         d = defuse_hlo(m, &n);
         st.defused_fusions += n;
     }
+    if (!d) d = hlo_spmd::partitioned(m, o, st);  // an optimised module is partitioned already
     if (o.call_inliner && has_calls(d ? *d : m)) {
         std::int64_t n = 0;
         std::optional<HloModule> inlined = inline_calls(d ? *d : m, &n, o.max_instructions);

@@ -26,8 +26,9 @@ class Importer {
  private:
     int line_of(std::uint32_t offset) const;
 
-    // The module the passes run on: its fusions inlined when it is another backend's
-    // (is_foreign_fused), then its calls (call-inliner); nullopt when it is `m` as it is.
+    // The module the walker reads: its fusions inlined when it is another backend's
+    // (is_foreign_fused), else SPMD-partitioned when it has global shapes and shardings, then
+    // its calls inlined (call-inliner); nullopt when it is `m` as it is.
     static std::optional<HloModule> prepared(const HloModule& m, const HloImportOptions& o,
                                              HloImportStats& st);
 

@@ -160,6 +160,7 @@ constexpr HloPass kHloPasses[] = {
     {"fusion", &HloImportOptions::fusion},
     {"kernel-graphs", &HloImportOptions::kernel_graphs},
     {"producer-fusion", &HloImportOptions::producer_fusion},
+    {"spmd-partitioner", &HloImportOptions::spmd_partitioner},
     {"tile-padding", &HloImportOptions::tile_padding},
 };
 
