@@ -167,6 +167,8 @@ void write_cached(const std::string& dir, const std::string& path, const std::st
 const HbmCalibration& HbmCalibrationCache::get(const HbmConfig& cfg, double core_clock_mhz,
                                                std::int64_t cores_per_chip) {
     const std::string key = hbm_calibration_key(cfg, core_clock_mhz, cores_per_chip);
+    // Read (and a bad value rejected) whether or not the calibration is measured.
+    const bool parallel = worker_threads() > 1;
     std::lock_guard<std::mutex> lock(mu_);
     last_from_disk_ = false;
     auto it = entries_.find(key);
@@ -180,15 +182,13 @@ const HbmCalibration& HbmCalibrationCache::get(const HbmConfig& cfg, double core
             last_from_disk_ = true;
             return entries_.emplace(key, *c).first->second;
         }
-        const HbmCalibration c =
-            measure_hbm(cfg, core_clock_mhz, cores_per_chip, worker_threads() > 1);
+        const HbmCalibration c = measure_hbm(cfg, core_clock_mhz, cores_per_chip, parallel);
         write_cached(dir, path, full, c);
         return entries_.emplace(key, c).first->second;
     }
     // Side by side when this process may use more than one thread (TPUSIM_THREADS): the same
     // numbers either way.
-    return entries_
-        .emplace(key, measure_hbm(cfg, core_clock_mhz, cores_per_chip, worker_threads() > 1))
+    return entries_.emplace(key, measure_hbm(cfg, core_clock_mhz, cores_per_chip, parallel))
         .first->second;
 }
 
