@@ -990,8 +990,15 @@ class Partitioner {
                 os = moved(rs, rank, static_cast<int>(lb.size() + lf.size()) + index_of(rf, rd));
             }
         }
-        l = use(x, in, 0, &ls);
-        r = use(x, in, 1, &rs);
+        return contraction(x, i, ls, rs, os, partial, ann);
+    }
+
+    // A dot or convolution with its operands laid out as ls and rs, its result as os; partial:
+    // the tiled dimension of ls that it contracts (>= 0), whose partial sums are all-reduced.
+    Val contraction(Ctx& x, std::int32_t i, const Spec& ls, const Spec& rs, const Spec& os,
+                    int partial, const std::optional<Spec>& ann) {
+        const HloInstr& in = x.c->instrs[static_cast<std::size_t>(i)];
+        const Val l = use(x, in, 0, &ls), r = use(x, in, 1, &rs);
         Val v;
         v.shape = &in.shape;
         v.spec = os;
@@ -1045,14 +1052,7 @@ class Partitioner {
                                         "are gathered",
                                         in.name));
         }
-        l = use(x, in, 0, &ls);
-        r = use(x, in, 1, &rs);
-        Val v;
-        v.shape = &in.shape;
-        v.spec = os;
-        v.ref = emit_instr(x, i, {l.ref, r.ref}, local_text(in.shape, os));
-        if (partial >= 0) v = all_reduce(x, v, ls, partial, adder(in.shape.type.name), ann);
-        return v;
+        return contraction(x, i, ls, rs, os, partial, ann);
     }
 
     Val reduce(Ctx& x, std::int32_t i, const std::optional<Spec>& ann) {

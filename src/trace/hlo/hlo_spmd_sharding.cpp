@@ -81,6 +81,25 @@ class ShardingReader {
             ++p_;
         return std::string(v_.substr(b, p_ - b));
     }
+    // The shardings that name no tiling (`replicated`, `manual`, `maximal device=k`), in either
+    // form; false for any other word.
+    bool whole_kind(const std::string& w, Sharding& s) {
+        if (w == "replicated") {
+            s.kind = Sharding::Kind::Replicated;
+        } else if (w == "manual") {
+            s.kind = Sharding::Kind::Manual;
+        } else if (w == "maximal") {
+            need("device");
+            need("=");
+            s.kind = Sharding::Kind::Maximal;
+            s.device = number();
+            if (s.device >= parts_)
+                bad(fmt::format("device {} but num_partitions is {}", s.device, parts_));
+        } else {
+            return false;
+        }
+        return true;
+    }
     // Skips a balanced {..} / [..] / "..." value.
     void skip_value() {
         space();
@@ -134,17 +153,7 @@ class ShardingReader {
             if (eat(",")) continue;
             const std::string w = word();
             if (w.empty()) bad(fmt::format("unexpected '{}'", v_.substr(p_, 1)));
-            if (w == "replicated") {
-                s.kind = Sharding::Kind::Replicated;
-            } else if (w == "manual") {
-                s.kind = Sharding::Kind::Manual;
-            } else if (w == "maximal") {
-                need("device");
-                need("=");
-                s.kind = Sharding::Kind::Maximal;
-                s.device = number();
-                if (s.device >= parts_)
-                    bad(fmt::format("device {} but num_partitions is {}", s.device, parts_));
+            if (whole_kind(w, s)) {
             } else if (w == "mesh") {  // Shardy's form
                 mesh(s);
                 return s;
@@ -270,20 +279,7 @@ class ShardingReader {
             }
         } else {
             const std::string w = word();
-            if (w == "replicated") {
-                s.kind = Sharding::Kind::Replicated;
-            } else if (w == "manual") {
-                s.kind = Sharding::Kind::Manual;
-            } else if (w == "maximal") {
-                need("device");
-                need("=");
-                s.kind = Sharding::Kind::Maximal;
-                s.device = number();
-                if (s.device >= parts_)
-                    bad(fmt::format("device {} but num_partitions is {}", s.device, parts_));
-            } else {
-                bad(fmt::format("unexpected '{}' after the mesh", w));
-            }
+            if (!whole_kind(w, s)) bad(fmt::format("unexpected '{}' after the mesh", w));
         }
         // Trailing fields (unreduced={...}, replicated={...}, metadata=...) up to the brace.
         while (!eat("}")) {
