@@ -73,4 +73,24 @@ void print_warnings(const std::vector<std::string>& warnings) {
     }
 }
 
+std::map<std::string, std::string> kernel_roots(const nlohmann::json& ops) {
+    std::map<std::string, std::string> fused_into, roots;
+    for (const auto& op : ops) {
+        const std::string v = op.value("bottleneck", "");
+        if (v.rfind("fused into ", 0) == 0) fused_into[op["id"].get<std::string>()] = v.substr(11);
+    }
+    for (const auto& op : ops) {
+        std::string id = op["id"].get<std::string>();
+        const std::string self = id;
+        // Bounded: a cycle of "fused into" (a malformed report) ends after every op once.
+        for (std::size_t guard = 0; guard <= fused_into.size(); ++guard) {
+            const auto it = fused_into.find(id);
+            if (it == fused_into.end()) break;
+            id = it->second;
+        }
+        roots[self] = id;
+    }
+    return roots;
+}
+
 }  // namespace tpusim::cli

@@ -1,6 +1,8 @@
 #pragma once
 // Shared CLI plumbing: the options every command takes and the config they select.
 #include <CLI/CLI.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,12 @@ Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progr
 void print_warnings(const std::vector<std::string>& warnings);
 
 // Each command registers itself; main.cpp calls these in order.
+// The kernel of each op of a run report's "ops" array, for a report without "kernels"
+// (`tpusim compare`, `tpusim report`): an op whose bottleneck says "fused into X" belongs to X's
+// kernel, followed along the chain; any other op is its kernel's root. Keyed by every op id;
+// the ops need string ids.
+std::map<std::string, std::string> kernel_roots(const nlohmann::json& ops);
+
 void add_info_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 void add_run_command(CLI::App& app);

@@ -55,25 +55,13 @@ std::map<std::string, Kernel> kernels(const json& r, bool self) {
                 Kernel{0, k["self_us"].get<double>(), static_cast<int>(k["members"].size())};
         return out;
     }
-    std::map<std::string, std::string> fused_into;
-    for (const auto& op : r["ops"]) {
-        const std::string v = op.value("bottleneck", "");
-        if (v.rfind("fused into ", 0) == 0) fused_into[op["id"]] = v.substr(11);
-    }
-    auto root = [&](std::string id) {
-        for (std::size_t guard = 0; guard <= fused_into.size(); ++guard) {
-            const auto it = fused_into.find(id);
-            if (it == fused_into.end()) break;
-            id = it->second;
-        }
-        return id;
-    };
+    const auto roots = kernel_roots(r["ops"]);
     const double mhz = r["config"]["chip"]["clock_mhz"].get<double>();
     std::map<std::string, Kernel> out;
     for (const auto& op : r["ops"]) {
         const double s = op["start_cycle"].get<double>() / mhz,
                      e = op["end_cycle"].get<double>() / mhz;
-        auto [it, fresh] = out.try_emplace(root(op["id"]), Kernel{s, e, 0});
+        auto [it, fresh] = out.try_emplace(roots.at(op["id"].get<std::string>()), Kernel{s, e, 0});
         it->second.start = std::min(it->second.start, s);
         it->second.end = std::max(it->second.end, e);
         ++it->second.ops;

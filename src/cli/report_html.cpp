@@ -248,27 +248,18 @@ void kernel_rows(Page& p, const Fields& f) {
 // groups them), timed by its span from the first member's start to the last one's end.
 void span_rows(Page& p, const Fields& f) {
     const json& ops = f.array(*p.r, "", "ops");
-    std::map<std::string, std::string> fused_into;
     std::vector<std::string> ids;
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const std::string ptr = fmt::format("/ops/{}", i);
         ids.push_back(f.str(ops[i], ptr, "id"));
-        const std::string v = f.str_or(ops[i], ptr, "bottleneck", "");
-        if (v.rfind("fused into ", 0) == 0) fused_into[ids.back()] = v.substr(11);
+        (void)f.str_or(ops[i], ptr, "bottleneck", "");  // a located error if not a string
     }
-    auto root = [&](std::string id) {
-        for (std::size_t guard = 0; guard <= fused_into.size(); ++guard) {
-            const auto it = fused_into.find(id);
-            if (it == fused_into.end()) break;
-            id = it->second;
-        }
-        return id;
-    };
+    const auto roots = kernel_roots(ops);      // every id checked a string above
     std::map<std::string, std::size_t> index;  // root id -> row
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const json& op = ops[i];
         const std::string ptr = fmt::format("/ops/{}", i);
-        const std::string id = ids[i], r = root(id);
+        const std::string id = ids[i], r = roots.at(id);
         const double s = f.num(op, ptr, "start_cycle"), e = f.num(op, ptr, "end_cycle");
         auto [it, fresh] = index.try_emplace(r, p.rows.size());
         if (fresh) {

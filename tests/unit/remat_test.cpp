@@ -127,23 +127,31 @@ Trace block_trace(const std::string& a_op, bool b_fused) {
                       r_rows = std::to_string(4 * kN / 1024);
     const std::string text = R"({"format": "tpusim.trace", "version": 1, "name": "t",
         "cores": 1, "ops": [
-        {"id": "a", "kind": "vector", "op": ")" + a_op + R"(", "elements": )" + n + R"(},
-        {"id": "b", "kind": "vector", "op": "gelu", "elements": )" + n +
-                             R"(, "deps": ["a"], "fused": )" + (b_fused ? "true" : "false") +
+        {"id": "a", "kind": "vector", "op": ")" +
+                             a_op + R"(", "elements": )" + n + R"(},
+        {"id": "b", "kind": "vector", "op": "gelu", "elements": )" +
+                             n + R"(, "deps": ["a"], "fused": )" + (b_fused ? "true" : "false") +
                              R"(},
-        {"id": "c", "kind": "vector", "op": "relu", "elements": )" + n + R"(, "deps": ["b"]},
-        {"id": "big", "kind": "vector", "op": "relu", "elements": )" + n4 + R"(},
-        {"id": "r", "kind": "vector", "op": "reduce_sum", "rows": )" + r_rows +
+        {"id": "c", "kind": "vector", "op": "relu", "elements": )" +
+                             n + R"(, "deps": ["b"]},
+        {"id": "big", "kind": "vector", "op": "relu", "elements": )" +
+                             n4 + R"(},
+        {"id": "r", "kind": "vector", "op": "reduce_sum", "rows": )" +
+                             r_rows +
                              R"(, "cols": 1024, "deps": ["big"]},
-        {"id": "g", "kind": "vector", "op": "relu", "elements": )" + n + R"(, "deps": ["b"]},
-        {"id": "h", "kind": "vector", "op": "relu", "elements": )" + n + R"(, "deps": ["g"]}]})";
+        {"id": "g", "kind": "vector", "op": "relu", "elements": )" +
+                             n + R"(, "deps": ["b"]},
+        {"id": "h", "kind": "vector", "op": "relu", "elements": )" +
+                             n + R"(, "deps": ["g"]}]})";
     return parse_trace(nlohmann::json::parse(text), "t.json", 8);
 }
 
 }  // namespace
 
-TEST_CASE("rematerialisation recomputes a fused kernel whole: its first op from HBM, the rest "
-          "on chip", "[remat]") {
+TEST_CASE(
+    "rematerialisation recomputes a fused kernel whole: its first op from HBM, the rest "
+    "on chip",
+    "[remat]") {
     const Trace t = block_trace("relu", true);
     // At r: x (2N) and big's input (8N), results b (2N; a is on chip), c (2N), big (8N), r.
     const std::int64_t r = op_bytes_out(t.ops[4]);
@@ -163,8 +171,10 @@ TEST_CASE("rematerialisation recomputes a fused kernel whole: its first op from 
     CHECK(st.peak_after == 20 * kN + r);
 }
 
-TEST_CASE("rematerialisation needs the operands live at the copy or recomputable; otherwise "
-          "nothing changes", "[remat]") {
+TEST_CASE(
+    "rematerialisation needs the operands live at the copy or recomputable; otherwise "
+    "nothing changes",
+    "[remat]") {
     // a is a dropout (random bits: never recomputed) that dies after b; keeping it alive for
     // the copy would hold as much as recomputing b frees.
     const Trace t = block_trace("dropout", false);

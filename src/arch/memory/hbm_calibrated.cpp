@@ -170,7 +170,6 @@ const HbmCalibration& HbmCalibrationCache::get(const HbmConfig& cfg, double core
     // Read (and a bad value rejected) whether or not the calibration is measured.
     const bool parallel = worker_threads() > 1;
     std::lock_guard<std::mutex> lock(mu_);
-    last_from_disk_ = false;
     auto it = entries_.find(key);
     if (it != entries_.end()) return it->second;
     const std::string dir = disk_ ? hbm_cache_dir() : std::string();
@@ -178,10 +177,8 @@ const HbmCalibration& HbmCalibrationCache::get(const HbmConfig& cfg, double core
     if (!id.empty()) {
         const std::string full = fmt::format("{}\n{}", key, id);
         const std::string path = cache_file(dir, full);
-        if (std::optional<HbmCalibration> c = read_cached(path, full)) {
-            last_from_disk_ = true;
+        if (std::optional<HbmCalibration> c = read_cached(path, full))
             return entries_.emplace(key, *c).first->second;
-        }
         const HbmCalibration c = measure_hbm(cfg, core_clock_mhz, cores_per_chip, parallel);
         write_cached(dir, path, full, c);
         return entries_.emplace(key, c).first->second;

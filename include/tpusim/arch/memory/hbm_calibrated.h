@@ -72,14 +72,11 @@ class HbmCalibrationCache {
     // Contract: the reference stays valid while the cache lives.
     const HbmCalibration& get(const HbmConfig& cfg, double core_clock_mhz,
                               std::int64_t cores_per_chip);
-    // Whether get() read its last calibration from disk (for tests and reports).
-    bool last_from_disk() const { return last_from_disk_; }
 
  private:
     std::mutex mu_;
     std::map<std::string, HbmCalibration> entries_;
     bool disk_;
-    bool last_from_disk_ = false;
 };
 
 // The directory of the on-disk calibration cache ("" when none can be named, or when
