@@ -68,7 +68,7 @@ SETS = {
     "GEMM": (8.0, 8.0),
     "GELU": (12.0, 27.0),
     "LayerNorm": (15.0, 29.0),
-    "Softmax": (15.0, 44.0),
+    "Softmax": (15.0, 36.0),
     "all-reduce (calibration)": (10.0, 10.0),
     "ResNet-50 v2-8 img/s": (10.0, 10.0),
     "ResNet-50 v3-32 img/s": (10.0, 10.0),

@@ -7,6 +7,7 @@
 
 #include "tpusim/common/error.h"
 #include "tpusim/program/from_trace.h"
+#include "tpusim/program/vector_lowering.h"
 
 namespace tpusim {
 
@@ -14,6 +15,17 @@ namespace {
 
 bool runs_on(const TraceOp& op, std::int64_t core) {
     return op.cores.empty() || std::find(op.cores.begin(), op.cores.end(), core) != op.cores.end();
+}
+
+// Bytes an op holds in HBM only while it runs: softmax's exp(x - max) where it runs its own
+// kernels, i.e. not fused into its producer and its input in HBM
+// (VectorOpLowering::stores_intermediate, VectorLowering::lower).
+std::int64_t transient_bytes(const TraceOp& op) {
+    if (op.kind != OpKind::Vector || op.fused) return 0;
+    if (!vector_op_lowering(op.vector.op).stores_intermediate) return 0;
+    if (std::find(op.vmem_operands.begin(), op.vmem_operands.end(), 0) != op.vmem_operands.end())
+        return 0;
+    return op.vector.rows * op.vector.cols * dtype_bytes(op.dtype);
 }
 
 // Calls `at(trace index, footprint, parameters)` for each op of `core` in issue order.
@@ -60,7 +72,7 @@ void walk(const Trace& t, const std::vector<std::size_t>& order, const std::vect
         const std::size_t i = order[k];
         const TraceOp& op = t.ops[i];
         if (runs_on(op, core) && !kept[i]) live += op_bytes_out(op);
-        if (runs_on(op, core)) at(i, params + live, params);
+        if (runs_on(op, core)) at(i, params + live + transient_bytes(op), params);
         for (std::size_t f : frees[k]) {
             if (runs_on(t.ops[f], core) && !kept[f]) live -= op_bytes_out(t.ops[f]);
         }

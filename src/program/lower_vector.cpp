@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "op_lowerings.h"
 #include "tpusim/common/error.h"
@@ -99,13 +100,22 @@ void VectorLowering::lower(std::size_t i) {
         inputs.emplace_back(
             c_.operand(i, static_cast<std::size_t>(x), static_cast<Bytes>(op.rows) * row), row);
     }
-    for (int p = 0; p < stat_passes && !(op.vmem_inputs & 1u); ++p) {
+    const VectorOpLowering& how = vector_op_lowering(op.vop);
+    const bool own_statistics = stat_passes > 0 && !(op.vmem_inputs & 1u);
+    // softmax: e = exp(x - max), written by the last statistics kernel and read by the final
+    // one in place of x (VectorOpLowering::stores_intermediate), in x's type.
+    std::optional<HbmSrc> kept;
+    if (own_statistics && how.stores_intermediate)
+        kept = intermediate(i, static_cast<Bytes>(op.rows) * rows_in.front());
+    for (int p = 0; own_statistics && p < stat_passes; ++p) {
         // softmax: the max, then the sum; layernorm: the mean, then the variance.
-        const VectorOp body = vector_op_lowering(op.vop).statistics_max_first && p == 0
-                                  ? VectorOp::ReduceMax
-                                  : VectorOp::ReduceSum;
-        deps = {statistics_pass(i, body, inputs.front().first, cols, deps)};
+        const VectorOp body =
+            how.statistics_max_first && p == 0 ? VectorOp::ReduceMax : VectorOp::ReduceSum;
+        const bool last = p + 1 == stat_passes;
+        deps = statistics_pass(i, body, inputs.front().first, cols, deps,
+                               last && kept ? &*kept : nullptr);
     }
+    if (kept) inputs.front().first = *kept;
 
     const auto make = [&](std::size_t chunk) {
         const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
@@ -153,14 +163,23 @@ void VectorLowering::lower(std::size_t i) {
     c_.run_pipeline(static_cast<std::size_t>(chunks), make);
 }
 
-std::uint32_t VectorLowering::statistics_pass(std::size_t i, VectorOp body, HbmSrc src,
-                                              std::int64_t cols, const Waits& after) {
+HbmSrc VectorLowering::intermediate(std::size_t i, Bytes bytes) {
+    // One buffer per op: a loop body's op writes the same one in every trip.
+    auto [it, fresh] = intermediates_.try_emplace(i, HbmSrc{});
+    if (fresh) it->second = {c_.hbm_alloc(bytes), bytes};
+    return it->second;
+}
+
+Waits VectorLowering::statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
+                                      const Waits& after, const HbmSrc* keep) {
     const OpSpec& op = c_.op(i);
     const Bytes row_in = static_cast<Bytes>(cols * vector_input_bytes(op, 0));
-    const std::int64_t chunk_rows = rows_per_chunk(op, row_in, 4);
+    const Bytes row_kept = keep ? row_in : 0;  // the stored intermediate's rows, x's type
+    const std::int64_t chunk_rows = rows_per_chunk(op, row_in + row_kept, 4);
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
     const auto u32 = static_cast<std::uint32_t>(i);
     std::uint32_t last = 0;
+    Waits stored;
     const auto make = [&](std::size_t chunk) {
         const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
@@ -169,19 +188,43 @@ std::uint32_t VectorLowering::statistics_pass(std::size_t i, VectorOp body, HbmS
         // One f32 statistic per row stays for the next kernel (its 4 B per row to and from
         // HBM are left out).
         st.compute = [=, &last](PipelineStep& s) {
+            Waits w = s.loaded;
+            if (row_kept > 0)
+                s.acc = c_.alloc(static_cast<Bytes>(rows) * row_kept, false, w, i).addr;
             Instr v;
             v.unit = Unit::Vpu;
             v.op = u32;
-            v.waits = s.loaded;
+            v.waits = w;
             v.vec() = {body, false, rows, op.cols, vpu_element_bytes(op.in_bytes), 4};
             last = c_.emit(std::move(v));
             for (Addr a : s.buffers) c_.vmem().use(a, last);
+            if (row_kept > 0) c_.vmem().use(s.acc, last);
             s.computed = {last};
         };
+        if (row_kept > 0) {
+            // The chunk's rows of the intermediate back to HBM.
+            st.finish = [=, &stored](PipelineStep& s) {
+                Instr out;
+                out.unit = Unit::Dma;
+                out.op = u32;
+                out.waits = s.computed;
+                const auto row = static_cast<std::int64_t>(row_kept);
+                out.dma() = dma_block(DmaDescriptor::Dir::VmemToHbm,
+                                      {keep->addr, row, r0, 0, rows, row, 1}, s.acc);
+                c_.check_block(i, "intermediate", out.dma(), *keep);
+                const Bytes moved = out.dma().bytes();
+                const std::uint32_t id = c_.emit(std::move(out));
+                c_.vmem().use(s.acc, id);
+                stored.push_back(id);
+                c_.count_hbm(i, moved);
+            };
+        }
         return st;
     };
     c_.run_pipeline(static_cast<std::size_t>(chunks), make);
-    return last;
+    // The next kernel starts when this one is done: its last VPU work, and its stores.
+    if (row_kept == 0) return {last};
+    return stored;
 }
 
 void VectorLowering::consume_tile(std::size_t i, TileRef in) {

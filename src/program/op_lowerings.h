@@ -4,6 +4,7 @@
 // lowering by the op's kind.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 
 #include "lowering_context.h"
 
@@ -37,11 +38,16 @@ class VectorLowering : public TileConsumer {
     std::int64_t rows_per_chunk(const OpSpec& op, Bytes row_bytes, std::int64_t out_bytes) const;
     // One statistics kernel of a row normalisation (XLA's separate reduction fusion): a full
     // pass over the op's input `src` (rows of `cols` lanes) that starts after `after`, with
-    // the row reduction `body` on the VPU. Returns its last VPU instruction.
-    std::uint32_t statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
-                                  const Waits& after);
+    // the row reduction `body` on the VPU; with `keep`, it also writes a full-size
+    // intermediate there (softmax's exp(x - max)). Returns what the next kernel waits for:
+    // its last VPU instruction, or the intermediate's stores.
+    Waits statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
+                          const Waits& after, const HbmSrc* keep);
+    // Op i's HBM buffer of `bytes` for an intermediate of its own (allocated once).
+    HbmSrc intermediate(std::size_t i, Bytes bytes);
 
     LoweringContext& c_;
+    std::map<std::size_t, HbmSrc> intermediates_;
 };
 
 // Data movement through the core (lower_transfer.cpp): copies in chunks through VMEM, and

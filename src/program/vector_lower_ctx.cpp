@@ -26,8 +26,8 @@ std::vector<VVal> Ctx::load_in() {
     return xs;
 }
 
-void Ctx::store_out(const std::vector<VVal>& ys) {
-    if (out_bytes == 4) {
+void Ctx::store(const std::vector<VVal>& ys, std::int64_t bytes) {
+    if (bytes == 4) {
         for (VVal y : ys) b.store(y, vreg_bytes);
     } else {
         b.store(b.op(VOp::Cvt, ys[0], ys[1]), vreg_bytes);

@@ -28,7 +28,9 @@ struct Ctx {
     // One full-size input stream's tile: k f32 vregs.
     std::vector<VVal> load_in();
     // One full-size output stream's tile from k f32 vregs.
-    void store_out(const std::vector<VVal>& ys);
+    void store_out(const std::vector<VVal>& ys) { store(ys, out_bytes); }
+    // The same for a tile of `bytes`-byte elements (an intermediate in the input's type).
+    void store(const std::vector<VVal>& ys, std::int64_t bytes);
     // a * b + c: one fma where the VALU has one, else a multiply and an add.
     VVal fma(VVal a, VVal x, VVal c);
     // A row vector (bias, gamma, beta, per-column statistics: f32) loaded with sublane

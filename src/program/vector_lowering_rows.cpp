@@ -113,12 +113,16 @@ void lower_layernorm_grad(Ctx& c) {
     }
 }
 
-// Softmax as XLA emits jax.nn.softmax: three kernels over the row, exp(x - max) recomputed in
-// the last two rather than kept, and the quotient an elementwise f32 divide of exp(x - max) by
-// the broadcast row sum (HLO: divide(exp, broadcast(sum))), which XLA expands to the EUP's
-// approximate reciprocal refined by one Newton-Raphson step, r (2 - s r), times the dividend
-// (as lower_div). The program layer charges the first two kernels' HBM passes
-// (statistics_pass); their VPU work is all in this body.
+// Softmax as XLA emits jax.nn.softmax: three kernels over the row. The first reduces the
+// max; the second computes e = exp(x - max), stores it and sums it along the row (XLA does not
+// recompute e in its two users, the sum and the quotient: exp is one of instruction fusion's
+// expensive ops, never duplicated, xla/service/instruction_fusion.cc; the sum is a
+// producer-consumer multi-output fusion of e's kernel, as the HLO path's producer-fusion pass
+// forms it); the third reads e back and divides it by the broadcast row sum (HLO:
+// divide(e, broadcast(sum))), which XLA expands to the EUP's approximate reciprocal refined by
+// one Newton-Raphson step, r (2 - s r), times the dividend (as lower_div). e is stored in the
+// input's type. The program layer charges the kernels' HBM passes (statistics_pass, which
+// also writes e); their VPU work is all in this body.
 void lower_softmax(Ctx& c) {
     const std::int64_t tiles = c.tiles;
     const VpuOpTable& t = c.vpu.ops;
@@ -132,19 +136,21 @@ void lower_softmax(Ctx& c) {
     RowReducer sums(c, tiles, {{VOp::Add, &t.add}});
     for (std::int64_t j = 0; j < tiles; ++j) {
         const std::vector<VVal> xs = c.load_in();
+        std::vector<VVal> es;
         for (int h = 0; h < c.k; ++h) {
-            sums.add(0, h, j, c.b.op(VOp::Exp, c.b.op(VOp::Sub, xs[h], m[h])));
+            es.push_back(c.b.op(VOp::Exp, c.b.op(VOp::Sub, xs[h], m[h])));
+            sums.add(0, h, j, es.back());
         }
+        c.store(es, c.in_bytes);
     }
     const std::vector<VVal> s = sums.finish()[0];
     for (std::int64_t j = 0; j < tiles; ++j) {
-        const std::vector<VVal> xs = c.load_in();
+        const std::vector<VVal> es = c.load_in();
         std::vector<VVal> ys;
         for (int h = 0; h < c.k; ++h) {
-            VVal e = c.b.op(VOp::Exp, c.b.op(VOp::Sub, xs[h], m[h]));
             VVal r = c.b.op(VOp::Recip, s[h]);
             VVal n = c.b.op(VOp::Sub, two, c.b.op(VOp::Mul, s[h], r));
-            ys.push_back(c.b.op(VOp::Mul, e, c.b.op(VOp::Mul, r, n)));
+            ys.push_back(c.b.op(VOp::Mul, es[h], c.b.op(VOp::Mul, r, n)));
         }
         c.store_out(ys);
     }

@@ -65,6 +65,26 @@ TEST_CASE("hbm footprint: a result kept on chip by a fused consumer takes no HBM
     CHECK(hbm_footprint(t).peak_bytes == 16 << 20);
 }
 
+TEST_CASE("hbm footprint: softmax holds its exponentials while it runs", "[hbm][capacity]") {
+    // x (infeed, 4 MiB f32: 1024 x 1024) -> y = softmax(x). While y runs, XLA's exp kernel
+    // has stored e = exp(x - max) (4 MiB, x's type) for the quotient kernel: x + y + e =
+    // 12 MiB. Fused into its producer, the softmax works on x's tiles in VMEM, stores no e,
+    // and x, whose only consumer is fused, stays on chip: y alone, 4 MiB.
+    const std::int64_t MiB = 1 << 20;
+    const char* ops = R"(
+        {"id": "x", "kind": "infeed", "bytes": 4194304},
+        {"id": "y", "kind": "vector", "op": "softmax", "rows": 1024, "cols": 1024, "dtype": "f32", "deps": ["x"]FUSED})";
+    auto text = [&](const char* fused) {
+        std::string o = ops;
+        o.replace(o.find("FUSED"), 5, fused);
+        return trace_text(o.c_str(), R"(, "cores": 1)");
+    };
+    const auto plain = hbm_footprint(parse_text(text("")));
+    CHECK(plain.peak_bytes == 12 * MiB);
+    const auto fused = hbm_footprint(parse_text(text(R"(, "fused": true)")));
+    CHECK(fused.peak_bytes == 4 * MiB);
+}
+
 TEST_CASE("hbm capacity: a program beyond a core's share of HBM is a located error",
           "[hbm][capacity]") {
     // v2: 16 GiB per chip, 2 cores: 8 GiB per core. A 65536^3 bf16 matmul holds 8 GiB of

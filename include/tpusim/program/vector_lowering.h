@@ -87,6 +87,11 @@ struct VectorOpLowering {
     bool statistics_max_first;
     // Its result is followed by two rows of per-column sums (dgamma and dbeta).
     bool column_sums;
+    // The last statistics kernel also stores the elementwise value the final kernel reads in
+    // place of the input (softmax: exp(x - max), which XLA's instruction fusion does not
+    // duplicate into its two users, the row sum and the quotient, because exp is one of its
+    // expensive ops; docs/program.md, "Row normalisations are XLA's kernels").
+    bool stores_intermediate;
 };
 const VectorOpLowering& vector_op_lowering(VectorOp op);
 
