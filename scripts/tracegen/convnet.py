@@ -187,7 +187,7 @@ def gen_resnet50(a):
     gap = t.vector("head.avgpool", "reduce_sum", [x], rows=b * c, cols=hw[0] * hw[1])
     fc, s_fc = dense_fwd(t, "head.fc", gap, b, c, 1000)
     net.params["head"] = 0
-    sm = t.vector("head.softmax", "softmax", [fc], rows=b, cols=1000, fused=True, out_dtype=F32)
+    sm = t.vector("head.softmax", "softmax", [fc], rows=b, cols=1000, out_dtype=F32)
     if fwd:
         return t
     dlog = t.vector("head.dlogits", "sub", [sm], elements=b * 1000, dtype=F32, fused=True,
@@ -273,7 +273,7 @@ def gen_unet(a):
     n = b * hw[0] * hw[1] * a.classes
     net.size[logits] = n
     sm = t.vector("loss.softmax", "softmax", [logits], rows=b * hw[0] * hw[1], cols=a.classes,
-                  fused=True, out_dtype=F32)
+                  out_dtype=F32)
     if fwd:
         return t
     dlog = t.vector("loss.dlogits", "sub", [sm], elements=n, dtype=F32, fused=True,

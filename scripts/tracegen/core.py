@@ -111,9 +111,10 @@ def dense_bwd(t, s, dy):
     return dx, [db, dw]
 
 
-def layernorm_fwd(t, name, x, rows, cols, deps=(), fused=True, res=None):
+def layernorm_fwd(t, name, x, rows, cols, deps=(), fused=False, res=None):
     """res: the type of the residual stream around it (its input, output and gradients);
-    default: the activations' type."""
+    default: the activations' type. Unfused by default: its row reductions end XLA's fusion
+    of the producer, so it reads its input from HBM (docs/program.md, "Row normalisations")."""
     res = res or t.act
     t.param_count += 2 * cols
     y = t.vector(f"{name}", "layernorm", [x, *deps], rows=rows, cols=cols, fused=fused,

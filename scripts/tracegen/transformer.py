@@ -49,8 +49,10 @@ def attention_fwd(t, p, x, b, s, h, heads, deps=(), res=BF16):
     v, st["v"] = dense_fwd(t, f"{p}.v", x, T, h, h, deps, x_dtype=res)
     scores = t.matmul(f"{p}.scores", s, dh, s, deps=[q, k], batch=b * heads, transpose_rhs=True)
     # The backward pass reads the softmax's output y (softmax_grad), the probabilities after
-    # dropout (dv) and the mask, so y is written to HBM as well.
-    sm = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s, fused=True)
+    # dropout (dv) and the mask, so y is written to HBM as well. Not fused into the scores
+    # matmul: a row reduction ends an XLA fusion, so the softmax reads the scores from HBM
+    # (docs/program.md, "Row normalisations").
+    sm = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s)
     probs = dropout_fwd(t, f"{p}.probs_dropout", sm, b * heads * s * s)
     ctx = t.matmul(f"{p}.context", s, s, dh, deps=[probs, v], batch=b * heads)
     o, st["o"] = dense_fwd(t, f"{p}.out", ctx, T, h, h)
@@ -209,7 +211,7 @@ def gen_bert(a):
     tr, s_tr = dense_fwd(t, "mlm.transform", g, P, h, h, act="gelu", x_dtype=res)
     tr, s_ln = layernorm_fwd(t, "mlm.ln", tr, P, h)
     logits = t.matmul("mlm.logits", P, h, vocab, deps=[tr], transpose_rhs=True)
-    probs = t.vector("mlm.softmax", "softmax", [logits], rows=P, cols=vocab, fused=True,
+    probs = t.vector("mlm.softmax", "softmax", [logits], rows=P, cols=vocab,
                      out_dtype=F32)
     dlogits = t.vector("mlm.dlogits", "sub", [probs], elements=P * vocab, dtype=F32,
                        fused=True, out_dtype=t.act)
