@@ -20,6 +20,7 @@
 #include "tpusim/common/text_output.h"
 #include "tpusim/common/wording.h"
 #include "tpusim/program/from_trace.h"
+#include "tpusim/sim/run_energy.h"
 #include "tpusim/sim/simulator.h"
 #include "tpusim/stats/report.h"
 #include "tpusim/trace/hlo.h"
@@ -205,6 +206,7 @@ void add_run_command(CLI::App& app) {
             for (const PathSegment& seg : r.kernels.path)
                 if (seg.to > seg.from)
                     tl.span(track, kernel_path_name(r, seg), seg.from, seg.to, false);
+            add_power_track(tl, r, cfg);
             tl.write_file(o->timeline);
             if (o->timeline_cores != "all" && r.cores > 1)
                 std::cerr << fmt::format(

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 namespace tpusim {
@@ -49,7 +50,7 @@ EnergyActivity run_activity(const RunResult& r, const TpuConfig& cfg) {
     return a;
 }
 
-RunEnergy run_energy(const RunResult& r, const TpuConfig& cfg) {
+RunEnergy run_energy(const RunResult& r, const TpuConfig& cfg, bool with_track) {
     RunEnergy e;
     e.activity = run_activity(r, cfg);
     e.parts = energy_of(e.activity, cfg);
@@ -107,10 +108,17 @@ RunEnergy run_energy(const RunResult& r, const TpuConfig& cfg) {
     const double chips = static_cast<double>(e.activity.chips);
     std::array<double, kEnergyClasses> cap = class_full_load_w_per_chip(cfg);
     for (double& w : cap) w *= chips;
-    const PeakPower peak = peak_power(spans, energy_coefficients(cfg).static_w_per_chip * chips,
-                                      r.seconds, cfg.energy.peak_window_us * 1e-6, cap);
+    const double static_w = energy_coefficients(cfg).static_w_per_chip * chips;
+    const double window_s = cfg.energy.peak_window_us * 1e-6;
+    const PeakPower peak = peak_power(spans, static_w, r.seconds, window_s, cap);
     e.peak_board_w = peak.watts;
     e.peak_window_s = peak.window_s;
+    if (with_track) {
+        PowerWindows track =
+            power_windows(spans, static_w, r.seconds, window_s, cap, kPowerTrackWindows);
+        e.track_window_s = track.window_s;
+        e.track_board_w = std::move(track.board_w);
+    }
     return e;
 }
 
@@ -128,6 +136,20 @@ std::string run_energy_line(const RunEnergy& e, const TpuConfig& cfg) {
         "window), idle {:.1f}, TDP {:g}; {:.3f} TFLOPS/W\n",
         j, j > 0 ? 100.0 * e.parts.static_() / j : 0.0, e.average_w_per_chip(), e.peak_w_per_chip(),
         e.peak_window_s * 1e6, idle_power_per_chip(cfg), cfg.energy.tdp_w, tfw);
+}
+
+void add_power_track(Timeline& tl, const RunResult& r, const TpuConfig& cfg) {
+    if (!tl.enabled()) return;
+    const RunEnergy e = run_energy(r, cfg, true);
+    if (e.track_board_w.empty() || e.activity.chips <= 0) return;
+    const double chips = static_cast<double>(e.activity.chips);
+    const double cycles_per_window = e.track_window_s * cfg.chip.clock_mhz * 1e6;
+    for (std::size_t w = 0; w < e.track_board_w.size(); ++w) {
+        const auto at =
+            static_cast<Cycle>(std::llround(static_cast<double>(w) * cycles_per_window));
+        tl.counter("power", "W per chip", at, e.track_board_w[w] / chips);
+    }
+    tl.counter("power", "W per chip", r.cycles, e.track_board_w.back() / chips);
 }
 
 }  // namespace tpusim

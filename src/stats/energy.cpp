@@ -89,16 +89,20 @@ EnergyParts energy_of(const EnergyActivity& a, const TpuConfig& cfg) {
     return p;
 }
 
-PeakPower peak_power(const std::vector<EnergySpan>& spans, double static_w, double seconds,
-                     double window_s, const std::array<double, kEnergyClasses>& class_max_w) {
+PowerWindows power_windows(const std::vector<EnergySpan>& spans, double static_w, double seconds,
+                           double window_s, const std::array<double, kEnergyClasses>& class_max_w,
+                           std::size_t max_windows) {
     double dynamic = 0;
     for (const auto& s : spans) dynamic += s.joules;
-    if (seconds <= 0) return {static_w, window_s};
-    if (window_s <= 0 || seconds <= window_s) return {static_w + dynamic / seconds, seconds};
-    if (seconds / window_s > static_cast<double>(kMaxPeakWindows)) {
-        window_s = seconds / static_cast<double>(kMaxPeakWindows);
+    if (seconds <= 0) return {window_s, {}};
+    if (window_s <= 0 || seconds <= window_s) return {seconds, {static_w + dynamic / seconds}};
+    if (seconds / window_s > static_cast<double>(max_windows)) {
+        window_s = seconds / static_cast<double>(max_windows);
     }
-    const auto windows = static_cast<std::size_t>(std::ceil(seconds / window_s));
+    // Whole windows up to a rounding error (10 us / 1 us is 10 windows, not 11), and a last
+    // partial one.
+    const auto windows = static_cast<std::size_t>(
+        std::max(1.0, std::ceil(seconds / window_s * (1 - 1e-12))));
     // Per class, the dynamic power is piecewise constant: each span adds joules / length on its
     // interval (a zero-length span is its energy at its start). Sweep the steps in time order
     // and integrate over each window.
@@ -139,13 +143,22 @@ PeakPower peak_power(const std::vector<EnergySpan>& spans, double static_w, doub
             sum[w] += std::min(joules, class_max_w[k] * (end - begin));
         }
     }
-    double best = 0;
+    PowerWindows out{window_s, {}};
+    out.board_w.reserve(windows);
     for (std::size_t w = 0; w < windows; ++w) {
         const double begin = static_cast<double>(w) * window_s;
         const double end = std::min(seconds, begin + window_s);
-        if (end > begin) best = std::max(best, sum[w] / (end - begin));
+        if (end > begin) out.board_w.push_back(static_w + sum[w] / (end - begin));
     }
-    return {static_w + best, window_s};
+    return out;
+}
+
+PeakPower peak_power(const std::vector<EnergySpan>& spans, double static_w, double seconds,
+                     double window_s, const std::array<double, kEnergyClasses>& class_max_w) {
+    const PowerWindows p = power_windows(spans, static_w, seconds, window_s, class_max_w);
+    double best = static_w;
+    for (double w : p.board_w) best = std::max(best, w);
+    return {best, p.window_s};
 }
 
 double idle_power_per_chip(const TpuConfig& cfg) {

@@ -56,6 +56,29 @@ void Timeline::span(std::uint32_t track, std::string_view name, Cycle start, Cyc
     events_.push_back({track, intern(name), start, end});
 }
 
+void Timeline::counter(const std::string& process, std::string_view name, Cycle at, double value) {
+    if (!enabled_) return;
+    if (at > limits_.to) {
+        ++filtered_;
+        return;
+    }
+    auto pit = std::find(counter_procs_.begin(), counter_procs_.end(), process);
+    if (pit == counter_procs_.end()) pit = counter_procs_.insert(pit, process);
+    const auto proc = static_cast<std::uint32_t>(pit - counter_procs_.begin());
+    const std::uint32_t id = intern(name);
+    // A sample before the window holds at its start: the latest such one is kept there.
+    at = std::max(at, limits_.from);
+    for (auto it = counters_.rbegin(); it != counters_.rend(); ++it) {
+        if (it->process != proc || it->name != id) continue;
+        if (it->at == at) {
+            it->value = value;
+            return;
+        }
+        break;
+    }
+    counters_.push_back({proc, id, at, value});
+}
+
 std::int64_t Timeline::to_ns(Cycle c) const {
     return static_cast<std::int64_t>(std::llround(static_cast<double>(c) * 1000.0 / clock_mhz_));
 }
@@ -138,6 +161,26 @@ void Timeline::write(std::ostream& out) const {
             ++next_tid;
         }
     }
+    // Counter processes (the power track): declared after the units' processes.
+    std::vector<std::uint32_t> counter_pid(counter_procs_.size(), 0);
+    for (const Counter& c : counters_) {
+        if (counter_pid[c.process] != 0) continue;
+        auto pit = std::find(procs.begin(), procs.end(), counter_procs_[c.process]);
+        if (pit == procs.end()) {
+            procs.push_back(counter_procs_[c.process]);
+            const auto pid = static_cast<std::uint32_t>(procs.size());
+            sep();
+            out << fmt::format(
+                R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":{}}}}})", pid,
+                q(procs.back()));
+            sep();
+            out << fmt::format(
+                R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})",
+                pid, pid);
+            pit = procs.end() - 1;
+        }
+        counter_pid[c.process] = static_cast<std::uint32_t>(pit - procs.begin()) + 1;
+    }
     std::vector<std::string> quoted;
     quoted.reserve(names_.size());
     for (const auto& n : names_) quoted.push_back(q(n));
@@ -151,6 +194,12 @@ void Timeline::write(std::ostream& out) const {
             R"({{"ph":"X","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"start_cycle":{},"end_cycle":{}}}}})",
             quoted[e.name], track_pid[e.track], track_tid[e.track] + lane[i], us(s),
             us(to_ns(e.end) - s), e.start, e.end);
+    }
+    for (const Counter& c : counters_) {
+        sep();
+        out << fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{{}:{:.6g}}}}})",
+                           quoted[c.name], counter_pid[c.process], us(to_ns(c.at)), quoted[c.name],
+                           c.value);
     }
     out << "\n],\"otherData\":{\"clock_mhz\":" << clock_mhz_ << ",\"dropped_events\":" << dropped_
         << "}}\n";

@@ -27,10 +27,12 @@ for m in re.finditer(r'"(ts|dur)":(-?[0-9.eE+-]+)', raw):
         break
 def ns(v):
     return round(float(v) * 1000)
-procs, threads, slices = set(), set(), {}
+procs, threads, slices, counters = set(), set(), {}, set()
 for e in doc['traceEvents']:
     if e['ph'] == 'M' and e['name'] == 'process_name':
         procs.add(e['pid'])
+    elif e['ph'] == 'C':  # a counter (the power track): its process, no thread
+        counters.add(e['pid'])
     elif e['ph'] == 'M' and e['name'] == 'thread_name':
         threads.add((e['pid'], e['tid']))
     elif e['ph'] == 'X':
@@ -42,8 +44,9 @@ if not slices:
 if set(slices) != threads:
     errors.append(f'threads declared without events or events on undeclared threads: '
                   f'{sorted(threads ^ set(slices))[:5]}')
-if {p for p, _ in slices} != procs:
-    errors.append(f'processes declared without events: {sorted(procs - {p for p, _ in slices})}')
+if {p for p, _ in slices} | counters != procs:
+    errors.append(f'processes declared without events: '
+                  f'{sorted(procs - {p for p, _ in slices} - counters)}')
 bad = 0
 for key, v in slices.items():
     v.sort(key=lambda s: (s[0], -s[1]))

@@ -1,6 +1,7 @@
 // The energy model (tpusim/stats/energy.h): expected values are computed here from the
 // `energy.*` keys and the board config; the physical properties (sum of parts, linearity in
 // the work, monotone in activity, idle below full load) hold for any config.
+#include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <limits>
@@ -184,6 +185,38 @@ TEST_CASE("energy: peak power is the busiest window's average plus the static po
     // A very long run is cut into at most kMaxPeakWindows windows.
     const auto longrun = tpusim::peak_power(spans, 0, 100.0, 1e-6, no_cap);
     CHECK(longrun.window_s == Approx(100.0 / static_cast<double>(tpusim::kMaxPeakWindows)));
+}
+
+TEST_CASE("energy: the power windows (the timeline's power track) hold the run's energy",
+          "[energy]") {
+    using tpusim::EnergyClass;
+    std::array<double, tpusim::kEnergyClasses> no_cap;
+    no_cap.fill(std::numeric_limits<double>::infinity());
+    // As above: 10 us, 1 J over [0, 10) us and 1 J more in [2, 3) us, 100 W static.
+    const std::vector<EnergySpan> spans = {{0, 10e-6, 1.0, EnergyClass::Mxu},
+                                           {2e-6, 3e-6, 1.0, EnergyClass::Hbm}};
+    const auto w = tpusim::power_windows(spans, 100, 10e-6, 1e-6, no_cap);
+    REQUIRE(w.board_w.size() == 10);
+    CHECK(w.window_s == Approx(1e-6));
+    // Window 2 holds the second joule; every window its share of the first, and the static.
+    for (std::size_t k = 0; k < 10; ++k)
+        CHECK(w.board_w[k] == Approx(100 + 1.0 / 10e-6 + (k == 2 ? 1.0 / 1e-6 : 0.0)));
+    // Energy is kept: the windows' average is the run's, the highest the peak.
+    double joules = 0;
+    for (double x : w.board_w) joules += x * w.window_s;
+    CHECK(joules == Approx(100 * 10e-6 + 2.0));
+    CHECK(*std::max_element(w.board_w.begin(), w.board_w.end()) ==
+          Approx(tpusim::peak_power(spans, 100, 10e-6, 1e-6, no_cap).watts));
+    // At most max_windows: here 4 windows of 2.5 us; the second joule, over [2, 3) us, is
+    // split half and half between the first two.
+    const auto coarse = tpusim::power_windows(spans, 100, 10e-6, 1e-6, no_cap, 4);
+    REQUIRE(coarse.board_w.size() == 4);
+    CHECK(coarse.window_s == Approx(2.5e-6));
+    CHECK(coarse.board_w[0] == Approx(100 + 1.0 / 10e-6 + 0.5 / 2.5e-6));
+    CHECK(coarse.board_w[1] == Approx(100 + 1.0 / 10e-6 + 0.5 / 2.5e-6));
+    // A run shorter than the window is one window of its length; no time, no window.
+    CHECK(tpusim::power_windows(spans, 100, 10e-6, 20e-6, no_cap).board_w.size() == 1);
+    CHECK(tpusim::power_windows(spans, 100, 0, 1e-6, no_cap).board_w.empty());
 }
 
 TEST_CASE("energy: the class caps add up to the full-load dynamic power", "[energy]") {

@@ -81,6 +81,18 @@ struct PeakPower {
 PeakPower peak_power(const std::vector<EnergySpan>& spans, double static_w, double seconds,
                      double window_s, const std::array<double, kEnergyClasses>& class_max_w);
 
+// The board's average power in each window of `window_s` from the start, as peak_power
+// computes it (W, whole board; the last window may be shorter), widened so that there are at
+// most `max_windows`; peak_power is the highest of them. A run no longer than one window is
+// one window of its own length; a run of no time has none.
+struct PowerWindows {
+    double window_s = 0;
+    std::vector<double> board_w;
+};
+PowerWindows power_windows(const std::vector<EnergySpan>& spans, double static_w, double seconds,
+                           double window_s, const std::array<double, kEnergyClasses>& class_max_w,
+                           std::size_t max_windows = kMaxPeakWindows);
+
 // Modelled chip power with nothing running, and with every unit at its peak rate at once
 // (every MXU MAC every cycle, VPU every cycle, HBM at peak bandwidth, links at line rate).
 double idle_power_per_chip(const TpuConfig& cfg);

@@ -52,6 +52,11 @@ class Timeline {
     void span(std::uint32_t track, std::string_view name, Cycle start, Cycle end,
               bool capped = true);
 
+    // A counter sample: from cycle `at` on, `name` in process `process` has `value` (until its
+    // next sample), e.g. the power track ("power", "W per chip"). Kept within the window of
+    // the limits, whatever the cores.
+    void counter(const std::string& process, std::string_view name, Cycle at, double value);
+
     std::size_t events() const { return events_.size(); }
     std::size_t dropped() const { return dropped_; }
     // Cycle -> whole nanoseconds, rounded to nearest; monotonic, so disjoint spans stay so.
@@ -65,6 +70,11 @@ class Timeline {
         std::uint32_t track, name;
         Cycle start, end;
     };
+    struct Counter {
+        std::uint32_t process, name;
+        Cycle at;
+        double value;
+    };
     struct Track {
         std::string process, thread;
         bool kept = true;  // within limits_.cores
@@ -77,6 +87,8 @@ class Timeline {
     std::size_t dropped_ = 0, filtered_ = 0;
     TimelineLimits limits_;
     std::vector<Event> events_;
+    std::vector<Counter> counters_;
+    std::vector<std::string> counter_procs_;
     std::vector<Track> tracks_;
     std::vector<std::string> names_;
     std::unordered_map<std::string, std::uint32_t> name_ids_;
