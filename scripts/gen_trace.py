@@ -142,6 +142,11 @@ def main(argv=None):
                    help="clip the gradients by their global norm before the all-reduce, as "
                    "the MLPerf v0.7 BERT submission does: every all-reduce waits for the "
                    "whole backward pass")
+    p.add_argument("--f32-softmax", action="store_true",
+                   help="attention probabilities in f32 in a bf16 model, as Flax's attention "
+                   "computes them (the JAX RoBERTa seed): the softmax reads the bf16 scores "
+                   "and writes f32, dropout and the gradients of both run in f32, the matmuls "
+                   "that read them convert inside the matmul")
     p.add_argument("--f32-layernorm", action="store_true",
                    help="LayerNorm in f32 as TF 2's model-garden encoder runs it under "
                    "mixed_bfloat16 (MLPerf v0.7 BERT): the residual stream between "

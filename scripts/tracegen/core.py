@@ -24,6 +24,9 @@ class Trace:
         self.act = BF16
         self.training = True
         self.dropout_mask = "saved"
+        # Attention probabilities (softmax, its dropout and their gradients) in f32 in a bf16
+        # model (gen_trace.py bert --f32-softmax).
+        self.softmax_f32 = False
         # Bytes per core of the weights and optimizer state resident in HBM (the trace's
         # parameter_bytes); None: the trace does not say.
         self.parameter_bytes = None

@@ -52,9 +52,13 @@ def attention_fwd(t, p, x, b, s, h, heads, deps=(), res=BF16):
     # dropout (dv) and the mask, so y is written to HBM as well. Not fused into the scores
     # matmul: a row reduction ends an XLA fusion, so the softmax reads the scores from HBM
     # (docs/program.md, "Row normalisations").
-    sm = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s)
-    probs = dropout_fwd(t, f"{p}.probs_dropout", sm, b * heads * s * s)
-    ctx = t.matmul(f"{p}.context", s, s, dh, deps=[probs, v], batch=b * heads)
+    f32 = t.softmax_f32 and t.act != F32
+    sm = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s,
+                  **({"out_dtype": F32} if f32 else {}))
+    probs = dropout_fwd(t, f"{p}.probs_dropout", sm, b * heads * s * s,
+                        **({"dtype": F32} if f32 else {}))
+    ctx = t.matmul(f"{p}.context", s, s, dh, deps=[probs, v], batch=b * heads,
+                   **({"lhs_dtype": F32} if f32 else {}))
     o, st["o"] = dense_fwd(t, f"{p}.out", ctx, T, h, h)
     st["o_drop"] = o = dropout_fwd(t, f"{p}.out_dropout", o, T * h)
     r = t.vector(f"{p}.residual", "add", [o, x], elements=T * h, fused=True,
@@ -74,11 +78,16 @@ def attention_bwd(t, p, st, dy):
     dctx, g_o = dense_bwd(t, st["o"], do)
     dprobs = t.matmul(f"{p}.dprobs", s, dh, s, deps=[dctx, st["v_out"]], batch=b * heads,
                       transpose_rhs=True)
+    f32 = t.softmax_f32 and t.act != F32
     dv = t.matmul(f"{p}.dv", s, s, dh, deps=[st["probs"], dctx], batch=b * heads,
-                  transpose_lhs=True)
-    dprobs = dropout_bwd(t, f"{p}.probs_dropout_grad", dprobs, st["probs"], b * heads * s * s)
+                  transpose_lhs=True, **({"lhs_dtype": F32} if f32 else {}))
+    # --f32-softmax: the bf16 gradient of the probabilities is converted to f32 in the dropout
+    # gradient; the softmax gradient reads it and the f32 softmax output, and writes bf16.
+    dprobs = dropout_bwd(t, f"{p}.probs_dropout_grad", dprobs, st["probs"], b * heads * s * s,
+                         **({"out_dtype": F32} if f32 else {}))
     dscores = t.vector(f"{p}.softmax_grad", "softmax_grad", [dprobs, st["softmax"]],
-                       rows=b * heads * s, cols=s, fused=True)
+                       rows=b * heads * s, cols=s, fused=True,
+                       **({"dtype": F32, "out_dtype": BF16} if f32 else {}))
     dq = t.matmul(f"{p}.dq", s, s, dh, deps=[dscores, st["k_out"]], batch=b * heads)
     dk = t.matmul(f"{p}.dk", s, s, dh, deps=[dscores, st["q_out"]], batch=b * heads,
                   transpose_lhs=True)
@@ -179,6 +188,9 @@ def gen_bert(a):
         t.metadata["activations"] = t.act
     t.training = not fwd_only
     t.dropout_mask = getattr(a, "dropout_mask", "saved")
+    t.softmax_f32 = getattr(a, "f32_softmax", False)
+    if t.softmax_f32:
+        t.metadata["softmax"] = F32
     if t.training:
         t.metadata["dropout_mask"] = t.dropout_mask
     x = None

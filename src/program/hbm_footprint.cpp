@@ -25,7 +25,8 @@ std::int64_t transient_bytes(const TraceOp& op) {
     if (!vector_op_lowering(op.vector.op).stores_intermediate) return 0;
     if (std::find(op.vmem_operands.begin(), op.vmem_operands.end(), 0) != op.vmem_operands.end())
         return 0;
-    return op.vector.rows * op.vector.cols * dtype_bytes(op.dtype);
+    return op.vector.rows * op.vector.cols *
+           std::max(dtype_bytes(op.dtype), dtype_bytes(op.out_dtype));
 }
 
 // Calls `at(trace index, footprint, parameters)` for each op of `core` in issue order.

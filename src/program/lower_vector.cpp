@@ -103,19 +103,22 @@ void VectorLowering::lower(std::size_t i) {
     const VectorOpLowering& how = vector_op_lowering(op.vop);
     const bool own_statistics = stat_passes > 0 && !(op.vmem_inputs & 1u);
     // softmax: e = exp(x - max), written by the last statistics kernel and read by the final
-    // one in place of x (VectorOpLowering::stores_intermediate), in x's type.
+    // one in place of x (VectorOpLowering::stores_intermediate), in the wider of x's and the
+    // result's types (the type XLA computes e in).
     std::optional<HbmSrc> kept;
+    const Bytes row_kept =
+        static_cast<Bytes>(cols * std::max(vector_input_bytes(op, 0), vector_output_bytes(op, 0)));
     if (own_statistics && how.stores_intermediate)
-        kept = intermediate(i, static_cast<Bytes>(op.rows) * rows_in.front());
+        kept = intermediate(i, static_cast<Bytes>(op.rows) * row_kept);
     for (int p = 0; own_statistics && p < stat_passes; ++p) {
         // softmax: the max, then the sum; layernorm: the mean, then the variance.
         const VectorOp body =
             how.statistics_max_first && p == 0 ? VectorOp::ReduceMax : VectorOp::ReduceSum;
         const bool last = p + 1 == stat_passes;
         deps = statistics_pass(i, body, inputs.front().first, cols, deps,
-                               last && kept ? &*kept : nullptr);
+                               last && kept ? &*kept : nullptr, row_kept);
     }
-    if (kept) inputs.front().first = *kept;
+    if (kept) inputs.front() = {*kept, row_kept};
 
     const auto make = [&](std::size_t chunk) {
         const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
@@ -171,10 +174,10 @@ HbmSrc VectorLowering::intermediate(std::size_t i, Bytes bytes) {
 }
 
 Waits VectorLowering::statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
-                                      const Waits& after, const HbmSrc* keep) {
+                                      const Waits& after, const HbmSrc* keep, Bytes keep_row) {
     const OpSpec& op = c_.op(i);
     const Bytes row_in = static_cast<Bytes>(cols * vector_input_bytes(op, 0));
-    const Bytes row_kept = keep ? row_in : 0;  // the stored intermediate's rows, x's type
+    const Bytes row_kept = keep ? keep_row : 0;  // the stored intermediate's rows
     const std::int64_t chunk_rows = rows_per_chunk(op, row_in + row_kept, 4);
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.rows, chunk_rows));
     const auto u32 = static_cast<std::uint32_t>(i);

@@ -39,10 +39,10 @@ class VectorLowering : public TileConsumer {
     // One statistics kernel of a row normalisation (XLA's separate reduction fusion): a full
     // pass over the op's input `src` (rows of `cols` lanes) that starts after `after`, with
     // the row reduction `body` on the VPU; with `keep`, it also writes a full-size
-    // intermediate there (softmax's exp(x - max)). Returns what the next kernel waits for:
-    // its last VPU instruction, or the intermediate's stores.
+    // intermediate there, rows of `keep_row` bytes (softmax's exp(x - max)). Returns what the
+    // next kernel waits for: its last VPU instruction, or the intermediate's stores.
     Waits statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
-                          const Waits& after, const HbmSrc* keep);
+                          const Waits& after, const HbmSrc* keep, Bytes keep_row);
     // Op i's HBM buffer of `bytes` for an intermediate of its own (allocated once).
     HbmSrc intermediate(std::size_t i, Bytes bytes);
 

@@ -14,9 +14,9 @@ Ctx::Ctx(const VpuConfig& v, const VectorOpDesc& d)
       tiles(static_cast<std::int64_t>(ceil_div(d.cols, v.lanes))),
       saved_mask(d.saved_mask) {}
 
-std::vector<VVal> Ctx::load_in() {
+std::vector<VVal> Ctx::load(std::int64_t bytes) {
     std::vector<VVal> xs;
-    if (in_bytes == 4) {
+    if (bytes == 4) {
         for (int h = 0; h < k; ++h) xs.push_back(b.load(vreg_bytes));
     } else {
         VVal p = b.load(vreg_bytes);

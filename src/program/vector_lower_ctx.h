@@ -26,7 +26,9 @@ struct Ctx {
     Ctx(const VpuConfig& v, const VectorOpDesc& d);
 
     // One full-size input stream's tile: k f32 vregs.
-    std::vector<VVal> load_in();
+    std::vector<VVal> load_in() { return load(in_bytes); }
+    // The same for a tile of `bytes`-byte elements (an intermediate of the op's own).
+    std::vector<VVal> load(std::int64_t bytes);
     // One full-size output stream's tile from k f32 vregs.
     void store_out(const std::vector<VVal>& ys) { store(ys, out_bytes); }
     // The same for a tile of `bytes`-byte elements (an intermediate in the input's type).

@@ -1,5 +1,7 @@
 // Row ops: one loop iteration is a row group (8 rows, 16 with bf16) across all columns, with
 // reductions along the row on the cross-lane unit (RowReducer). docs/vpu.md tabulates them.
+#include <algorithm>
+
 #include "vector_lower_ctx.h"
 
 namespace tpusim {
@@ -121,7 +123,8 @@ void lower_layernorm_grad(Ctx& c) {
 // forms it); the third reads e back and divides it by the broadcast row sum (HLO:
 // divide(e, broadcast(sum))), which XLA expands to the EUP's approximate reciprocal refined by
 // one Newton-Raphson step, r (2 - s r), times the dividend (as lower_div). e is stored in the
-// input's type. The program layer charges the kernels' HBM passes (statistics_pass, which
+// wider of the input's and the result's types (bf16 scores with an f32 result: XLA converts x
+// and computes e in f32). The program layer charges the kernels' HBM passes (statistics_pass, which
 // also writes e); their VPU work is all in this body.
 void lower_softmax(Ctx& c) {
     const std::int64_t tiles = c.tiles;
@@ -133,6 +136,7 @@ void lower_softmax(Ctx& c) {
         for (int h = 0; h < c.k; ++h) maxes.add(0, h, j, xs[h]);
     }
     const std::vector<VVal> m = maxes.finish()[0];
+    const std::int64_t e_bytes = std::max(c.in_bytes, c.out_bytes);
     RowReducer sums(c, tiles, {{VOp::Add, &t.add}});
     for (std::int64_t j = 0; j < tiles; ++j) {
         const std::vector<VVal> xs = c.load_in();
@@ -141,11 +145,11 @@ void lower_softmax(Ctx& c) {
             es.push_back(c.b.op(VOp::Exp, c.b.op(VOp::Sub, xs[h], m[h])));
             sums.add(0, h, j, es.back());
         }
-        c.store(es, c.in_bytes);
+        c.store(es, e_bytes);
     }
     const std::vector<VVal> s = sums.finish()[0];
     for (std::int64_t j = 0; j < tiles; ++j) {
-        const std::vector<VVal> es = c.load_in();
+        const std::vector<VVal> es = c.load(e_bytes);
         std::vector<VVal> ys;
         for (int h = 0; h < c.k; ++h) {
             VVal r = c.b.op(VOp::Recip, s[h]);

@@ -66,5 +66,23 @@ if grep -q '"bf16"' "$tmp/f32.json"; then
     echo "FAIL bf16 ops in an --activations f32 trace:"; grep -o '"id": "[^"]*"[^}]*"bf16"' "$tmp/f32.json" | head -3
     status=1
 fi
+# --f32-softmax: the softmax of the bf16 scores writes f32, its dropout and both gradients
+# run in f32, and the three matmuls that read the f32 probabilities convert them inside; no
+# other op changes type (the softmax is unfused: its row reductions end XLA's fusion).
+python3 scripts/gen_trace.py bert --batch 2 --cores 8 --layers 2 --seq 128 \
+    -o "$tmp/sm_bf16.json" || { echo "FAIL gen_trace.py bert"; status=1; }
+python3 scripts/gen_trace.py bert --batch 2 --cores 8 --layers 2 --seq 128 --f32-softmax \
+    -o "$tmp/sm_f32.json" || { echo "FAIL gen_trace.py bert --f32-softmax"; status=1; }
+python3 - "$tmp/sm_bf16.json" "$tmp/sm_f32.json" <<'PY' || status=1
+import json, sys
+a, b = ({o["id"]: o for o in json.load(open(f))["ops"]} for f in sys.argv[1:3])
+changed = sorted(i for i in b if a.get(i) != b[i])
+want = sorted(f"l{l}.attn.{n}" for l in range(2) for n in
+              ("softmax", "probs_dropout", "context", "dv", "probs_dropout_grad", "softmax_grad"))
+sm = b["l0.attn.softmax"]
+if changed != want or sm.get("out_dtype") != "f32" or sm.get("fused"):
+    print(f"FAIL --f32-softmax changed {changed}, want {want}; softmax {sm}")
+    sys.exit(1)
+PY
 [[ $status -eq 0 ]] && echo "ok: $n example traces reproduced; LAMB step written"
 exit $status

@@ -56,6 +56,19 @@ TEST_CASE("vector ops are chunked in whole rows and every element is processed o
           std::vector<VectorOp>{VectorOp::ReduceMax, VectorOp::ReduceSum, VectorOp::Softmax});
 }
 
+TEST_CASE("softmax of bf16 scores into f32 stores its exponentials in f32", "[lowering]") {
+    // XLA converts the bf16 input and computes e = exp(x - max) in f32: the exp-sum kernel
+    // reads x (2 B) and writes e (4 B), the max kernel reads x (2 B), the quotient reads e
+    // (4 B) and writes the f32 result (4 B).
+    const TpuConfig cfg = v3();
+    OpSpec sm = vector_spec("sm", VectorOp::Softmax, 1024, 4096, 1, true);
+    sm.in_bytes = 2;
+    const Totals t = totals(lower_ops({sm}, cfg, {}, "t").cores[0]);
+    const std::uint64_t n = 1024ull * 4096;
+    CHECK(t.dma_in == n * (2 + 2 + 4));
+    CHECK(t.dma_out == n * (4 + 4));
+}
+
 TEST_CASE("a row normalisation's kernels run one after the other", "[lowering]") {
     // XLA's separate fusions: no load of a kernel is issued before the previous kernel's
     // last VPU instruction (the statistic it needs) has been waited for.
