@@ -1,0 +1,317 @@
+"""MLPerf Training workloads as Google's TPU submissions ran them (issue #37).
+
+`gen_trace.py mlperf BENCH --round ROUND --cores N` writes one training step of BENCH with the
+global batch, per-core batch, precision and optimizer of the Google submission of round ROUND
+on the slice of N TensorCores. Every figure comes from the submission's public code and flags
+in mlcommons/training_results_v0.5 (commit c71f2e7c), _v0.6 (f312518c) or _v0.7 (0a8a85a);
+each SUBMISSIONS entry names the file and flag it is read from, and the trace's metadata
+repeats them. The trace records the global batch as its top-level `samples_per_step`
+(docs/trace-format.md): throughput = samples_per_step / step time.
+
+Not in the traces (recorded in the metadata where a submission sets them, for the pod-scale
+mechanisms of issue #37 to use): the `iterations_per_loop` host round trip (one per loop of
+hundreds of steps), distributed batch norm groups (`distributed_group_size`), evaluation
+inside the training loop.
+
+`--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
+so, and samples_per_step becomes B x cores). Python 3 standard library only.
+"""
+import argparse
+
+from .convnet import gen_resnet50
+from .core import BF16, F32, SIZE, Trace, dense_bwd, dense_fwd, grad_sync_and_update
+from .core import layernorm_bwd, layernorm_fwd
+from .transformer import (attention_bwd, attention_fwd, dropout_bwd, dropout_fwd,
+                          encoder_layer_params, ffn_bwd, ffn_fwd, gen_bert)
+
+V05 = "mlcommons/training_results_v0.5@c71f2e7c"
+V06 = "mlcommons/training_results_v0.6@f312518c"
+V07 = "mlcommons/training_results_v0.7@0a8a85a"
+
+
+class Slice:
+    """One submission's run on `cores` TensorCores: its global batch, iterations per loop and
+    the file both are read from (plus any other flag of that file the model uses)."""
+
+    def __init__(self, cores, global_batch, iterations_per_loop, source, **flags):
+        self.cores, self.global_batch = cores, global_batch
+        self.iterations_per_loop, self.source, self.flags = iterations_per_loop, source, flags
+
+
+# ---------------------------------------------------------------------------------------------
+# ResNet-50 v1.5
+
+
+def _rn_v06(cores, batch, ipl, group=None):
+    src = f"{V06} Google/benchmarks/resnet/tpu-v3-{cores}/run_and_time.sh"
+    return Slice(cores, batch, ipl, src, **({"distributed_group_size": group} if group else {}))
+
+
+RESNET50 = {
+    # v0.5: cloud_v2.8 and cloud_v3.8 run the same flags (run_helper.sh of each:
+    # --train_batch_size=1024 --num_cores=8 --iterations_per_loop=1251); resnet_main.py of
+    # staging/models/rough/resnet: SGD with Nesterov momentum, --precision bfloat16;
+    # resnet_model.py: the 7x7 stride-2 stem on the 3-channel image.
+    "v0.5": {8: Slice(8, 1024, 1251, f"{V05} v0.5.0/google/cloud_v2.8/resnet-tpuv2-8/code/"
+                      "resnet/model/run_helper.sh (cloud_v3.8/resnet-tpuv3-8 the same)")},
+    # v0.6: Google/benchmarks/resnet/tpu-v3-N/run_and_time.sh: --train_batch_size,
+    # --iterations_per_loop, --num_cores=N, --enable_lars=True, --distributed_group_size
+    # (batch-norm groups, where set); resnet_main.py (implementations/tpu-v3-N-resnet/resnet):
+    # --precision default bfloat16, --image_size default 224; resnet_model.py: 7x7 stem.
+    "v0.6": {s.cores: s for s in (_rn_v06(32, 4096, 1252), _rn_v06(128, 16384, 313),
+                                  _rn_v06(256, 32768, 157, 1), _rn_v06(512, 32768, 157, 1),
+                                  _rn_v06(1024, 32768, 157, 1), _rn_v06(2048, 32768, 157, 8))},
+}
+
+
+def gen_mlperf_resnet50(rnd, sl, per_core):
+    """ResNet-50 v1.5, 224x224, bf16 activations, f32 weights and all-reduce; the 7x7 stem
+    (no space-to-depth in these rounds); v0.5 SGD + Nesterov momentum, v0.6 LARS
+    (--enable_lars=True)."""
+    opt = "lars" if rnd == "v0.6" else "momentum"
+    a = argparse.Namespace(batch=per_core, cores=sl.cores, image=224, space_to_depth=False,
+                           optimizer=opt, forward_only=False,
+                           name=f"mlperf_{rnd}_resnet50_{sl.cores}")
+    return gen_resnet50(a), {"optimizer": "LARS" if opt == "lars" else "SGD Nesterov momentum",
+                             "precision": "bf16 activations, f32 weights and gradients"}
+
+
+# ---------------------------------------------------------------------------------------------
+# BERT-Large
+
+
+BERT = {
+    # v0.7: Google/benchmarks/bert/tpu-v3-32-TF2.0/run_and_time.sh: --train_batch_size=448,
+    # --max_seq_length=512, --max_predictions_per_seq=76, --optimizer_type=lamb, --dtype=bf16,
+    # --steps_per_loop=1117; bert_config.json (BERT-Large): 24 layers, hidden 1024, 16 heads,
+    # intermediate 4096, vocab 30522. The TF 2 model garden's encoder runs LayerNorm in f32 and
+    # model_training_utils.py clips by the global norm before the all-reduce
+    # (docs/VALIDATION.md, BERT-Large v3-32).
+    "v0.7": {32: Slice(32, 448, 1117,
+                       f"{V07} Google/benchmarks/bert/tpu-v3-32-TF2.0/run_and_time.sh")},
+}
+
+
+def gen_mlperf_bert(rnd, sl, per_core):
+    """BERT-Large pre-training step: seq 512, 76 masked predictions, LAMB, f32 LayerNorm,
+    global-norm clipping (gen_trace.py bert --optimizer lamb --f32-layernorm
+    --clip-global-norm)."""
+    a = argparse.Namespace(batch=per_core, seq=512, hidden=1024, heads=16, ffn=4096, layers=24,
+                           vocab=30522, predictions=76, cores=sl.cores, forward_only=False,
+                           embeddings=True, seq2=0, optimizer="lamb", dropout_mask="saved",
+                           activations=BF16, clip_global_norm=True, f32_layernorm=True,
+                           name=f"mlperf_{rnd}_bert_{sl.cores}")
+    return gen_bert(a), {"optimizer": "LAMB", "precision": "bf16 (--dtype=bf16), f32 LayerNorm"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Transformer (big), WMT English-German, packed to 256 tokens
+
+
+def _tf_v06(cores, tokens, ipl, bf16_reduce=False):
+    src = f"{V06} Google/benchmarks/transformer/tpu-v3-{cores}/run_and_time.sh"
+    return Slice(cores, cores * tokens // TRANSFORMER_PACKED, ipl, src,
+                 tokens_per_core=tokens, bfloat16_grads_all_reduce=bf16_reduce)
+
+
+# translate_ende_wmt32k_packed: examples packed to 256 tokens (data_generators/
+# generator_utils.py, pack_examples: packed_length=256); on the TPU each core's batch is
+# hparams.batch_size // max_length sequences (data_generators/problem.py,
+# tpu_batch_size_per_shard), max_length of a packed problem being its packed length.
+TRANSFORMER_PACKED = 256
+TRANSFORMER = {
+    # v0.6: Google/benchmarks/transformer/tpu-v3-N/run_and_time.sh: --hparams batch_size=
+    # (tokens per core), bfloat16_grads_all_reduce=true (v3-32 only), --iterations_per_loop,
+    # --tpu_num_shards=N; --hparams_set=transformer_mlperf_tpu (implementations/
+    # tpu-v3-N-transformer/transformer/models/transformer.py): hidden_size 1024, filter_size
+    # 4096, num_heads 16, activation_dtype bfloat16, 6 + 6 layers (transformer_base_v1:
+    # num_hidden_layers=6), optimizer Adam (common_hparams.py), relu FFN.
+    "v0.6": {s.cores: s for s in (_tf_v06(32, 4096, 1087, True), _tf_v06(128, 1024, 1087),
+                                  _tf_v06(256, 512, 1087), _tf_v06(512, 1024, 271),
+                                  _tf_v06(1024, 512, 271), _tf_v06(2048, 256, 271))},
+}
+# vocab.translate_ende_wmt32k.32768.subwords (transformer/test_data of the submission): 33,708
+# subwords, one a line; the shared source/target vocabulary of translate_ende_wmt32k.
+TRANSFORMER_VOCAB = 33708
+
+
+def cross_attention_fwd(t, p, x, mem, b, s, h, heads):
+    """Encoder-decoder attention: queries from the decoder stream x, keys and values from the
+    encoder's output mem (both b x s tokens here: packed source and target are 256 long)."""
+    T, dh = b * s, h // heads
+    st = {"x": x, "mem": mem}
+    q, st["q"] = dense_fwd(t, f"{p}.q", x, T, h, h)
+    k, st["k"] = dense_fwd(t, f"{p}.k", mem, T, h, h)
+    v, st["v"] = dense_fwd(t, f"{p}.v", mem, T, h, h)
+    scores = t.matmul(f"{p}.scores", s, dh, s, deps=[q, k], batch=b * heads, transpose_rhs=True)
+    sm = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s, fused=True)
+    probs = dropout_fwd(t, f"{p}.probs_dropout", sm, b * heads * s * s)
+    ctx = t.matmul(f"{p}.context", s, s, dh, deps=[probs, v], batch=b * heads)
+    o, st["o"] = dense_fwd(t, f"{p}.out", ctx, T, h, h)
+    st["o_drop"] = o = dropout_fwd(t, f"{p}.out_dropout", o, T * h)
+    r = t.vector(f"{p}.residual", "add", [o, x], elements=T * h, fused=True)
+    y, st["ln"] = layernorm_fwd(t, f"{p}.ln", r, T, h)
+    st.update(q_out=q, k_out=k, v_out=v, probs=probs, softmax=sm, b=b, s=s, h=h, heads=heads)
+    return y, st
+
+
+def cross_attention_bwd(t, p, st, dy):
+    """Returns (gradient of the decoder stream, gradient of the encoder output, grads)."""
+    b, s, h, heads = st["b"], st["s"], st["h"], st["heads"]
+    T, dh = b * s, h // heads
+    dr = layernorm_bwd(t, st["ln"], dy)
+    do = dropout_bwd(t, f"{p}.out_dropout_grad", dr, st["o_drop"], T * h)
+    dctx, g_o = dense_bwd(t, st["o"], do)
+    dprobs = t.matmul(f"{p}.dprobs", s, dh, s, deps=[dctx, st["v_out"]], batch=b * heads,
+                      transpose_rhs=True)
+    dv = t.matmul(f"{p}.dv", s, s, dh, deps=[st["probs"], dctx], batch=b * heads,
+                  transpose_lhs=True)
+    dprobs = dropout_bwd(t, f"{p}.probs_dropout_grad", dprobs, st["probs"], b * heads * s * s)
+    dscores = t.vector(f"{p}.softmax_grad", "softmax_grad", [dprobs, st["softmax"]],
+                       rows=b * heads * s, cols=s, fused=True)
+    dq = t.matmul(f"{p}.dq", s, s, dh, deps=[dscores, st["k_out"]], batch=b * heads)
+    dk = t.matmul(f"{p}.dk", s, s, dh, deps=[dscores, st["q_out"]], batch=b * heads,
+                  transpose_lhs=True)
+    dxq, g_q = dense_bwd(t, st["q"], dq)
+    dmk, g_k = dense_bwd(t, st["k"], dk)
+    dmv, g_v = dense_bwd(t, st["v"], dv)
+    dx = t.vector(f"{p}.dx", "add", [dxq, dr], elements=T * h, fused=True)
+    dmem = t.vector(f"{p}.dmem", "add", [dmk, dmv], elements=T * h, fused=True)
+    return dx, dmem, g_o + g_q + g_k + g_v + [dr]
+
+
+def gen_mlperf_transformer(rnd, sl, per_core):
+    """Transformer-big training step (t2t `transformer_mlperf_tpu`): per core `per_core`
+    packed sequences of 256 source and 256 target tokens; 6 encoder layers (self-attention,
+    relu FFN), 6 decoder layers (self-attention, encoder-decoder attention, FFN), hidden 1024,
+    16 heads, FFN 4096, dropout 0.1 (transformer_base_v2), the target embedding shared with
+    the softmax weights (shared_embedding_and_softmax_weights) over 33,708 subwords, Adam.
+    Gradients all-reduced in bf16 where the run sets bfloat16_grads_all_reduce=true (v3-32),
+    else f32. t2t normalises before each sublayer (layer_preprocess_sequence "n"); the
+    trace's blocks normalise after it (BERT's order): one LayerNorm per sublayer either way.
+    The causal mask of the decoder's self-attention is not a saving on the TPU (XLA computes
+    the full score matrix and adds the mask)."""
+    b, s, h, heads, f, L, V = per_core, TRANSFORMER_PACKED, 1024, 16, 4096, 6, TRANSFORMER_VOCAB
+    T = b * s
+    t = Trace(f"mlperf_{rnd}_transformer_{sl.cores}", sl.cores,
+              f"Transformer-big (6+6 layers, hidden {h}, {heads} heads, FFN {f}, vocab {V}), "
+              f"{b} packed sequences of {s} tokens per core x {sl.cores} cores: forward, "
+              f"backward, gradient all-reduce per layer, Adam")
+    if sl.flags.get("bfloat16_grads_all_reduce"):
+        t.grad_reduce_dtype = BF16
+    src = t.op("input_ids", "infeed", bytes=T * SIZE["s32"])
+    tgt = t.op("target_ids", "infeed", bytes=T * SIZE["s32"])
+
+    def embed(p, ids):
+        e = t.vector(f"{p}.emb", "gather", [ids], rows=T, cols=h, table_rows=V,
+                     operands=[None, ids])
+        pos = t.vector(f"{p}.emb.position", "add", [e], elements=T * h, fused=True)
+        return dropout_fwd(t, f"{p}.emb.dropout", pos, T * h)
+
+    # Encoder.
+    x = embed("enc", src)
+    enc = []
+    for i in range(L):
+        p = f"enc.l{i}"
+        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
+        x, sf = ffn_fwd(t, p, x, T, h, f, act="relu")
+        enc.append((p, sa, sf))
+    mem, s_mem_ln = layernorm_fwd(t, "enc.final_ln", x, T, h)
+    # Decoder.
+    y = embed("dec", tgt)
+    dec = []
+    for i in range(L):
+        p = f"dec.l{i}"
+        y, sa = attention_fwd(t, f"{p}.self", y, b, s, h, heads)
+        y, sc = cross_attention_fwd(t, f"{p}.cross", y, mem, b, s, h, heads)
+        y, sf = ffn_fwd(t, p, y, T, h, f, act="relu")
+        dec.append((p, sa, sc, sf))
+    y, s_dec_ln = layernorm_fwd(t, "dec.final_ln", y, T, h)
+    # Softmax over the vocabulary with the shared embedding as its weights; the loss gradient
+    # (label smoothing 0.1) arrives as d(logits) = softmax - smoothed one-hot.
+    logits = t.matmul("softmax.logits", T, h, V, deps=[y], transpose_rhs=True)
+    probs = t.vector("softmax.softmax", "softmax", [logits], rows=T, cols=V, fused=True,
+                     out_dtype=F32)
+    dlogits = t.vector("softmax.dlogits", "sub", [probs], elements=T * V, dtype=F32,
+                       fused=True, out_dtype=BF16)
+    dy = t.matmul("softmax.dx", T, V, h, deps=[dlogits])
+    demb_out = t.matmul("softmax.dembedding", V, T, h, deps=[dlogits, y], transpose_lhs=True,
+                        out_dtype=F32)
+    dy = layernorm_bwd(t, s_dec_ln, dy)
+    dmem = None
+    layer_params = encoder_layer_params(h, f)
+    cross_params = 4 * (h * h + h) + 2 * h
+    for p, sa, sc, sf in reversed(dec):
+        dy, g_f = ffn_bwd(t, p, sf, dy)
+        dy, dm, g_c = cross_attention_bwd(t, f"{p}.cross", sc, dy)
+        dmem = dm if dmem is None else t.vector(f"{p}.dmem_sum", "add", [dm, dmem],
+                                                elements=T * h, fused=True)
+        dy, g_a = attention_bwd(t, f"{p}.self", sa, dy)
+        grad_sync_and_update(t, p, g_f + g_c + g_a, layer_params + cross_params, "adam")
+    dtgt = dropout_bwd(t, "dec.emb.dropout_grad", dy, "dec.emb.dropout", T * h)
+    dtgt = t.vector("dec.emb_grad", "scatter_add", [dtgt], rows=T, cols=h, table_rows=V)
+    grad_sync_and_update(t, "dec.emb", [dtgt, demb_out], V * h, "adam")
+    dx = layernorm_bwd(t, s_mem_ln, dmem)
+    for p, sa, sf in reversed(enc):
+        dx, g_f = ffn_bwd(t, p, sf, dx)
+        dx, g_a = attention_bwd(t, f"{p}.attn", sa, dx)
+        grad_sync_and_update(t, p, g_f + g_a, layer_params, "adam")
+    dsrc = dropout_bwd(t, "enc.emb.dropout_grad", dx, "enc.emb.dropout", T * h)
+    dsrc = t.vector("enc.emb_grad", "scatter_add", [dsrc], rows=T, cols=h, table_rows=V)
+    grad_sync_and_update(t, "enc.emb", [dsrc], V * h, "adam")
+    params = L * layer_params + L * (layer_params + cross_params) + 2 * V * h + 4 * h
+    t.parameter_bytes = params * 3 * SIZE[F32]  # f32 weights and Adam's two moments
+    return t, {"optimizer": "Adam", "precision": "bf16 activations (activation_dtype), f32 "
+               "weights; gradient all-reduce " + t.grad_reduce_dtype,
+               "tokens_per_core": sl.flags["tokens_per_core"], "packed_length": s,
+               "vocab": V}
+
+
+# ---------------------------------------------------------------------------------------------
+# The table of benchmarks and the CLI entry
+
+
+BENCHES = {
+    "resnet50": (RESNET50, gen_mlperf_resnet50, "images"),
+    "bert": (BERT, gen_mlperf_bert, "sequences"),
+    "transformer": (TRANSFORMER, gen_mlperf_transformer, "packed sequences of 256 tokens"),
+}
+
+
+class MlperfError(Exception):
+    """Bad input: gen_trace.py prints it as one `error:` line and exits 2."""
+
+
+def gen_mlperf(a):
+    where = f"gen_trace.py mlperf {a.bench} --round {a.round}"
+    table, make, unit = BENCHES[a.bench]
+    if a.round not in table:
+        raise MlperfError(f"{where}: no Google TPU submission of {a.bench} in round {a.round} "
+                          f"(rounds: {', '.join(sorted(table))})")
+    slices = table[a.round]
+    if a.cores not in slices:
+        raise MlperfError(f"{where} --cores {a.cores}: the submission ran on "
+                          f"{', '.join(str(c) for c in sorted(slices))} cores")
+    sl = slices[a.cores]
+    per_core = sl.global_batch // sl.cores
+    if per_core * sl.cores != sl.global_batch:
+        raise MlperfError(f"{where}: global batch {sl.global_batch} does not split over "
+                          f"{sl.cores} cores")
+    what_if = a.per_core_batch is not None
+    if what_if:
+        if a.per_core_batch < 1:
+            raise MlperfError(f"{where}: --per-core-batch must be positive")
+        per_core = a.per_core_batch
+    t, fields = make(a.round, sl, per_core)
+    t.samples_per_step = per_core * sl.cores
+    t.metadata = {
+        "generator": f"scripts/gen_trace.py mlperf {a.bench} --round {a.round} --cores "
+                     f"{sl.cores}" + (f" --per-core-batch {per_core}" if what_if else ""),
+        "source": sl.source, "samples": unit, "global_batch": t.samples_per_step,
+        "batch_per_core": per_core, "iterations_per_loop": sl.iterations_per_loop,
+        **fields, **{k: v for k, v in sl.flags.items() if k not in fields},
+        **({"what_if": f"per-core batch {per_core} instead of the submission's "
+                       f"{sl.global_batch // sl.cores}"} if what_if else {})}
+    if a.name:
+        t.name = a.name
+    return t
