@@ -176,7 +176,7 @@ def cross_attention_bwd(t, p, st, dy):
     dmk, g_k = dense_bwd(t, st["k"], dk)
     dmv, g_v = dense_bwd(t, st["v"], dv)
     dx = t.vector(f"{p}.dx", "add", [dxq, dr], elements=T * h, fused=True)
-    dmem = t.vector(f"{p}.dmem", "add", [dmk, dmv], elements=T * h, fused=True)
+    dmem = t.vector(f"{p}.dmem", "add", [dmv, dmk], elements=T * h, fused=True)
     return dx, dmem, g_o + g_q + g_k + g_v + [dr]
 
 
@@ -230,8 +230,8 @@ def gen_mlperf_transformer(rnd, sl, per_core):
     # Softmax over the vocabulary with the shared embedding as its weights; the loss gradient
     # (label smoothing 0.1) arrives as d(logits) = softmax - smoothed one-hot.
     logits = t.matmul("softmax.logits", T, h, V, deps=[y], transpose_rhs=True)
-    probs = t.vector("softmax.softmax", "softmax", [logits], rows=T, cols=V, fused=True,
-                     out_dtype=F32)
+    # Rows of 33,708 logits do not fit one VMEM tile: the softmax reads them from HBM.
+    probs = t.vector("softmax.softmax", "softmax", [logits], rows=T, cols=V, out_dtype=F32)
     dlogits = t.vector("softmax.dlogits", "sub", [probs], elements=T * V, dtype=F32,
                        fused=True, out_dtype=BF16)
     dy = t.matmul("softmax.dx", T, V, h, deps=[dlogits])
