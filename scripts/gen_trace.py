@@ -192,6 +192,9 @@ def main(argv=None):
                    help="TensorCores of the slice the submission ran on (v3-32: 32)")
     p.add_argument("--per-core-batch", type=int, default=None,
                    help="what-if: this per-core batch instead of the submission's")
+    p.add_argument("--bucket", type=int, default=None,
+                   help="GNMT: the length bucket of the step, 0 (sentences under 10 tokens) "
+                   "to 4 (40 to 47, the default)")
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--output", default="-", help="output file ('-': stdout)")
     p.set_defaults(func=gen_mlperf)

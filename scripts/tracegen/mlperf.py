@@ -19,8 +19,9 @@ so, and samples_per_step becomes B x cores). Python 3 standard library only.
 import argparse
 
 from .convnet import gen_resnet50
-from .core import BF16, F32, SIZE, Trace, dense_bwd, dense_fwd, grad_sync_and_update
-from .core import layernorm_bwd, layernorm_fwd
+from .core import BF16, F32, SIZE, GlobalNormClip, Trace, dense_bwd, dense_fwd
+from .core import grad_sync_and_update, layernorm_bwd, layernorm_fwd
+from .lstm import lstm_cell_bwd, lstm_cell_fwd
 from .transformer import (attention_bwd, attention_fwd, dropout_bwd, dropout_fwd,
                           encoder_layer_params, ffn_bwd, ffn_fwd, gen_bert)
 
@@ -268,6 +269,259 @@ def gen_mlperf_transformer(rnd, sl, per_core):
 
 
 # ---------------------------------------------------------------------------------------------
+# GNMT (v0.6), WMT16 English-German
+
+
+GNMT_EXAMPLES_PER_EPOCH = 3442299  # run_and_time.sh of every v0.6 slice: --num_examples_per_epoch
+
+
+def _gnmt_v06(cores, batch):
+    # One loop is an epoch: estimator.py, steps_per_epoch = int(num_examples_per_epoch /
+    # batch_size), the LowLevelRunner's train_iterations.
+    return Slice(cores, batch, GNMT_EXAMPLES_PER_EPOCH // batch,
+                 f"{V06} Google/benchmarks/gnmt/tpu-v3-{cores}/run_and_time.sh")
+
+
+GNMT = {
+    # v0.6: Google/benchmarks/gnmt/tpu-v3-N/run_and_time.sh: --batch_size (global), --num_shards=N,
+    # --activation_dtype=bfloat16; nmt.py (implementations/tpu-v3-N-gnmt/nmt) defaults:
+    # --num_units 1024, --num_layers 4, --optimizer adam, --src_max_len / --tgt_max_len 48,
+    # --num_buckets 5, --max_gradient_norm 5.0, --dropout 0.2.
+    "v0.6": {s.cores: s for s in (_gnmt_v06(32, 4096), _gnmt_v06(128, 8192),
+                                  _gnmt_v06(256, 8192), _gnmt_v06(512, 8192),
+                                  _gnmt_v06(1024, 8192))},
+}
+# The BPE vocabulary (vocab.bpe.32000 of the MLPerf GNMT data): 32,316 entries, as the v0.5
+# Google GNMT log prints it (training_results_v0.5, cloud_v2.8/gnmt-tpuv2-8/results/tpu/gnmt/
+# result_0.txt: preproc_vocab_size {"src": 32316, "tgt": 32316}); v0.6 trains on the same data.
+GNMT_VOCAB, GNMT_UNITS, GNMT_MAX_LEN, GNMT_BUCKETS = 32316, 1024, 48, 5
+
+
+def gnmt_bucket_lengths(bucket):
+    """(source steps, target steps) of a step drawn from length bucket `bucket`. The input
+    pipeline (distributed_iterator_utils.py) keeps pairs with both lengths below 48
+    (src_max_len, tgt_max_len), puts a pair in bucket min(5, max(src_len, tgt_len) // w) with
+    w = (48 + 5 - 1) // 5 = 10, and batches each global step from one bucket; the model's while
+    loops run to the longest sequence of the batch (model.py: max_seq_len =
+    tf.reduce_max(seq_len)), which for a batch of thousands of pairs is the bucket's longest:
+    10 k + 9 source tokens (47 at most), and one more on the target side (its input starts
+    with <s>)."""
+    src = min(10 * bucket + 9, GNMT_MAX_LEN - 1)
+    return src, src + 1
+
+
+def gen_mlperf_gnmt(rnd, sl, per_core, bucket=GNMT_BUCKETS - 1):
+    """GNMT training step (model.py of the submission): a bidirectional LSTM layer and three
+    unidirectional ones (residual from the third on) over the source, an attention LSTM
+    (normalised Bahdanau attention over the 48 padded source positions, its context fed to
+    every decoder layer) and three more LSTM layers over the target, 1024 units, the output
+    projection to 32,316 subwords with label-smoothed cross entropy, gradients clipped by their
+    global norm (max_gradient_norm 5.0) before CrossShardOptimizer's all-reduce, Adam.
+    bf16 activations (--activation_dtype=bfloat16). Each LSTM's input projection is one matmul
+    over all its steps (input_projection); its recurrent weight gradient is one matmul after
+    the backward loop (build_rnn's grad); the attention cell's backward recomputes the
+    attention (attention_cell_grad). One step of length bucket `bucket` (gnmt_bucket_lengths;
+    default: the longest): the mix of buckets over an epoch follows the data's length
+    histogram, which the submission does not publish. Left out: the zero-state recurrent
+    matmul of each loop's first step."""
+    B, U, V, PAD = per_core, GNMT_UNITS, GNMT_VOCAB, GNMT_MAX_LEN
+    U4 = 4 * U
+    Ls, Lt = gnmt_bucket_lengths(bucket)
+    t = Trace(f"mlperf_{rnd}_gnmt_{sl.cores}", sl.cores,
+              f"GNMT (4+4 LSTM layers of {U} units, attention, vocab {V}), {B} sentence pairs "
+              f"per core x {sl.cores} cores, length bucket {bucket} ({Ls} source, {Lt} target "
+              f"steps): forward, backward, global-norm clipping, all-reduce, Adam")
+    clip = GlobalNormClip(t)
+    # source, target input and target output ids, padded to 48 (int32)
+    ids = t.op("input", "infeed", bytes=B * 3 * PAD * SIZE["s32"])
+
+    def embed(p):
+        e = t.vector(f"{p}.emb", "gather", [ids], rows=PAD * B, cols=U, table_rows=V,
+                     operands=[None, ids])
+        return dropout_fwd(t, f"{p}.emb.dropout", e, PAD * B * U)
+
+    def layer_fwd(p, x, d_in, L):
+        """An LSTM layer over L steps reading x (L*B x d_in)."""
+        xp = t.matmul(f"{p}.in_proj", L * B, d_in, U4, deps=[x])
+        h = c = None
+        steps = []
+        for i in range(L):
+            h, c, st = lstm_cell_fwd(t, f"{p}.t{i}", B, U, xp, h, c)
+            steps.append(st)
+        return h, {"p": p, "x": x, "d_in": d_in, "L": L, "steps": steps, "h": h}
+
+    def layer_bwd(s, dy, per_step=None):
+        """Backward through time; dy: the gradient of the layer's outputs (all steps);
+        per_step(st, dgates): extra work per step (the attention cell's). Returns the
+        gradient of the layer's input and the weight gradient ops."""
+        p, L = s["p"], s["L"]
+        dh = dc = dg = None
+        for st in reversed(s["steps"]):
+            dh_in = dy if dh is None else t.vector(f"{st['p']}.dh_sum", "add", [dh, dy],
+                                                   elements=B * U, fused=True)
+            dg, _, dc = lstm_cell_bwd(t, st, B, U, dh_in, dc)
+            if per_step:
+                per_step(st, dg)
+            dh = t.matmul(f"{st['p']}.dh_prev", B, U4, U, deps=[dg], transpose_rhs=True)
+        dk = t.matmul(f"{p}.dkernel", U, L * B, U4, deps=[s["h"], dg], transpose_lhs=True,
+                      out_dtype=F32)
+        db = t.vector(f"{p}.dbias", "reduce_sum", [dg], rows=U4, cols=L * B, out_dtype=F32)
+        dx = t.matmul(f"{p}.in_proj.dx", L * B, U4, s["d_in"], deps=[dg], transpose_rhs=True)
+        dki = t.matmul(f"{p}.in_proj.dw", s["d_in"], L * B, U4, deps=[s["x"], dg],
+                       transpose_lhs=True, out_dtype=F32)
+        return dx, [dk, db, dki]
+
+    lstm_params = lambda d_in: U * U4 + U4 + d_in * U4  # noqa: E731  kernel, bias, input_kernel
+
+    # Encoder.
+    x = embed("enc")
+    fw, s_fw = layer_fwd("enc.l0.fw", x, U, Ls)
+    bw, s_bw = layer_fwd("enc.l0.bw", x, U, Ls)
+    enc = [("enc.l0", None, 2 * U, [s_fw, s_bw])]
+    out = t.vector("enc.l0.concat_mask", "mul", [fw, bw], elements=PAD * B * 2 * U)
+    for i in range(1, 4):
+        d_in = 2 * U if i == 1 else U
+        xin = dropout_fwd(t, f"enc.l{i}.dropout", out, Ls * B * d_in)
+        o, s_l = layer_fwd(f"enc.l{i}", xin, d_in, Ls)
+        if i > 1:
+            o = t.vector(f"enc.l{i}.residual", "add", [o, out], elements=Ls * B * U)
+        enc.append((f"enc.l{i}", xin, d_in, [s_l]))
+        out = o
+    mem = t.vector("enc.mask", "mul", [out], elements=PAD * B * U)
+    # Decoder: the attention memory's keys, then the attention LSTM.
+    keys = t.matmul("dec.memory_layer", PAD * B, U, U, deps=[mem])
+    y = embed("dec")
+    att = {}
+
+    def attention_step(i):
+        """The context of the previous step times attention_kernel, added to the gates."""
+        prev = att.get(i - 1)
+        return t.matmul(f"dec.l0.t{i}.ctx_in", B, U, U4, deps=[prev["ctx"]] if prev else [])
+
+    def attention_fwd_step(p, h):
+        q = t.matmul(f"{p}.query", B, U, U, deps=[h])
+        e = t.vector(f"{p}.energy", "tanh", [q, keys], elements=PAD * B * U, operands=[keys])
+        sc = t.vector(f"{p}.score", "reduce_sum", [e], rows=PAD * B, cols=U, fused=True)
+        al = t.vector(f"{p}.align", "softmax", [sc], rows=B, cols=PAD, dtype=F32,
+                      out_dtype=BF16)
+        w = t.vector(f"{p}.weighted", "mul", [al, mem], elements=PAD * B * U,
+                     operands=[mem, al])
+        ctx = t.vector(f"{p}.context", "reduce_sum", [w], rows=B * U, cols=PAD, fused=True)
+        return {"q": q, "e": e, "al": al, "ctx": ctx}
+
+    xp0 = dropout_fwd(t, "dec.l0.dropout", y, Lt * B * U)
+    # The attention LSTM: its cell's gates add the previous context's projection, and the
+    # attention follows each step's cell.
+    h = None
+    xp = t.matmul("dec.l0.in_proj", Lt * B, U, U4, deps=[xp0])
+    c = None
+    steps = []
+    for i in range(Lt):
+        a = attention_step(i)
+        g_in = t.vector(f"dec.l0.t{i}.ctx_add", "add", [a, xp], elements=B * U4, fused=True)
+        h, c, st = lstm_cell_fwd(t, f"dec.l0.t{i}", B, U, g_in, h, c)
+        att[i] = attention_fwd_step(f"dec.l0.t{i}.att", h)
+        st.update(step=i, h_out=h)
+        steps.append(st)
+    s_att = {"p": "dec.l0", "x": xp0, "d_in": U, "L": Lt, "steps": steps, "h": h}
+    ctx_all = att[Lt - 1]["ctx"]
+    dec = []
+    o = h
+    for i in range(1, 4):
+        # concat([o, context]) and dropout, one fusion reading both
+        cat = t.vector(f"dec.l{i}.dropout", "dropout", [o, ctx_all], elements=Lt * B * 2 * U,
+                       mask=t.dropout_mask, operands=[o])
+        o2, s_l = layer_fwd(f"dec.l{i}", cat, 2 * U, Lt)
+        if i > 1:
+            o2 = t.vector(f"dec.l{i}.residual", "add", [o2, o], elements=Lt * B * U)
+        dec.append((f"dec.l{i}", s_l))
+        o = o2
+    # Output projection and label-smoothed cross entropy (f32), masked at the padding.
+    T = Lt * B
+    logits = t.matmul("out.logits", T, U, V, deps=[o], out_dtype=F32)
+    probs = t.vector("out.softmax", "softmax", [logits], rows=T, cols=V, dtype=F32)
+    dlogits = t.vector("out.dlogits", "sub", [probs], elements=T * V, dtype=F32, fused=True,
+                       out_dtype=BF16)
+    do = t.matmul("out.dx", T, V, U, deps=[dlogits], transpose_rhs=True)
+    dw_out = t.matmul("out.dw", U, T, V, deps=[o, dlogits], transpose_lhs=True, out_dtype=F32)
+    clip.add("out", [dw_out], U * V, "adam")
+    # Decoder backward: layers 3..1, whose inputs are [o, context] (2U): the first half of
+    # their input gradient goes to the layer below, the second to the attention context.
+    dctx = None
+    for name, s_l in reversed(dec):
+        dx, g = layer_bwd(s_l, do)
+        clip.add(name, g, lstm_params(2 * U), "adam")
+        dctx = dx if dctx is None else t.vector(f"{name}.dctx_sum", "add", [dx, dctx],
+                                                elements=T * U, fused=True)
+        do = t.vector(f"{name}.dx_sum", "add", [dx, do], elements=T * U) if name != "dec.l1" \
+            else dx
+    # The attention LSTM backward: per step the attention recomputed, then its gradient.
+    dkeys_acc, dvals_acc = [], []
+
+    def attention_bwd_step(st, dg):
+        p = st["p"] + ".attg"
+        a = attention_fwd_step(p, st["h_out"])  # recomputed from the cell's new state
+        # d values += align x d context; d align = d context . values (over the units)
+        dw = t.vector(f"{p}.dweighted", "mul", [dctx, a["al"]], elements=PAD * B * U)
+        dal = t.vector(f"{p}.dalign", "reduce_sum", [dctx, mem], rows=PAD * B, cols=U,
+                       operands=[dctx, mem])
+        dsc = t.vector(f"{p}.dscore", "softmax_grad", [dal, a["al"]], rows=B, cols=PAD)
+        de = t.vector(f"{p}.denergy", "tanh_grad", [dsc, a["e"]], elements=PAD * B * U,
+                      operands=[None, a["e"]])
+        dq = t.vector(f"{p}.dquery", "reduce_sum", [de], rows=B * U, cols=PAD)
+        # build_rnn's grad loop adds each step's gradient of the attention's theta (its keys
+        # and values) into an accumulator
+        acc = [dkeys_acc[-1]] if dkeys_acc else []
+        dkeys_acc.append(t.vector(f"{p}.dkeys_acc", "add", [de] + acc, elements=PAD * B * U))
+        acc = [dvals_acc[-1]] if dvals_acc else []
+        dvals_acc.append(t.vector(f"{p}.dvalues_acc", "add", [dw] + acc, elements=PAD * B * U,
+                                  fused=True))
+        t.matmul(f"{p}.dh_query", B, U, U, deps=[dq], transpose_rhs=True)
+        t.matmul(f"{p}.dquery_kernel", U, B, U, deps=[st["tc"], dq], transpose_lhs=True,
+                 out_dtype=F32)
+        t.matmul(f"{p}.dctx_prev", B, U4, U, deps=[dg], transpose_rhs=True)
+
+    dx0, g0 = layer_bwd(s_att, do, attention_bwd_step)
+    dk_att = t.matmul("dec.l0.dattention_kernel", U, T, U4, deps=[ctx_all, dx0],
+                      transpose_lhs=True, out_dtype=F32)
+    # The memory's gradient: keys through the memory layer, plus the values' (the attention
+    # theta's gradients, accumulated over the steps by the backward loop).
+    dkeys = dkeys_acc[-1]
+    dmem = t.matmul("dec.memory_layer.dx", PAD * B, U, U, deps=[dkeys], transpose_rhs=True)
+    dwm = t.matmul("dec.memory_layer.dw", U, PAD * B, U, deps=[mem, dkeys], transpose_lhs=True,
+                   out_dtype=F32)
+    dmem = t.vector("dec.dmem_sum", "add", [dmem] + dvals_acc[-1:], elements=PAD * B * U,
+                    fused=True)
+    clip.add("dec.l0", g0 + [dk_att, dwm], lstm_params(U) + U * U4 + 2 * U * U + 2 * U + 1,
+             "adam")
+    demb = t.vector("dec.emb_grad", "scatter_add", [dx0], rows=Lt * B, cols=U, table_rows=V)
+    clip.add("dec.emb", [demb], V * U, "adam")
+    # Encoder backward.
+    dout = t.vector("enc.mask_grad", "mul", [dmem], elements=Ls * B * U)
+    for name, xin, d_in, states in reversed(enc):
+        if name == "enc.l0":
+            dfw, gf = layer_bwd(states[0], dout)
+            dbw, gb = layer_bwd(states[1], dout)
+            clip.add(name, gf + gb, 2 * lstm_params(U), "adam")
+            dx = t.vector("enc.l0.dx_sum", "add", [dfw, dbw], elements=Ls * B * U)
+        else:
+            dx, g = layer_bwd(states[0], dout)
+            clip.add(name, g, lstm_params(d_in), "adam")
+            if name in ("enc.l2", "enc.l3"):
+                dx = t.vector(f"{name}.dx_sum", "add", [dx, dout], elements=Ls * B * U)
+        dout = dx
+    demb = t.vector("enc.emb_grad", "scatter_add", [dout], rows=Ls * B, cols=U, table_rows=V)
+    clip.add("enc.emb", [demb], V * U, "adam")
+    clip.finish()
+    params = (3 * V * U + 2 * lstm_params(U) + lstm_params(2 * U) + 2 * lstm_params(U)
+              + lstm_params(U) + U * U4 + 2 * U * U + 2 * U + 1 + 3 * lstm_params(2 * U))
+    t.parameter_bytes = params * 3 * SIZE[F32]  # f32 weights and Adam's two moments
+    return t, {"optimizer": "Adam, gradients clipped by their global norm (5.0)",
+               "precision": "bf16 activations (--activation_dtype=bfloat16), f32 weights",
+               "bucket": bucket, "source_steps": Ls, "target_steps": Lt, "vocab": V}
+
+
+# ---------------------------------------------------------------------------------------------
 # The table of benchmarks and the CLI entry
 
 
@@ -275,6 +529,7 @@ BENCHES = {
     "resnet50": (RESNET50, gen_mlperf_resnet50, "images"),
     "bert": (BERT, gen_mlperf_bert, "sequences"),
     "transformer": (TRANSFORMER, gen_mlperf_transformer, "packed sequences of 256 tokens"),
+    "gnmt": (GNMT, gen_mlperf_gnmt, "sentence pairs"),
 }
 
 
@@ -302,11 +557,20 @@ def gen_mlperf(a):
         if a.per_core_batch < 1:
             raise MlperfError(f"{where}: --per-core-batch must be positive")
         per_core = a.per_core_batch
-    t, fields = make(a.round, sl, per_core)
+    extra = {}
+    if getattr(a, "bucket", None) is not None:
+        if a.bench != "gnmt":
+            raise MlperfError(f"{where}: --bucket is GNMT's (its length buckets)")
+        if not 0 <= a.bucket < GNMT_BUCKETS:
+            raise MlperfError(f"{where}: --bucket {a.bucket}: the input pipeline has buckets "
+                              f"0 to {GNMT_BUCKETS - 1}")
+        extra["bucket"] = a.bucket
+    t, fields = make(a.round, sl, per_core, **extra)
     t.samples_per_step = per_core * sl.cores
     t.metadata = {
         "generator": f"scripts/gen_trace.py mlperf {a.bench} --round {a.round} --cores "
-                     f"{sl.cores}" + (f" --per-core-batch {per_core}" if what_if else ""),
+                     f"{sl.cores}" + (f" --per-core-batch {per_core}" if what_if else "")
+                     + (f" --bucket {extra['bucket']}" if extra else ""),
         "source": sl.source, "samples": unit, "global_batch": t.samples_per_step,
         "batch_per_core": per_core, "iterations_per_loop": sl.iterations_per_loop,
         **fields, **{k: v for k, v in sl.flags.items() if k not in fields},

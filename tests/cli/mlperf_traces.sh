@@ -20,12 +20,14 @@ for bench, (table, _, _) in sorted(BENCHES.items()):
 [ -n "$runs" ] || fatal "the table of scripts/tracegen/mlperf.py is empty"
 
 # The bytes per sample of each benchmark's first infeed: an image of 224 x 224 x 3 bf16, or a
-# sequence of int32 token ids (BERT: 512; Transformer: the 256 tokens of a packed sequence).
+# sequence of int32 token ids (BERT: 512; Transformer: the 256 tokens of a packed sequence;
+# GNMT: source, target input and target output, each padded to 48).
 per_sample() {
     case $1 in
     resnet50) echo $((224 * 224 * 3 * 2)) ;;
     bert) echo $((512 * 4)) ;;
     transformer) echo $((256 * 4)) ;;
+    gnmt) echo $((3 * 48 * 4)) ;;
     *) echo 0 ;;
     esac
 }
@@ -103,7 +105,8 @@ done
 
 # Bad input: one located error line, exit 2 (not argparse's usage).
 for args in "bert --round v0.7 --cores 8" "resnet50 --round v0.9 --cores 32" \
-    "transformer --round v0.6 --cores 32 --per-core-batch 0"; do
+    "transformer --round v0.6 --cores 32 --per-core-batch 0" "gnmt --round v0.6 --cores 32 --bucket 5" \
+    "bert --round v0.7 --cores 32 --bucket 1"; do
     # shellcheck disable=SC2086
     err=$($gen mlperf $args -o "$tmp/bad.json" 2>&1 >/dev/null)
     rc=$?
