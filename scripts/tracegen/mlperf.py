@@ -18,7 +18,7 @@ so, and samples_per_step becomes B x cores). Python 3 standard library only.
 """
 import argparse
 
-from .convnet import gen_resnet50
+from .convnet import ConvNet, backward_convnet, fusable, gen_resnet50, out_dim
 from .core import BF16, F32, SIZE, GlobalNormClip, Trace, dense_bwd, dense_fwd
 from .core import grad_sync_and_update, layernorm_bwd, layernorm_fwd
 from .lstm import lstm_cell_bwd, lstm_cell_fwd
@@ -522,6 +522,159 @@ def gen_mlperf_gnmt(rnd, sl, per_core, bucket=GNMT_BUCKETS - 1):
 
 
 # ---------------------------------------------------------------------------------------------
+# SSD-ResNet34 (v0.6), COCO 300x300
+
+
+def _ssd_v06(cores, batch, ipl, s2d, group, partition=None):
+    flags = {"conv0_space_to_depth": s2d, "distributed_group_size": group}
+    if partition:
+        flags["unsupported"] = (f"--input_partition_dims={partition} splits each replica's "
+                                "images spatially over 4 cores (with halo exchanges), which "
+                                "is not modelled: the traces are data-parallel per core "
+                                "(issue #37, pod-scale mechanisms)")
+    return Slice(cores, batch, ipl, f"{V06} Google/benchmarks/ssd/tpu-v3-{cores}/run_and_time.sh",
+                 **flags)
+
+
+SSD = {
+    # v0.6: Google/benchmarks/ssd/tpu-v3-N/run_and_time.sh: --train_batch_size,
+    # --iterations_per_loop, --num_shards, --hparams use_bfloat16=true, conv0_space_to_depth,
+    # distributed_group_size, and on 1024 and 2048 cores --input_partition_dims=1,4,1,1;
+    # implementations/tpu-v3-N-ssd/ssd: ssd_constants.py (IMAGE_SIZE 300, NUM_CLASSES 81,
+    # FEATURE_SIZES 38, 19, 10, 5, 3, 1, NUM_DEFAULTS 4, 6, 6, 6, 4, 4: 8,732 anchors,
+    # NEGS_PER_POSITIVE 3), ssd_architecture.py (the network), ssd_model.py (the loss:
+    # softmax cross entropy with hard negative mining by topk_mask.py, smooth L1;
+    # MomentumOptimizer under CrossShardOptimizer).
+    "v0.6": {s.cores: s for s in (_ssd_v06(32, 1024, 625, False, 2),
+                                  _ssd_v06(128, 1024, 625, True, 8),
+                                  _ssd_v06(256, 1024, 625, True, 16),
+                                  _ssd_v06(512, 2048, 313, True, 16),
+                                  _ssd_v06(1024, 2048, 313, True, 8, "1,4,1,1"),
+                                  _ssd_v06(2048, 2048, 313, True, 16, "1,4,1,1"))},
+}
+SSD_IMAGE, SSD_CLASSES, SSD_ANCHORS = 300, 81, 8732
+SSD_FEATURES = ((38, 4), (19, 6), (10, 6), (5, 6), (3, 4), (1, 4))  # (size, anchors per cell)
+
+
+def gen_mlperf_ssd(rnd, sl, per_core):
+    """SSD training step (ssd_architecture.py): the ResNet-34 backbone to its third block
+    group (basic blocks [3, 4, 6], the third at stride 1: 38x38x256), five extra feature
+    stages (1x1 then 3x3 convolutions with bias and ReLU, no batch norm: 19x19x512, 10x10x512,
+    5x5x256, 3x3x256, 1x1x256; the last two 3x3 'valid'), per level a 3x3 class head (81 x
+    anchors) and box head (4 x anchors); the loss over the 8,732 anchors: softmax cross
+    entropy in f32, hard negative mining (topk_mask.py: a binary search over the 32 bits of
+    the losses, one count per bit), smooth L1 on the boxes; SGD with momentum; bf16
+    (use_bfloat16=true). The stem is the 7x7 stride-2 convolution, or with
+    conv0_space_to_depth=true the 4x4 convolution on the 2x2 space-to-depth image
+    (conv0_space_to_depth in ssd_architecture.py). Anchor matching and box encoding run in the
+    host's input pipeline (dataloader.py): the step's input is the image with its per-anchor
+    labels and box targets. Batch norm is per core here; distributed_group_size (statistics
+    over groups of cores) is recorded in the metadata, not modelled."""
+    b = per_core
+    t = Trace(f"mlperf_{rnd}_ssd_{sl.cores}", sl.cores,
+              f"SSD-ResNet34 300x300 training step, batch {b} per core x {sl.cores} cores: "
+              "forward, backward, hard negative mining, gradient all-reduce per stage, SGD "
+              "momentum")
+    net = ConvNet(t, b)
+    img = t.op("input", "infeed", bytes=b * SSD_IMAGE * SSD_IMAGE * 3 * SIZE[BF16])
+    t.op("targets", "infeed", bytes=b * SSD_ANCHORS * (1 + 4) * SIZE[F32])
+    net.no_grad.add(img)
+    net.size[img] = b * SSD_IMAGE * SSD_IMAGE * 3
+    if sl.flags.get("conv0_space_to_depth"):
+        y, hw = net.conv("stem", img, (SSD_IMAGE // 2, SSD_IMAGE // 2), 12, 64, 4,
+                         group="stem")
+    else:
+        y, hw = net.conv("stem", img, (SSD_IMAGE, SSD_IMAGE), 3, 64, 7, stride=2,
+                         group="stem")
+    net.size[y] = b * hw[0] * hw[1] * 64
+    pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
+    in_elems = net.size[y]
+    pool = t.vector("stem.maxpool", "max", [y], elements=in_elems // 2)
+    net.size[pool] = b * pool_hw[0] * pool_hw[1] * 64
+
+    def pool_bwd(g, src=y, n_in=in_elems):
+        return [(src, t.vector("stem.maxpool_grad", "relu_grad", [g, src], elements=n_in))]
+
+    net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
+    x, hw, c = pool, pool_hw, 64
+    for gi, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 1)]):
+        grp = f"group{gi + 1}"
+        for bi in range(blocks):
+            p = f"g{gi + 1}b{bi}"
+            stride = stride0 if bi == 0 else 1
+            sc = x
+            if bi == 0 and (stride != 1 or c != width):
+                sc, _ = net.conv(f"{p}.proj", x, hw, c, width, 1, stride=stride, relu=False,
+                                 group=grp)
+            y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 3, stride=stride, group=grp)
+            net.size[y1] = b * hw1[0] * hw1[1] * width
+            y2, _ = net.conv(f"{p}.c2", y1, hw1, width, width, 3, relu=False, group=grp)
+            n = b * hw1[0] * hw1[1] * width
+            net.size[y2] = n
+            if sc is not x:
+                net.size[sc] = n
+            add = t.vector(f"{p}.add", "add", [y2, sc], elements=n, fused=True)
+            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
+            net.size[out] = n
+
+            def add_bwd(g, p=p, out=out, y2=y2, sc=sc, n=n):
+                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
+                              fused=fusable(t, g))
+                return [(y2, dg), (sc, dg)]
+
+            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
+            x, hw, c = out, hw1, width
+    feats = [(x, hw, c)]
+    for i, (mid, out_c, stride, pad) in enumerate([(256, 512, 2, "same"),
+                                                    (256, 512, 2, "same"),
+                                                    (128, 256, 2, "same"),
+                                                    (128, 256, 1, "valid"),
+                                                    (128, 256, 1, "valid")]):
+        p = f"extra{i + 4}"
+        y1, _ = net.conv(f"{p}.c1", x, hw, c, mid, 1, bn=False, group=p)
+        net.size[y1] = b * hw[0] * hw[1] * mid
+        x, hw = net.conv(f"{p}.c2", y1, hw, mid, out_c, 3, stride=stride, bn=False, group=p,
+                         padding=pad)
+        c = out_c
+        net.size[x] = b * hw[0] * hw[1] * c
+        feats.append((x, hw, c))
+    assert [f[1][0] for f in feats] == [f[0] for f in SSD_FEATURES], feats
+    heads = []
+    for lvl, ((f, fhw, fc), (_, k)) in enumerate(zip(feats, SSD_FEATURES)):
+        for kind, ch in (("class", SSD_CLASSES * k), ("box", 4 * k)):
+            h_out, _ = net.conv(f"head{lvl + 3}.{kind}", f, fhw, fc, ch, 3, bn=False,
+                                relu=False, group=f"head{lvl + 3}")
+            net.size[h_out] = b * fhw[0] * fhw[1] * ch
+            heads.append((kind, h_out, b * fhw[0] * fhw[1] * ch))
+    A = b * SSD_ANCHORS
+    # The classification loss: a softmax cross entropy per anchor (f32), then hard negative
+    # mining on core 0's copy of the losses (topk_mask: 32 counting passes), the sum.
+    cls = [h for k, h, _ in heads if k == "class"]
+    box = [h for k, h, _ in heads if k == "box"]
+    xent = t.vector("loss.class_xent", "softmax", cls, rows=A, cols=SSD_CLASSES, dtype=F32)
+    count = None
+    for bit in range(32):
+        count = t.vector(f"loss.topk_bit{bit}", "reduce_sum", [xent] + ([count] if count else []),
+                         rows=b, cols=SSD_ANCHORS, dtype=F32, operands=[xent])
+    mined = t.vector("loss.class_mined", "mul", [xent, count], elements=A, dtype=F32)
+    box_l = t.vector("loss.box_smooth_l1", "sub", box, elements=A * 4, dtype=F32)
+    # d logits = (softmax - one hot) x the mined mask; d boxes = the smooth L1's gradient
+    dcls = t.vector("loss.dclass", "sub", [xent, mined], elements=A * SSD_CLASSES, dtype=F32,
+                    out_dtype=BF16, operands=[xent])
+    dbox = t.vector("loss.dbox", "sub", [box_l], elements=A * 4, dtype=F32, out_dtype=BF16)
+    # Each head's gradient is its slice of dcls / dbox: walk the tape from the heads.
+    t_dys = {}
+    for kind, h_out, n in heads:
+        t_dys[h_out] = dcls if kind == "class" else dbox
+    grads = backward_convnet(net, None, dys=t_dys)
+    for grp in reversed(list(net.params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp], "sgd_momentum")
+    return t, {"optimizer": "SGD momentum (MomentumOptimizer)",
+               "precision": "bf16 (use_bfloat16=true), f32 loss, weights and gradients",
+               "anchors": SSD_ANCHORS, "classes": SSD_CLASSES}
+
+
+# ---------------------------------------------------------------------------------------------
 # The table of benchmarks and the CLI entry
 
 
@@ -530,6 +683,7 @@ BENCHES = {
     "bert": (BERT, gen_mlperf_bert, "sequences"),
     "transformer": (TRANSFORMER, gen_mlperf_transformer, "packed sequences of 256 tokens"),
     "gnmt": (GNMT, gen_mlperf_gnmt, "sentence pairs"),
+    "ssd": (SSD, gen_mlperf_ssd, "images"),
 }
 
 
@@ -548,6 +702,8 @@ def gen_mlperf(a):
         raise MlperfError(f"{where} --cores {a.cores}: the submission ran on "
                           f"{', '.join(str(c) for c in sorted(slices))} cores")
     sl = slices[a.cores]
+    if sl.flags.get("unsupported"):
+        raise MlperfError(f"{where} --cores {a.cores}: {sl.flags['unsupported']}")
     per_core = sl.global_batch // sl.cores
     if per_core * sl.cores != sl.global_batch:
         raise MlperfError(f"{where}: global batch {sl.global_batch} does not split over "
