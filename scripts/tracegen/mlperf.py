@@ -537,6 +537,15 @@ def _ssd_v06(cores, batch, ipl, s2d, group, partition=None):
 
 
 SSD = {
+    # v0.5: v0.5.0/google/cloud_v3.8/ssd-tpuv3-8/code/ssd/model/run_helper.sh:
+    # --train_batch_size=1024, --num_shards=8, --iterations_per_loop=625, --hparams
+    # use_bfloat16=true; staging/models/rough/ssd: the same network as v0.6 (its
+    # resnet_v1_generator also builds block group 4, whose output nothing reads: XLA drops it),
+    # the 7x7 stem (no conv0_space_to_depth yet), batch norm per core
+    # (distributed_group_size=1 in ssd_main.py).
+    "v0.5": {8: Slice(8, 1024, 625, f"{V05} v0.5.0/google/cloud_v3.8/ssd-tpuv3-8/code/ssd/"
+                      "model/run_helper.sh", conv0_space_to_depth=False,
+                      distributed_group_size=1)},
     # v0.6: Google/benchmarks/ssd/tpu-v3-N/run_and_time.sh: --train_batch_size,
     # --iterations_per_loop, --num_shards, --hparams use_bfloat16=true, conv0_space_to_depth,
     # distributed_group_size, and on 1024 and 2048 cores --input_partition_dims=1,4,1,1;
