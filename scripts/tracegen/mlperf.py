@@ -525,13 +525,17 @@ def gen_mlperf_gnmt(rnd, sl, per_core, bucket=GNMT_BUCKETS - 1):
 # SSD-ResNet34 (v0.6), COCO 300x300
 
 
+def _partitioned(dims):
+    """The reason a spatially partitioned run is not written (Slice flag "unsupported")."""
+    return (f"--input_partition_dims={dims} splits each replica's images spatially over 4 "
+            "cores (with halo exchanges), which is not modelled: the traces are data-parallel "
+            "per core (issue #37, pod-scale mechanisms)")
+
+
 def _ssd_v06(cores, batch, ipl, s2d, group, partition=None):
     flags = {"conv0_space_to_depth": s2d, "distributed_group_size": group}
     if partition:
-        flags["unsupported"] = (f"--input_partition_dims={partition} splits each replica's "
-                                "images spatially over 4 cores (with halo exchanges), which "
-                                "is not modelled: the traces are data-parallel per core "
-                                "(issue #37, pod-scale mechanisms)")
+        flags["unsupported"] = _partitioned(partition)
     return Slice(cores, batch, ipl, f"{V06} Google/benchmarks/ssd/tpu-v3-{cores}/run_and_time.sh",
                  **flags)
 
@@ -684,6 +688,256 @@ def gen_mlperf_ssd(rnd, sl, per_core):
 
 
 # ---------------------------------------------------------------------------------------------
+# Mask R-CNN (v0.6), COCO
+
+
+MASKRCNN = {
+    # v0.6: Google/benchmarks/mask/tpu-v3-N/run_and_time.sh: --hparams train_batch_size=128,
+    # iterations_per_loop (924 on v3-32), --num_cores=N; implementations/tpu-v3-N-mask/mask_rcnn:
+    # mask_rcnn_params.py (image_size (832, 1344), num_classes 91, rpn_pre_nms_topn 2000,
+    # rpn_post_nms_topn 1000, batch_size_per_im 512, fg_fraction 0.25, fast_rcnn_mlp_head_dim
+    # 1024, mrcnn_resolution 28, min_level 2 to max_level 6, 3 aspect ratios, resnet_depth 50,
+    # use_bfloat16, momentum 0.9), mask_rcnn_model.py (MomentumOptimizer under
+    # CrossShardOptimizer; the stem and the first ResNet stage frozen, batch norm frozen).
+    # On 128 and 256 cores the runs split each image over 4 cores (--input_partition_dims=
+    # 1,4,1), which the traces do not model.
+    "v0.6": {c: Slice(c, 128, 924, f"{V06} Google/benchmarks/mask/tpu-v3-{c}/run_and_time.sh",
+                      **({"unsupported": _partitioned("1,4,1")} if c > 32 else {}))
+             for c in (32, 128, 256)},
+}
+MRCNN_IMAGE, MRCNN_CLASSES, MRCNN_ANCHORS_PER_CELL = (832, 1344), 91, 3
+MRCNN_ROIS, MRCNN_MASKS, MRCNN_PRE_NMS, MRCNN_POST_NMS = 512, 128, 2000, 1000
+
+
+def gen_mlperf_maskrcnn(rnd, sl, per_core):
+    """Mask R-CNN training step (mask_rcnn_architecture.py, fpn.py, resnet.py): ResNet-50
+    (7x7 stem; the stem and stage 2 frozen: no weight gradients, no gradient below stage 3;
+    batch norm frozen, an affine op) on 832x1344 images, FPN P2-P6 of 256 channels (1x1
+    laterals, nearest 2x upsampling, 3x3 outputs, P6 a stride-2 max pool), the RPN head on
+    every level (3x3 conv, 3 scores and 12 box values per cell), proposals per level and image
+    (top 2000 scores, then NMS to 1000: the IoU matrix of the 2000 boxes and its suppression
+    passes, forward only), 512 sampled RoIs per image through multi-level RoIAlign to 7x7x256
+    (bilinear: 4 gathered points per output), two 1024-wide dense layers, 91 classes and 364
+    box values; the 128 foreground RoIs per image through RoIAlign to 14x14x256, four 3x3
+    convolutions, a 2x2 stride-2 transposed convolution and a 1x1 convolution to 91 masks of
+    28x28 (sigmoid cross entropy on the target class's); SGD with momentum; bf16. Anchor
+    labels are made by the host's input pipeline (dataloader.py). XLA's TopK and the NMS
+    loop are written as passes over their data (a lower bound of their cost); RoIAlign's
+    gather and its backward scatter are the trace's gather and scatter_add."""
+    b = per_core
+    H, W = MRCNN_IMAGE
+    t = Trace(f"mlperf_{rnd}_maskrcnn_{sl.cores}", sl.cores,
+              f"Mask R-CNN (ResNet-50 FPN) {H}x{W} training step, batch {b} per core x "
+              f"{sl.cores} cores: forward, proposals, RoI heads, backward, gradient "
+              "all-reduce, SGD momentum")
+    net = ConvNet(t, b)
+    img = t.op("input", "infeed", bytes=b * H * W * 3 * SIZE[BF16])
+    net.no_grad.add(img)
+    net.size[img] = b * H * W * 3
+    y, hw = net.conv("stem", img, (H, W), 3, 64, 7, stride=2, group="frozen")
+    pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
+    x = t.vector("stem.maxpool", "max", [y], elements=b * hw[0] * hw[1] * 64 // 2)
+    hw, c = pool_hw, 64
+    feats = {}
+    for si, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2),
+                                                   (512, 3, 2)]):
+        grp = "frozen" if si == 0 else f"res{si + 2}"
+        for bi in range(blocks):
+            p = f"res{si + 2}b{bi}"
+            stride = stride0 if bi == 0 else 1
+            sc = x
+            if bi == 0:
+                sc, _ = net.conv(f"{p}.proj", x, hw, c, 4 * width, 1, stride=stride,
+                                 relu=False, group=grp)
+            y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 1, group=grp)
+            net.size[y1] = b * hw1[0] * hw1[1] * width
+            y2, hw2 = net.conv(f"{p}.c2", y1, hw1, width, width, 3, stride=stride, group=grp)
+            net.size[y2] = b * hw2[0] * hw2[1] * width
+            y3, _ = net.conv(f"{p}.c3", y2, hw2, width, 4 * width, 1, relu=False, group=grp)
+            n = b * hw2[0] * hw2[1] * 4 * width
+            net.size[y3] = n
+            if bi == 0:
+                net.size[sc] = n
+            add = t.vector(f"{p}.add", "add", [y3, sc], elements=n, fused=True)
+            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
+            net.size[out] = n
+
+            def add_bwd(g, p=p, out=out, y3=y3, sc=sc, n=n):
+                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
+                              fused=fusable(t, g))
+                return [(y3, dg), (sc, dg)] if sc not in net.no_grad else [(y3, dg)]
+
+            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
+            x, hw, c = out, hw2, 4 * width
+        feats[si + 2] = (x, hw, c)
+        if si == 0:
+            net.no_grad.add(x)  # frozen below: nothing needs the gradient of C2
+    # FPN: laterals, top-down nearest upsampling and adds, 3x3 outputs, P6.
+    lat = {}
+    for lvl in range(2, 6):
+        f, fhw, fc = feats[lvl]
+        lat[lvl], _ = net.conv(f"fpn.lateral{lvl}", f, fhw, fc, 256, 1, bn=False, relu=False,
+                               group="fpn")
+        net.size[lat[lvl]] = b * fhw[0] * fhw[1] * 256
+    top = {5: lat[5]}
+    for lvl in range(4, 1, -1):
+        fhw = feats[lvl][1]
+        n = b * fhw[0] * fhw[1] * 256
+        s_ = t.vector(f"fpn.topdown{lvl}", "add", [lat[lvl], top[lvl + 1]], elements=n)
+        net.size[s_] = n
+
+        def up_bwd(g, lvl=lvl, n=n):
+            # The upsampling's gradient sums each 2x2 block into the coarser level.
+            d_up = t.vector(f"fpn.topdown{lvl}.up_grad", "reduce_sum", [g], rows=n // 4,
+                            cols=4)
+            return [(lat[lvl], g), (top[lvl + 1], d_up)]
+
+        net.tape.append(("up", f"fpn.topdown{lvl}", {"out": s_, "bwd": up_bwd}))
+        top[lvl] = s_
+    P = {}
+    for lvl in range(2, 6):
+        fhw = feats[lvl][1]
+        P[lvl], _ = net.conv(f"fpn.out{lvl}", top[lvl], fhw, 256, 256, 3, bn=False,
+                             relu=False, group="fpn")
+        net.size[P[lvl]] = b * fhw[0] * fhw[1] * 256
+    p6_hw = (out_dim(feats[5][1][0], 2), out_dim(feats[5][1][1], 2))
+    P[6] = t.vector("fpn.p6", "max", [P[5]], elements=b * p6_hw[0] * p6_hw[1] * 256)
+    net.size[P[6]] = b * p6_hw[0] * p6_hw[1] * 256
+    level_hw = {lvl: feats[lvl][1] for lvl in range(2, 6)}
+    level_hw[6] = p6_hw
+
+    def p6_bwd(g):
+        return [(P[5], t.vector("fpn.p6_grad", "relu_grad", [g, P[5]],
+                                elements=net.size[P[5]]))]
+
+    net.tape.append(("pool", "fpn.p6", {"out": P[6], "bwd": p6_bwd}))
+    # The RPN head on every level (shared weights), its loss against the host's anchor labels.
+    rpn_out = []
+    for lvl in range(2, 7):
+        fhw = level_hw[lvl]
+        r, _ = net.conv(f"rpn{lvl}.conv", P[lvl], fhw, 256, 256, 3, bn=False, group="rpn")
+        net.size[r] = b * fhw[0] * fhw[1] * 256
+        sc_, _ = net.conv(f"rpn{lvl}.scores", r, fhw, 256, MRCNN_ANCHORS_PER_CELL, 1, bn=False,
+                          relu=False, group="rpn")
+        bx, _ = net.conv(f"rpn{lvl}.boxes", r, fhw, 256, 4 * MRCNN_ANCHORS_PER_CELL, 1,
+                         bn=False, relu=False, group="rpn")
+        cells = b * fhw[0] * fhw[1]
+        net.size[sc_], net.size[bx] = cells * 3, cells * 12
+        rpn_out.append((lvl, sc_, bx, cells))
+    anchors = sum(cells for _, _, _, cells in rpn_out) * MRCNN_ANCHORS_PER_CELL
+    t.op("targets", "infeed", bytes=anchors // b * 5 * SIZE[F32] * b
+         + b * 100 * (112 * 112 + 5) * SIZE[F32])
+    # Proposals (no gradient): per level top-k, box decoding, NMS of 2000 boxes to 1000.
+    props = []
+    for lvl, sc_, bx, cells in rpn_out:
+        n = min(cells // b * 3, MRCNN_PRE_NMS)
+        topk = t.vector(f"prop{lvl}.topk", "reduce_max", [sc_], rows=b, cols=cells // b * 3,
+                        dtype=F32)
+        dec = t.vector(f"prop{lvl}.decode", "exp", [topk, bx], elements=b * n * 4, dtype=F32,
+                       operands=[bx])
+        iou = t.vector(f"prop{lvl}.nms_iou", "max", [dec], elements=b * n * n, dtype=F32,
+                       operands=[dec, dec])
+        nms = t.vector(f"prop{lvl}.nms", "reduce_max", [iou], rows=b * n, cols=n, dtype=F32)
+        props.append(nms)
+    rois = t.vector("prop.topk_all", "reduce_max", props, rows=b, cols=5 * MRCNN_POST_NMS,
+                    dtype=F32)
+    # Targets of the sampled RoIs: IoU with the ground truth (100 boxes), then sampling.
+    labels = t.vector("roi.label_iou", "max", [rois], elements=b * MRCNN_POST_NMS * 100,
+                      dtype=F32, operands=[rois, None])
+    # RoIAlign and the heads, on R = b x 512 RoIs (boxes) and M = b x 128 (masks).
+    R, M = b * MRCNN_ROIS, b * MRCNN_MASKS
+    pixels = sum(level_hw[lvl][0] * level_hw[lvl][1] for lvl in range(2, 6)) * b
+    roi_grads = []
+
+    def roi_align(name, n_rois, size, deps):
+        g = t.vector(f"{name}.gather", "gather", [*deps, labels, *[P[lvl] for lvl in
+                                                                   range(2, 6)]],
+                     rows=n_rois * size * size * 4, cols=256, table_rows=pixels,
+                     operands=[P[2], labels])
+        return t.vector(f"{name}.bilinear", "reduce_sum", [g], rows=n_rois * size * size * 256,
+                        cols=4, fused=True)
+
+    def roi_align_bwd(name, n_rois, size, dy):
+        d = t.vector(f"{name}.bilinear_grad", "scale", [dy],
+                     elements=n_rois * size * size * 4 * 256)
+        roi_grads.append(t.vector(f"{name}.scatter", "scatter_add", [d],
+                                  rows=n_rois * size * size * 4, cols=256, table_rows=pixels))
+
+    box_in = roi_align("box_roi", R, 7, [])
+    fc6, s6 = dense_fwd(t, "box.fc6", box_in, R, 7 * 7 * 256, 1024, act="relu")
+    fc7, s7 = dense_fwd(t, "box.fc7", fc6, R, 1024, 1024, act="relu")
+    cls, s_cls = dense_fwd(t, "box.class", fc7, R, 1024, MRCNN_CLASSES)
+    bxo, s_box = dense_fwd(t, "box.box", fc7, R, 1024, 4 * MRCNN_CLASSES)
+    p_cls = t.vector("box.softmax", "softmax", [cls], rows=R, cols=MRCNN_CLASSES, fused=True,
+                     out_dtype=F32)
+    mnet = ConvNet(t, M)
+    m_in = roi_align("mask_roi", M, 14, [labels])
+    x, mhw = m_in, (14, 14)
+    for i in range(4):
+        x, _ = mnet.conv(f"mask.conv{i}", x, mhw, 256, 256, 3, bn=False, group="mask")
+        mnet.size[x] = M * 14 * 14 * 256
+    # 2x2 stride-2 transposed convolution: each input pixel writes a 2x2 patch.
+    up = t.matmul("mask.deconv", M * 14 * 14, 256, 4 * 256, deps=[x])
+    up = t.vector("mask.deconv.relu", "relu", [up], elements=M * 28 * 28 * 256, fused=True)
+    logits = t.matmul("mask.logits", M * 28 * 28, 256, MRCNN_CLASSES, deps=[up])
+    # Mask targets: the ground-truth masks (112x112) cropped and resized to each RoI's 28x28.
+    mtarget = t.vector("mask.targets", "gather", [labels], rows=M * 28 * 28 * 4, cols=1,
+                       table_rows=b * 100 * 112 * 112, dtype=F32, operands=[None, labels])
+    mloss = t.vector("mask.sigmoid_xent", "sigmoid", [logits, mtarget], elements=M * 28 * 28,
+                     dtype=F32, operands=[logits])
+    # Backward: the heads, then RoIAlign's scatter into P2-P5, then the network.
+    dm = t.vector("mask.dlogits", "sub", [mloss, mtarget], elements=M * 28 * 28 * MRCNN_CLASSES,
+                  dtype=F32, out_dtype=BF16, operands=[mloss])
+    dup = t.matmul("mask.logits.dx", M * 28 * 28, MRCNN_CLASSES, 256, deps=[dm],
+                   transpose_rhs=True)
+    g_mlog = t.matmul("mask.logits.dw", 256, M * 28 * 28, MRCNN_CLASSES, deps=[up, dm],
+                      transpose_lhs=True, out_dtype=F32)
+    dup = t.vector("mask.deconv.relu_grad", "relu_grad", [dup, up],
+                   elements=M * 28 * 28 * 256, fused=True)
+    dx = t.matmul("mask.deconv.dx", M * 14 * 14, 4 * 256, 256, deps=[dup], transpose_rhs=True)
+    g_dec = t.matmul("mask.deconv.dw", 256, M * 14 * 14, 4 * 256, deps=[x, dup],
+                     transpose_lhs=True, out_dtype=F32)
+    mgrads = backward_convnet(mnet, dx)
+    roi_align_bwd("mask_roi", M, 14, "mask.conv0.dx")  # the mask head input's gradient
+    dcls = t.vector("box.dclass", "sub", [p_cls], elements=R * MRCNN_CLASSES, dtype=F32,
+                    fused=True, out_dtype=BF16)
+    dbox = t.vector("box.dbox", "sub", [bxo], elements=R * 4 * MRCNN_CLASSES, dtype=F32,
+                    out_dtype=BF16)
+    d7a, g_cls = dense_bwd(t, s_cls, dcls)
+    d7b, g_box = dense_bwd(t, s_box, dbox)
+    d7 = t.vector("box.fc7.dsum", "add", [d7b, d7a], elements=R * 1024, fused=True)
+    d6, g7 = dense_bwd(t, s7, d7)
+    din, g6 = dense_bwd(t, s6, d6)
+    roi_align_bwd("box_roi", R, 7, din)
+    # The RPN losses' gradients, and RoIAlign's into P2-P5 (one scatter per RoI set, added
+    # to every level's gradient).
+    dys = {}
+    for lvl, sc_, bx, cells in rpn_out:
+        dys[sc_] = t.vector(f"rpn{lvl}.dscores", "sigmoid_grad", [sc_], elements=cells * 3,
+                            dtype=F32, out_dtype=BF16, operands=[sc_, None])
+        dys[bx] = t.vector(f"rpn{lvl}.dboxes", "sub", [bx], elements=cells * 12, dtype=F32,
+                           out_dtype=BF16)
+    for lvl in range(2, 6):
+        fhw = level_hw[lvl]
+        dys[P[lvl]] = t.vector(f"fpn.out{lvl}.roi_grad", "add", roi_grads,
+                               elements=b * fhw[0] * fhw[1] * 256, operands=[roi_grads[-1]])
+    grads = backward_convnet(net, None, dys=dys)
+    grads.pop("frozen", None)
+    grads["mask"] = mgrads.get("mask", []) + [g_mlog, g_dec]
+    grads["box"] = g_cls + g_box + g7 + g6
+    params = dict(net.params)
+    params.pop("frozen", None)
+    params["mask"] = mnet.params["mask"] + 256 * MRCNN_CLASSES + MRCNN_CLASSES + 256 * 1024 + 256
+    params["box"] = (7 * 7 * 256 * 1024 + 1024 + 1024 * 1024 + 1024
+                     + 1024 * 5 * MRCNN_CLASSES + 5 * MRCNN_CLASSES)
+    for grp in reversed(list(params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []), params[grp], "sgd_momentum")
+    return t, {"optimizer": "SGD momentum (MomentumOptimizer)",
+               "precision": "bf16 (use_bfloat16), f32 losses, weights and gradients",
+               "image": [H, W], "rois_per_image": MRCNN_ROIS, "masks_per_image": MRCNN_MASKS}
+
+
+# ---------------------------------------------------------------------------------------------
 # The table of benchmarks and the CLI entry
 
 
@@ -693,6 +947,7 @@ BENCHES = {
     "transformer": (TRANSFORMER, gen_mlperf_transformer, "packed sequences of 256 tokens"),
     "gnmt": (GNMT, gen_mlperf_gnmt, "sentence pairs"),
     "ssd": (SSD, gen_mlperf_ssd, "images"),
+    "maskrcnn": (MASKRCNN, gen_mlperf_maskrcnn, "images"),
 }
 
 

@@ -21,8 +21,9 @@ for bench, (table, _, _) in sorted(BENCHES.items()):
 [ -n "$runs" ] || fatal "the table of scripts/tracegen/mlperf.py is empty"
 
 # The bytes per sample of each benchmark's first infeed: an image (ResNet-50: 224 x 224 x 3,
-# SSD: 300 x 300 x 3, bf16), or int32 token ids (BERT: 512; Transformer: the 256 tokens of a
-# packed sequence; GNMT: source, target input and target output, each padded to 48).
+# SSD: 300 x 300 x 3, Mask R-CNN: 832 x 1344 x 3, bf16), or int32 token ids (BERT: 512;
+# Transformer: the 256 tokens of a packed sequence; GNMT: source, target input and target
+# output, each padded to 48).
 per_sample() {
     case $1 in
     resnet50) echo $((224 * 224 * 3 * 2)) ;;
@@ -30,6 +31,7 @@ per_sample() {
     transformer) echo $((256 * 4)) ;;
     gnmt) echo $((3 * 48 * 4)) ;;
     ssd) echo $((300 * 300 * 3 * 2)) ;;
+    maskrcnn) echo $((832 * 1344 * 3 * 2)) ;;
     *) echo 0 ;;
     esac
 }
