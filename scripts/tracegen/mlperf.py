@@ -1,12 +1,14 @@
 """MLPerf Training workloads as Google's TPU submissions ran them (issue #37).
 
-`gen_trace.py mlperf BENCH --round ROUND --cores N` writes one training step of BENCH with the
-global batch, per-core batch, precision and optimizer of the Google submission of round ROUND
-on the slice of N TensorCores. Every figure comes from the submission's public code and flags
-in mlcommons/training_results_v0.5 (commit c71f2e7c), _v0.6 (f312518c) or _v0.7 (0a8a85a);
-each SUBMISSIONS entry names the file and flag it is read from, and the trace's metadata
-repeats them. The trace records the global batch as its top-level `samples_per_step`
-(docs/trace-format.md): throughput = samples_per_step / step time.
+`gen_trace.py mlperf BENCH --round ROUND --cores N` writes one training step of BENCH (resnet50,
+bert, transformer, gnmt, ssd, maskrcnn) with the global batch, per-core batch, precision and
+optimizer of the Google submission of round ROUND on the slice of N TensorCores. Every figure
+comes from the submission's public code and flags in mlcommons/training_results_v0.5 (commit
+c71f2e7c), _v0.6 (f312518c) or _v0.7 (0a8a85a): each benchmark's table (RESNET50, BERT,
+TRANSFORMER, GNMT, SSD, MASKRCNN) names the file and flag of every slice's figures, each
+generator's docstring the model files it follows, and the trace's metadata repeats them. The
+trace records the global batch as its top-level `samples_per_step` (docs/trace-format.md):
+throughput = samples_per_step / step time.
 
 Not in the traces (recorded in the metadata where a submission sets them, for the pod-scale
 mechanisms of issue #37 to use): the `iterations_per_loop` host round trip (one per loop of
@@ -14,7 +16,9 @@ hundreds of steps), distributed batch norm groups (`distributed_group_size`), ev
 inside the training loop.
 
 `--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
-so, and samples_per_step becomes B x cores). Python 3 standard library only.
+so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. A slice
+that the submission did not run, or ran with spatial partitioning, is an MlperfError
+(gen_trace.py prints one `error:` line, exit 2). Python 3 standard library only.
 """
 import argparse
 
@@ -272,7 +276,8 @@ def gen_mlperf_transformer(rnd, sl, per_core):
 # GNMT (v0.6), WMT16 English-German
 
 
-GNMT_EXAMPLES_PER_EPOCH = 3442299  # run_and_time.sh of every v0.6 slice: --num_examples_per_epoch
+# run_and_time.sh of every v0.6 slice: --num_examples_per_epoch
+GNMT_EXAMPLES_PER_EPOCH = 3442299
 
 
 def _gnmt_v06(cores, batch):
