@@ -376,7 +376,8 @@ def gen_mlperf_gnmt(rnd, sl, per_core, bucket=GNMT_BUCKETS - 1):
                        transpose_lhs=True, out_dtype=F32)
         return dx, [dk, db, dki]
 
-    lstm_params = lambda d_in: U * U4 + U4 + d_in * U4  # noqa: E731  kernel, bias, input_kernel
+    def lstm_params(d_in):
+        return U * U4 + U4 + d_in * U4  # kernel, bias, input_kernel
 
     # Encoder.
     x = embed("enc")
