@@ -10,6 +10,9 @@ are f32 (mixed precision as in the MLPerf TPU submissions); activations are bf16
   gen_trace.py lstm --batch 128 --cores 8 -o lstm.json
   gen_trace.py unet --batch 4 --image 256 --cores 8 -o unet.json
   gen_trace.py examples traces/     (the small committed examples)
+  gen_trace.py mlperf resnet50 --round v0.6 --cores 32 -o rn50.json
+                                    (an MLPerf benchmark as Google's TPU submission ran it:
+                                    scripts/tracegen/mlperf.py)
 
 Python 3 standard library only.
 """
@@ -20,6 +23,7 @@ import sys
 from tracegen.core import BF16, F32, SIZE, Trace, dense_bwd, dense_fwd, grad_sync_and_update
 from tracegen.convnet import gen_resnet50, gen_unet
 from tracegen.lstm import gen_lstm
+from tracegen.mlperf import BENCHES, MlperfError, gen_mlperf
 from tracegen.transformer import attention_fwd, gen_bert
 
 
@@ -185,12 +189,34 @@ def main(argv=None):
     p.add_argument("--in-channels", type=int, default=3)
     p.add_argument("--classes", type=int, default=2)
     p.set_defaults(func=gen_unet)
+    p = sub.add_parser("mlperf", help="an MLPerf Training benchmark as Google's TPU "
+                       "submission of a round ran it (scripts/tracegen/mlperf.py)")
+    p.add_argument("bench", choices=sorted(BENCHES))
+    p.add_argument("--round", required=True, help="MLPerf round: v0.5, v0.6, v0.7")
+    p.add_argument("--cores", type=int, required=True,
+                   help="TensorCores of the slice the submission ran on (v3-32: 32)")
+    p.add_argument("--per-core-batch", type=int, default=None,
+                   help="what-if: this per-core batch instead of the submission's")
+    p.add_argument("--bucket", type=int, default=None,
+                   help="GNMT: the length bucket of the step, 0 (sentences under 10 tokens) "
+                   "to 4 (40 to 47, the default)")
+    p.add_argument("--name", default=None)
+    p.add_argument("-o", "--output", default="-", help="output file ('-': stdout)")
+    p.set_defaults(func=gen_mlperf)
     p = sub.add_parser("examples", help="write the small committed examples into DIR")
     p.add_argument("dir")
     p.set_defaults(func=gen_examples)
     a = ap.parse_args(argv)
     if a.model == "examples":
         gen_examples(a)
+        return 0
+    if a.model == "mlperf":
+        try:
+            t = gen_mlperf(a)
+        except MlperfError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        t.write(a.output)
         return 0
     for field in ("batch", "cores"):
         if getattr(a, field) < 1:

@@ -20,12 +20,15 @@ class ConvNet:
         self.no_grad = set()  # activations that need no gradient (the input)
 
     def conv(self, name, x, hw, c_in, c_out, k, stride=1, bn=True, relu=True, deps=(),
-             group="g"):
+             group="g", padding="same"):
         t, b = self.t, self.b
         h, w = hw
-        oh, ow = out_dim(h, stride), out_dim(w, stride)
+        if padding == "same":
+            oh, ow = out_dim(h, stride), out_dim(w, stride)
+        else:  # "valid"
+            oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
         y = t.op(f"{name}.conv", "conv2d", [x, *deps], batch=b, h=h, w=w, c_in=c_in,
-                 c_out=c_out, kh=k, kw=k, stride_h=stride, stride_w=stride, padding="same",
+                 c_out=c_out, kh=k, kw=k, stride_h=stride, stride_w=stride, padding=padding,
                  dtype=BF16)
         pre = y
         if bn:
@@ -84,12 +87,14 @@ def tiles_taken(t, op_id):
     return any(o.get("fused") and o.get("deps", [None])[0] == op_id for o in t.ops)
 
 
-def backward_convnet(net, dy, extra_grad_of=None):
-    """Walks the tape backwards; skip connections add their gradient where they fork."""
+def backward_convnet(net, dy, extra_grad_of=None, dys=None):
+    """Walks the tape backwards; skip connections add their gradient where they fork.
+    dys: the gradients of several outputs (activation id -> gradient op), instead of dy for
+    the last one (a network with several heads)."""
     t = net.t
     grads = {}
     pending = {}  # activation id -> gradient ids still to be summed into it
-    dys = {net.tape[-1][2]["out"]: dy}
+    dys = dict(dys) if dys else {net.tape[-1][2]["out"]: dy}
     for kind, name, s in reversed(net.tape):
         out = s["out"]
         if out not in dys:

@@ -30,6 +30,12 @@ class Trace:
         # Bytes per core of the weights and optimizer state resident in HBM (the trace's
         # parameter_bytes); None: the trace does not say.
         self.parameter_bytes = None
+        # The global batch of one step (samples over all cores; the trace's samples_per_step):
+        # throughput = samples_per_step / step time. None: the trace does not say.
+        self.samples_per_step = None
+        # The type of the gradient all-reduces (grad_sync_and_update): f32, or bf16 where a
+        # submission all-reduces bf16 gradients (t2t's bfloat16_grads_all_reduce).
+        self.grad_reduce_dtype = F32
 
     def op(self, id_, kind, deps=(), fused=False, operands=None, **fields):
         """`operands`: the dep each HBM operand reads (None: a parameter), where the deps'
@@ -63,6 +69,8 @@ class Trace:
         doc = {"format": "tpusim.trace", "version": 1, "name": self.name, "cores": self.cores}
         if self.parameter_bytes is not None:
             doc["parameter_bytes"] = self.parameter_bytes
+        if self.samples_per_step is not None:
+            doc["samples_per_step"] = self.samples_per_step
         if self.description:
             doc["description"] = self.description
         if self.metadata:
@@ -137,8 +145,9 @@ def grad_sync_and_update(t, name, grads, params, optimizer="adam"):
     p - lr (||p|| / ||u||) u, which needs both norms of the whole tensor (`sgd` on p, u)."""
     deps = grads
     if t.cores > 1:
-        deps = [t.op(f"{name}.allreduce", "all_reduce", grads, bytes=params * SIZE[F32],
-                     dtype=F32)]
+        rd = t.grad_reduce_dtype
+        deps = [t.op(f"{name}.allreduce", "all_reduce", grads, bytes=params * SIZE[rd],
+                     dtype=rd)]
     if optimizer == "lars":
         return lars_update(t, name, deps, params)
     u = t.vector(f"{name}.{optimizer}", optimizer, deps, elements=params, dtype=F32)

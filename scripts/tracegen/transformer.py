@@ -103,9 +103,10 @@ def attention_bwd(t, p, st, dy):
     return dx, g_o + g_q + g_k + g_v + [dr]
 
 
-def ffn_fwd(t, p, x, T, h, f, res=BF16):
+def ffn_fwd(t, p, x, T, h, f, res=BF16, act="gelu"):
+    """act: the inner activation (BERT: gelu; the Transformer of t2t: relu)."""
     st = {"res": res}
-    a, st["in"] = dense_fwd(t, f"{p}.ffn_in", x, T, h, f, act="gelu", x_dtype=res)
+    a, st["in"] = dense_fwd(t, f"{p}.ffn_in", x, T, h, f, act=act, x_dtype=res)
     o, st["out"] = dense_fwd(t, f"{p}.ffn_out", a, T, f, h)
     st["drop"] = o = dropout_fwd(t, f"{p}.ffn_dropout", o, T * h)
     r = t.vector(f"{p}.ffn_residual", "add", [o, x], elements=T * h, fused=True,
@@ -132,14 +133,14 @@ def encoder_layer_params(h, f):
     return 4 * (h * h + h) + 2 * h * f + f + h + 4 * h
 
 
-def encoder_layers_fwd(t, prefix, x, b, s, h, heads, f, L, res=BF16):
+def encoder_layers_fwd(t, prefix, x, b, s, h, heads, f, L, res=BF16, act="gelu"):
     """L encoder layers forward (ops named {prefix}l{i}.*); returns the output and, per
     layer, (name, attention state, FFN state) for the backward pass."""
     states = []
     for i in range(L):
         p = f"{prefix}l{i}"
         x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads, res=res)
-        x, sf = ffn_fwd(t, p, x, b * s, h, f, res=res)
+        x, sf = ffn_fwd(t, p, x, b * s, h, f, res=res, act=act)
         states.append((p, sa, sf))
     return x, states
 

@@ -28,9 +28,9 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
     if (!j.is_object()) {
         fail("", fmt::format("the top level must be a JSON object, got {}", json_type_name(j)));
     }
-    static const char* const kKeys[] = {"format",          "version",  "name",
-                                        "description",     "cores",    "ops",
-                                        "parameter_bytes", "metadata", "loops"};
+    static const char* const kKeys[] = {
+        "format",          "version",          "name",     "description", "cores", "ops",
+        "parameter_bytes", "samples_per_step", "metadata", "loops"};
     for (auto it = j.begin(); it != j.end(); ++it) {
         if (std::find(std::begin(kKeys), std::end(kKeys), it.key()) == std::end(kKeys)) {
             // A board configuration given where a trace belongs: say where it goes.
@@ -38,7 +38,7 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
                                 j.contains("extends");
             fail(json_pointer_child("", it.key()),
                  std::string("unknown key (expected format, version, name, description, cores, "
-                             "ops, parameter_bytes, metadata, loops)") +
+                             "ops, parameter_bytes, samples_per_step, metadata, loops)") +
                      (config ? " (this looks like a board configuration: give it with --config)"
                              : ""));
         }
@@ -93,6 +93,14 @@ Trace parse_trace(const json& j, const std::string& name, std::int64_t board_cor
             fail("/parameter_bytes", "expected a non-negative integer, got " + it->dump());
         }
         t.parameter_bytes = it->get<std::int64_t>();
+    }
+    // The global batch one step trains on (a workload's samples, sequences or images over all
+    // cores): a label for throughput = samples_per_step / step time; the simulation ignores it.
+    if (const auto it = j.find("samples_per_step"); it != j.end()) {
+        if (!it->is_number_integer() || *it < 1 ||
+            (it->is_number_unsigned() && it->get<std::uint64_t>() > std::uint64_t{INT64_MAX})) {
+            fail("/samples_per_step", "expected a positive integer, got " + it->dump());
+        }
     }
     const auto ops = j.find("ops");
     if (ops == j.end()) fail("/ops", "missing (expected an array of ops)");

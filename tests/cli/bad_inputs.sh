@@ -92,7 +92,7 @@ expect_error "trace as --hlo" "(this looks like JSON: a trace goes to --trace, a
 expect_error "hlo as --trace" "(this looks like XLA HLO text: give it with --hlo)" -- run --config $v3 --trace tests/data/hlo/jax_seed_workloads/lstm_imdb_dp8.after_spmd_partitioning.hlo
 expect_error "trace as --config" "traces/gemm.json: /cores: unknown key \"cores\" (known keys:" -- run --config traces/gemm.json --trace traces/gemm.json
 expect_error "trace as --config, hint" "(this looks like a tpusim trace: give it with --trace)" -- run --config traces/gemm.json --trace traces/gemm.json
-expect_error "config as --trace" "/board: unknown key (expected format, version, name, description, cores, ops, parameter_bytes, metadata, loops) (this looks like a board configuration: give it with --config)" -- run --config $v3 --trace $v3
+expect_error "config as --trace" "/board: unknown key (expected format, version, name, description, cores, ops, parameter_bytes, samples_per_step, metadata, loops) (this looks like a board configuration: give it with --config)" -- run --config $v3 --trace $v3
 
 # config --keys --config F: F's values, not the defaults (which differ from the shipped boards').
 "$bin" config --keys --config $v3 | grep -q '^| `mxu.pass_gap_cycles` | integer | 19 |' &&

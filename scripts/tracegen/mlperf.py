@@ -1,0 +1,1007 @@
+"""MLPerf Training workloads as Google's TPU submissions ran them (issue #37).
+
+`gen_trace.py mlperf BENCH --round ROUND --cores N` writes one training step of BENCH (resnet50,
+bert, transformer, gnmt, ssd, maskrcnn) with the global batch, per-core batch, precision and
+optimizer of the Google submission of round ROUND on the slice of N TensorCores. Every figure
+comes from the submission's public code and flags in mlcommons/training_results_v0.5 (commit
+c71f2e7c), _v0.6 (f312518c) or _v0.7 (0a8a85a): each benchmark's table (RESNET50, BERT,
+TRANSFORMER, GNMT, SSD, MASKRCNN) names the file and flag of every slice's figures, each
+generator's docstring the model files it follows, and the trace's metadata repeats them. The
+trace records the global batch as its top-level `samples_per_step` (docs/trace-format.md):
+throughput = samples_per_step / step time.
+
+Not in the traces (recorded in the metadata where a submission sets them, for the pod-scale
+mechanisms of issue #37 to use): the `iterations_per_loop` host round trip (one per loop of
+hundreds of steps), distributed batch norm groups (`distributed_group_size`), evaluation
+inside the training loop.
+
+`--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
+so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. A slice
+that the submission did not run, or ran with spatial partitioning, is an MlperfError
+(gen_trace.py prints one `error:` line, exit 2). Python 3 standard library only.
+"""
+import argparse
+
+from .convnet import ConvNet, backward_convnet, fusable, gen_resnet50, out_dim
+from .core import BF16, F32, SIZE, GlobalNormClip, Trace, dense_bwd, dense_fwd
+from .core import grad_sync_and_update, layernorm_bwd, layernorm_fwd
+from .lstm import lstm_cell_bwd, lstm_cell_fwd
+from .transformer import (attention_bwd, attention_fwd, dropout_bwd, dropout_fwd,
+                          encoder_layer_params, ffn_bwd, ffn_fwd, gen_bert)
+
+V05 = "mlcommons/training_results_v0.5@c71f2e7c"
+V06 = "mlcommons/training_results_v0.6@f312518c"
+V07 = "mlcommons/training_results_v0.7@0a8a85a"
+
+
+class Slice:
+    """One submission's run on `cores` TensorCores: its global batch, iterations per loop and
+    the file both are read from (plus any other flag of that file the model uses)."""
+
+    def __init__(self, cores, global_batch, iterations_per_loop, source, **flags):
+        self.cores, self.global_batch = cores, global_batch
+        self.iterations_per_loop, self.source, self.flags = iterations_per_loop, source, flags
+
+
+# ---------------------------------------------------------------------------------------------
+# ResNet-50 v1.5
+
+
+def _rn_v06(cores, batch, ipl, group=None):
+    src = f"{V06} Google/benchmarks/resnet/tpu-v3-{cores}/run_and_time.sh"
+    return Slice(cores, batch, ipl, src, **({"distributed_group_size": group} if group else {}))
+
+
+RESNET50 = {
+    # v0.5: cloud_v2.8 and cloud_v3.8 run the same flags (run_helper.sh of each:
+    # --train_batch_size=1024 --num_cores=8 --iterations_per_loop=1251); resnet_main.py of
+    # staging/models/rough/resnet: SGD with Nesterov momentum, --precision bfloat16;
+    # resnet_model.py: the 7x7 stride-2 stem on the 3-channel image.
+    "v0.5": {8: Slice(8, 1024, 1251, f"{V05} v0.5.0/google/cloud_v2.8/resnet-tpuv2-8/code/"
+                      "resnet/model/run_helper.sh (cloud_v3.8/resnet-tpuv3-8 the same)")},
+    # v0.6: Google/benchmarks/resnet/tpu-v3-N/run_and_time.sh: --train_batch_size,
+    # --iterations_per_loop, --num_cores=N, --enable_lars=True, --distributed_group_size
+    # (batch-norm groups, where set); resnet_main.py (implementations/tpu-v3-N-resnet/resnet):
+    # --precision default bfloat16, --image_size default 224; resnet_model.py: 7x7 stem.
+    "v0.6": {s.cores: s for s in (_rn_v06(32, 4096, 1252), _rn_v06(128, 16384, 313),
+                                  _rn_v06(256, 32768, 157, 1), _rn_v06(512, 32768, 157, 1),
+                                  _rn_v06(1024, 32768, 157, 1), _rn_v06(2048, 32768, 157, 8))},
+}
+
+
+def gen_mlperf_resnet50(rnd, sl, per_core):
+    """ResNet-50 v1.5, 224x224, bf16 activations, f32 weights and all-reduce; the 7x7 stem
+    (no space-to-depth in these rounds); v0.5 SGD + Nesterov momentum, v0.6 LARS
+    (--enable_lars=True)."""
+    opt = "lars" if rnd == "v0.6" else "momentum"
+    a = argparse.Namespace(batch=per_core, cores=sl.cores, image=224, space_to_depth=False,
+                           optimizer=opt, forward_only=False,
+                           name=f"mlperf_{rnd}_resnet50_{sl.cores}")
+    return gen_resnet50(a), {"optimizer": "LARS" if opt == "lars" else "SGD Nesterov momentum",
+                             "precision": "bf16 activations, f32 weights and gradients"}
+
+
+# ---------------------------------------------------------------------------------------------
+# BERT-Large
+
+
+BERT = {
+    # v0.7: Google/benchmarks/bert/tpu-v3-32-TF2.0/run_and_time.sh: --train_batch_size=448,
+    # --max_seq_length=512, --max_predictions_per_seq=76, --optimizer_type=lamb, --dtype=bf16,
+    # --steps_per_loop=1117; bert_config.json (BERT-Large): 24 layers, hidden 1024, 16 heads,
+    # intermediate 4096, vocab 30522. The TF 2 model garden's encoder runs LayerNorm in f32 and
+    # model_training_utils.py clips by the global norm before the all-reduce
+    # (docs/VALIDATION.md, BERT-Large v3-32).
+    "v0.7": {32: Slice(32, 448, 1117,
+                       f"{V07} Google/benchmarks/bert/tpu-v3-32-TF2.0/run_and_time.sh")},
+}
+
+
+def gen_mlperf_bert(rnd, sl, per_core):
+    """BERT-Large pre-training step: seq 512, 76 masked predictions, LAMB, f32 LayerNorm,
+    global-norm clipping (gen_trace.py bert --optimizer lamb --f32-layernorm
+    --clip-global-norm)."""
+    a = argparse.Namespace(batch=per_core, seq=512, hidden=1024, heads=16, ffn=4096, layers=24,
+                           vocab=30522, predictions=76, cores=sl.cores, forward_only=False,
+                           embeddings=True, seq2=0, optimizer="lamb", dropout_mask="saved",
+                           activations=BF16, clip_global_norm=True, f32_layernorm=True,
+                           name=f"mlperf_{rnd}_bert_{sl.cores}")
+    return gen_bert(a), {"optimizer": "LAMB", "precision": "bf16 (--dtype=bf16), f32 LayerNorm"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Transformer (big), WMT English-German, packed to 256 tokens
+
+
+def _tf_v06(cores, tokens, ipl, bf16_reduce=False):
+    src = f"{V06} Google/benchmarks/transformer/tpu-v3-{cores}/run_and_time.sh"
+    return Slice(cores, cores * tokens // TRANSFORMER_PACKED, ipl, src,
+                 tokens_per_core=tokens, bfloat16_grads_all_reduce=bf16_reduce)
+
+
+# translate_ende_wmt32k_packed: examples packed to 256 tokens (data_generators/
+# generator_utils.py, pack_examples: packed_length=256); on the TPU each core's batch is
+# hparams.batch_size // max_length sequences (data_generators/problem.py,
+# tpu_batch_size_per_shard), max_length of a packed problem being its packed length.
+TRANSFORMER_PACKED = 256
+TRANSFORMER = {
+    # v0.6: Google/benchmarks/transformer/tpu-v3-N/run_and_time.sh: --hparams batch_size=
+    # (tokens per core), bfloat16_grads_all_reduce=true (v3-32 only), --iterations_per_loop,
+    # --tpu_num_shards=N; --hparams_set=transformer_mlperf_tpu (implementations/
+    # tpu-v3-N-transformer/transformer/models/transformer.py): hidden_size 1024, filter_size
+    # 4096, num_heads 16, activation_dtype bfloat16, 6 + 6 layers (transformer_base_v1:
+    # num_hidden_layers=6), optimizer Adam (common_hparams.py), relu FFN.
+    "v0.6": {s.cores: s for s in (_tf_v06(32, 4096, 1087, True), _tf_v06(128, 1024, 1087),
+                                  _tf_v06(256, 512, 1087), _tf_v06(512, 1024, 271),
+                                  _tf_v06(1024, 512, 271), _tf_v06(2048, 256, 271))},
+}
+# vocab.translate_ende_wmt32k.32768.subwords (transformer/test_data of the submission): 33,708
+# subwords, one a line; the shared source/target vocabulary of translate_ende_wmt32k.
+TRANSFORMER_VOCAB = 33708
+
+
+def cross_attention_fwd(t, p, x, mem, b, s, h, heads):
+    """Encoder-decoder attention: queries from the decoder stream x, keys and values from the
+    encoder's output mem (both b x s tokens here: packed source and target are 256 long)."""
+    T, dh = b * s, h // heads
+    st = {"x": x, "mem": mem}
+    q, st["q"] = dense_fwd(t, f"{p}.q", x, T, h, h)
+    k, st["k"] = dense_fwd(t, f"{p}.k", mem, T, h, h)
+    v, st["v"] = dense_fwd(t, f"{p}.v", mem, T, h, h)
+    scores = t.matmul(f"{p}.scores", s, dh, s, deps=[q, k], batch=b * heads, transpose_rhs=True)
+    sm = t.vector(f"{p}.softmax", "softmax", [scores], rows=b * heads * s, cols=s, fused=True)
+    probs = dropout_fwd(t, f"{p}.probs_dropout", sm, b * heads * s * s)
+    ctx = t.matmul(f"{p}.context", s, s, dh, deps=[probs, v], batch=b * heads)
+    o, st["o"] = dense_fwd(t, f"{p}.out", ctx, T, h, h)
+    st["o_drop"] = o = dropout_fwd(t, f"{p}.out_dropout", o, T * h)
+    r = t.vector(f"{p}.residual", "add", [o, x], elements=T * h, fused=True)
+    y, st["ln"] = layernorm_fwd(t, f"{p}.ln", r, T, h)
+    st.update(q_out=q, k_out=k, v_out=v, probs=probs, softmax=sm, b=b, s=s, h=h, heads=heads)
+    return y, st
+
+
+def cross_attention_bwd(t, p, st, dy):
+    """Returns (gradient of the decoder stream, gradient of the encoder output, grads)."""
+    b, s, h, heads = st["b"], st["s"], st["h"], st["heads"]
+    T, dh = b * s, h // heads
+    dr = layernorm_bwd(t, st["ln"], dy)
+    do = dropout_bwd(t, f"{p}.out_dropout_grad", dr, st["o_drop"], T * h)
+    dctx, g_o = dense_bwd(t, st["o"], do)
+    dprobs = t.matmul(f"{p}.dprobs", s, dh, s, deps=[dctx, st["v_out"]], batch=b * heads,
+                      transpose_rhs=True)
+    dv = t.matmul(f"{p}.dv", s, s, dh, deps=[st["probs"], dctx], batch=b * heads,
+                  transpose_lhs=True)
+    dprobs = dropout_bwd(t, f"{p}.probs_dropout_grad", dprobs, st["probs"], b * heads * s * s)
+    dscores = t.vector(f"{p}.softmax_grad", "softmax_grad", [dprobs, st["softmax"]],
+                       rows=b * heads * s, cols=s, fused=True)
+    dq = t.matmul(f"{p}.dq", s, s, dh, deps=[dscores, st["k_out"]], batch=b * heads)
+    dk = t.matmul(f"{p}.dk", s, s, dh, deps=[dscores, st["q_out"]], batch=b * heads,
+                  transpose_lhs=True)
+    dxq, g_q = dense_bwd(t, st["q"], dq)
+    dmk, g_k = dense_bwd(t, st["k"], dk)
+    dmv, g_v = dense_bwd(t, st["v"], dv)
+    dx = t.vector(f"{p}.dx", "add", [dxq, dr], elements=T * h, fused=True)
+    dmem = t.vector(f"{p}.dmem", "add", [dmv, dmk], elements=T * h, fused=True)
+    return dx, dmem, g_o + g_q + g_k + g_v + [dr]
+
+
+def gen_mlperf_transformer(rnd, sl, per_core):
+    """Transformer-big training step (t2t `transformer_mlperf_tpu`): per core `per_core`
+    packed sequences of 256 source and 256 target tokens; 6 encoder layers (self-attention,
+    relu FFN), 6 decoder layers (self-attention, encoder-decoder attention, FFN), hidden 1024,
+    16 heads, FFN 4096, dropout 0.1 (transformer_base_v2), the target embedding shared with
+    the softmax weights (shared_embedding_and_softmax_weights) over 33,708 subwords, Adam.
+    Gradients all-reduced in bf16 where the run sets bfloat16_grads_all_reduce=true (v3-32),
+    else f32. t2t normalises before each sublayer (layer_preprocess_sequence "n"); the
+    trace's blocks normalise after it (BERT's order): one LayerNorm per sublayer either way.
+    The causal mask of the decoder's self-attention is not a saving on the TPU (XLA computes
+    the full score matrix and adds the mask)."""
+    b, s, h, heads, f, L, V = per_core, TRANSFORMER_PACKED, 1024, 16, 4096, 6, TRANSFORMER_VOCAB
+    T = b * s
+    t = Trace(f"mlperf_{rnd}_transformer_{sl.cores}", sl.cores,
+              f"Transformer-big (6+6 layers, hidden {h}, {heads} heads, FFN {f}, vocab {V}), "
+              f"{b} packed sequences of {s} tokens per core x {sl.cores} cores: forward, "
+              f"backward, gradient all-reduce per layer, Adam")
+    if sl.flags.get("bfloat16_grads_all_reduce"):
+        t.grad_reduce_dtype = BF16
+    src = t.op("input_ids", "infeed", bytes=T * SIZE["s32"])
+    tgt = t.op("target_ids", "infeed", bytes=T * SIZE["s32"])
+
+    def embed(p, ids):
+        e = t.vector(f"{p}.emb", "gather", [ids], rows=T, cols=h, table_rows=V,
+                     operands=[None, ids])
+        pos = t.vector(f"{p}.emb.position", "add", [e], elements=T * h, fused=True)
+        return dropout_fwd(t, f"{p}.emb.dropout", pos, T * h)
+
+    # Encoder.
+    x = embed("enc", src)
+    enc = []
+    for i in range(L):
+        p = f"enc.l{i}"
+        x, sa = attention_fwd(t, f"{p}.attn", x, b, s, h, heads)
+        x, sf = ffn_fwd(t, p, x, T, h, f, act="relu")
+        enc.append((p, sa, sf))
+    mem, s_mem_ln = layernorm_fwd(t, "enc.final_ln", x, T, h)
+    # Decoder.
+    y = embed("dec", tgt)
+    dec = []
+    for i in range(L):
+        p = f"dec.l{i}"
+        y, sa = attention_fwd(t, f"{p}.self", y, b, s, h, heads)
+        y, sc = cross_attention_fwd(t, f"{p}.cross", y, mem, b, s, h, heads)
+        y, sf = ffn_fwd(t, p, y, T, h, f, act="relu")
+        dec.append((p, sa, sc, sf))
+    y, s_dec_ln = layernorm_fwd(t, "dec.final_ln", y, T, h)
+    # Softmax over the vocabulary with the shared embedding as its weights; the loss gradient
+    # (label smoothing 0.1) arrives as d(logits) = softmax - smoothed one-hot.
+    logits = t.matmul("softmax.logits", T, h, V, deps=[y], transpose_rhs=True)
+    # Rows of 33,708 logits do not fit one VMEM tile: the softmax reads them from HBM.
+    probs = t.vector("softmax.softmax", "softmax", [logits], rows=T, cols=V, out_dtype=F32)
+    dlogits = t.vector("softmax.dlogits", "sub", [probs], elements=T * V, dtype=F32,
+                       fused=True, out_dtype=BF16)
+    dy = t.matmul("softmax.dx", T, V, h, deps=[dlogits])
+    demb_out = t.matmul("softmax.dembedding", V, T, h, deps=[dlogits, y], transpose_lhs=True,
+                        out_dtype=F32)
+    dy = layernorm_bwd(t, s_dec_ln, dy)
+    dmem = None
+    layer_params = encoder_layer_params(h, f)
+    cross_params = 4 * (h * h + h) + 2 * h
+    for p, sa, sc, sf in reversed(dec):
+        dy, g_f = ffn_bwd(t, p, sf, dy)
+        dy, dm, g_c = cross_attention_bwd(t, f"{p}.cross", sc, dy)
+        dmem = dm if dmem is None else t.vector(f"{p}.dmem_sum", "add", [dm, dmem],
+                                                elements=T * h, fused=True)
+        dy, g_a = attention_bwd(t, f"{p}.self", sa, dy)
+        grad_sync_and_update(t, p, g_f + g_c + g_a, layer_params + cross_params, "adam")
+    dtgt = dropout_bwd(t, "dec.emb.dropout_grad", dy, "dec.emb.dropout", T * h)
+    dtgt = t.vector("dec.emb_grad", "scatter_add", [dtgt], rows=T, cols=h, table_rows=V)
+    grad_sync_and_update(t, "dec.emb", [dtgt, demb_out], V * h, "adam")
+    dx = layernorm_bwd(t, s_mem_ln, dmem)
+    for p, sa, sf in reversed(enc):
+        dx, g_f = ffn_bwd(t, p, sf, dx)
+        dx, g_a = attention_bwd(t, f"{p}.attn", sa, dx)
+        grad_sync_and_update(t, p, g_f + g_a, layer_params, "adam")
+    dsrc = dropout_bwd(t, "enc.emb.dropout_grad", dx, "enc.emb.dropout", T * h)
+    dsrc = t.vector("enc.emb_grad", "scatter_add", [dsrc], rows=T, cols=h, table_rows=V)
+    grad_sync_and_update(t, "enc.emb", [dsrc], V * h, "adam")
+    params = L * layer_params + L * (layer_params + cross_params) + 2 * V * h + 4 * h
+    t.parameter_bytes = params * 3 * SIZE[F32]  # f32 weights and Adam's two moments
+    return t, {"optimizer": "Adam", "precision": "bf16 activations (activation_dtype), f32 "
+               "weights; gradient all-reduce " + t.grad_reduce_dtype,
+               "tokens_per_core": sl.flags["tokens_per_core"], "packed_length": s,
+               "vocab": V}
+
+
+# ---------------------------------------------------------------------------------------------
+# GNMT (v0.6), WMT16 English-German
+
+
+# run_and_time.sh of every v0.6 slice: --num_examples_per_epoch
+GNMT_EXAMPLES_PER_EPOCH = 3442299
+
+
+def _gnmt_v06(cores, batch):
+    # One loop is an epoch: estimator.py, steps_per_epoch = int(num_examples_per_epoch /
+    # batch_size), the LowLevelRunner's train_iterations.
+    return Slice(cores, batch, GNMT_EXAMPLES_PER_EPOCH // batch,
+                 f"{V06} Google/benchmarks/gnmt/tpu-v3-{cores}/run_and_time.sh")
+
+
+GNMT = {
+    # v0.6: Google/benchmarks/gnmt/tpu-v3-N/run_and_time.sh: --batch_size (global), --num_shards=N,
+    # --activation_dtype=bfloat16; nmt.py (implementations/tpu-v3-N-gnmt/nmt) defaults:
+    # --num_units 1024, --num_layers 4, --optimizer adam, --src_max_len / --tgt_max_len 48,
+    # --num_buckets 5, --max_gradient_norm 5.0, --dropout 0.2.
+    "v0.6": {s.cores: s for s in (_gnmt_v06(32, 4096), _gnmt_v06(128, 8192),
+                                  _gnmt_v06(256, 8192), _gnmt_v06(512, 8192),
+                                  _gnmt_v06(1024, 8192))},
+}
+# The BPE vocabulary (vocab.bpe.32000 of the MLPerf GNMT data): 32,316 entries, as the v0.5
+# Google GNMT log prints it (training_results_v0.5, cloud_v2.8/gnmt-tpuv2-8/results/tpu/gnmt/
+# result_0.txt: preproc_vocab_size {"src": 32316, "tgt": 32316}); v0.6 trains on the same data.
+GNMT_VOCAB, GNMT_UNITS, GNMT_MAX_LEN, GNMT_BUCKETS = 32316, 1024, 48, 5
+
+
+def gnmt_bucket_lengths(bucket):
+    """(source steps, target steps) of a step drawn from length bucket `bucket`. The input
+    pipeline (distributed_iterator_utils.py) keeps pairs with both lengths below 48
+    (src_max_len, tgt_max_len), puts a pair in bucket min(5, max(src_len, tgt_len) // w) with
+    w = (48 + 5 - 1) // 5 = 10, and batches each global step from one bucket; the model's while
+    loops run to the longest sequence of the batch (model.py: max_seq_len =
+    tf.reduce_max(seq_len)), which for a batch of thousands of pairs is the bucket's longest:
+    10 k + 9 source tokens (47 at most), and one more on the target side (its input starts
+    with <s>)."""
+    src = min(10 * bucket + 9, GNMT_MAX_LEN - 1)
+    return src, src + 1
+
+
+def gen_mlperf_gnmt(rnd, sl, per_core, bucket=GNMT_BUCKETS - 1):
+    """GNMT training step (model.py of the submission): a bidirectional LSTM layer and three
+    unidirectional ones (residual from the third on) over the source, an attention LSTM
+    (normalised Bahdanau attention over the 48 padded source positions, its context fed to
+    every decoder layer) and three more LSTM layers over the target, 1024 units, the output
+    projection to 32,316 subwords with label-smoothed cross entropy, gradients clipped by their
+    global norm (max_gradient_norm 5.0) before CrossShardOptimizer's all-reduce, Adam.
+    bf16 activations (--activation_dtype=bfloat16). Each LSTM's input projection is one matmul
+    over all its steps (input_projection); its recurrent weight gradient is one matmul after
+    the backward loop (build_rnn's grad); the attention cell's backward recomputes the
+    attention (attention_cell_grad). One step of length bucket `bucket` (gnmt_bucket_lengths;
+    default: the longest): the mix of buckets over an epoch follows the data's length
+    histogram, which the submission does not publish. Left out: the zero-state recurrent
+    matmul of each loop's first step."""
+    B, U, V, PAD = per_core, GNMT_UNITS, GNMT_VOCAB, GNMT_MAX_LEN
+    U4 = 4 * U
+    Ls, Lt = gnmt_bucket_lengths(bucket)
+    t = Trace(f"mlperf_{rnd}_gnmt_{sl.cores}", sl.cores,
+              f"GNMT (4+4 LSTM layers of {U} units, attention, vocab {V}), {B} sentence pairs "
+              f"per core x {sl.cores} cores, length bucket {bucket} ({Ls} source, {Lt} target "
+              f"steps): forward, backward, global-norm clipping, all-reduce, Adam")
+    clip = GlobalNormClip(t)
+    # source, target input and target output ids, padded to 48 (int32)
+    ids = t.op("input", "infeed", bytes=B * 3 * PAD * SIZE["s32"])
+
+    def embed(p):
+        e = t.vector(f"{p}.emb", "gather", [ids], rows=PAD * B, cols=U, table_rows=V,
+                     operands=[None, ids])
+        return dropout_fwd(t, f"{p}.emb.dropout", e, PAD * B * U)
+
+    def layer_fwd(p, x, d_in, L):
+        """An LSTM layer over L steps reading x (L*B x d_in)."""
+        xp = t.matmul(f"{p}.in_proj", L * B, d_in, U4, deps=[x])
+        h = c = None
+        steps = []
+        for i in range(L):
+            h, c, st = lstm_cell_fwd(t, f"{p}.t{i}", B, U, xp, h, c)
+            steps.append(st)
+        return h, {"p": p, "x": x, "d_in": d_in, "L": L, "steps": steps, "h": h}
+
+    def layer_bwd(s, dy, per_step=None):
+        """Backward through time; dy: the gradient of the layer's outputs (all steps);
+        per_step(st, dgates): extra work per step (the attention cell's). Returns the
+        gradient of the layer's input and the weight gradient ops."""
+        p, L = s["p"], s["L"]
+        dh = dc = dg = None
+        for st in reversed(s["steps"]):
+            dh_in = dy if dh is None else t.vector(f"{st['p']}.dh_sum", "add", [dh, dy],
+                                                   elements=B * U, fused=True)
+            dg, _, dc = lstm_cell_bwd(t, st, B, U, dh_in, dc)
+            if per_step:
+                per_step(st, dg)
+            dh = t.matmul(f"{st['p']}.dh_prev", B, U4, U, deps=[dg], transpose_rhs=True)
+        dk = t.matmul(f"{p}.dkernel", U, L * B, U4, deps=[s["h"], dg], transpose_lhs=True,
+                      out_dtype=F32)
+        db = t.vector(f"{p}.dbias", "reduce_sum", [dg], rows=U4, cols=L * B, out_dtype=F32)
+        dx = t.matmul(f"{p}.in_proj.dx", L * B, U4, s["d_in"], deps=[dg], transpose_rhs=True)
+        dki = t.matmul(f"{p}.in_proj.dw", s["d_in"], L * B, U4, deps=[s["x"], dg],
+                       transpose_lhs=True, out_dtype=F32)
+        return dx, [dk, db, dki]
+
+    def lstm_params(d_in):
+        return U * U4 + U4 + d_in * U4  # kernel, bias, input_kernel
+
+    # Encoder.
+    x = embed("enc")
+    fw, s_fw = layer_fwd("enc.l0.fw", x, U, Ls)
+    bw, s_bw = layer_fwd("enc.l0.bw", x, U, Ls)
+    enc = [("enc.l0", None, 2 * U, [s_fw, s_bw])]
+    out = t.vector("enc.l0.concat_mask", "mul", [fw, bw], elements=PAD * B * 2 * U)
+    for i in range(1, 4):
+        d_in = 2 * U if i == 1 else U
+        xin = dropout_fwd(t, f"enc.l{i}.dropout", out, Ls * B * d_in)
+        o, s_l = layer_fwd(f"enc.l{i}", xin, d_in, Ls)
+        if i > 1:
+            o = t.vector(f"enc.l{i}.residual", "add", [o, out], elements=Ls * B * U)
+        enc.append((f"enc.l{i}", xin, d_in, [s_l]))
+        out = o
+    mem = t.vector("enc.mask", "mul", [out], elements=PAD * B * U)
+    # Decoder: the attention memory's keys, then the attention LSTM.
+    keys = t.matmul("dec.memory_layer", PAD * B, U, U, deps=[mem])
+    y = embed("dec")
+    att = {}
+
+    def attention_step(i):
+        """The context of the previous step times attention_kernel, added to the gates."""
+        prev = att.get(i - 1)
+        return t.matmul(f"dec.l0.t{i}.ctx_in", B, U, U4, deps=[prev["ctx"]] if prev else [])
+
+    def attention_fwd_step(p, h):
+        q = t.matmul(f"{p}.query", B, U, U, deps=[h])
+        e = t.vector(f"{p}.energy", "tanh", [q, keys], elements=PAD * B * U, operands=[keys])
+        sc = t.vector(f"{p}.score", "reduce_sum", [e], rows=PAD * B, cols=U, fused=True)
+        al = t.vector(f"{p}.align", "softmax", [sc], rows=B, cols=PAD, dtype=F32,
+                      out_dtype=BF16)
+        w = t.vector(f"{p}.weighted", "mul", [al, mem], elements=PAD * B * U,
+                     operands=[mem, al])
+        ctx = t.vector(f"{p}.context", "reduce_sum", [w], rows=B * U, cols=PAD, fused=True)
+        return {"q": q, "e": e, "al": al, "ctx": ctx}
+
+    xp0 = dropout_fwd(t, "dec.l0.dropout", y, Lt * B * U)
+    # The attention LSTM: its cell's gates add the previous context's projection, and the
+    # attention follows each step's cell.
+    h = None
+    xp = t.matmul("dec.l0.in_proj", Lt * B, U, U4, deps=[xp0])
+    c = None
+    steps = []
+    for i in range(Lt):
+        a = attention_step(i)
+        g_in = t.vector(f"dec.l0.t{i}.ctx_add", "add", [a, xp], elements=B * U4, fused=True)
+        h, c, st = lstm_cell_fwd(t, f"dec.l0.t{i}", B, U, g_in, h, c)
+        att[i] = attention_fwd_step(f"dec.l0.t{i}.att", h)
+        st.update(step=i, h_out=h)
+        steps.append(st)
+    s_att = {"p": "dec.l0", "x": xp0, "d_in": U, "L": Lt, "steps": steps, "h": h}
+    ctx_all = att[Lt - 1]["ctx"]
+    dec = []
+    o = h
+    for i in range(1, 4):
+        # concat([o, context]) and dropout, one fusion reading both
+        cat = t.vector(f"dec.l{i}.dropout", "dropout", [o, ctx_all], elements=Lt * B * 2 * U,
+                       mask=t.dropout_mask, operands=[o])
+        o2, s_l = layer_fwd(f"dec.l{i}", cat, 2 * U, Lt)
+        if i > 1:
+            o2 = t.vector(f"dec.l{i}.residual", "add", [o2, o], elements=Lt * B * U)
+        dec.append((f"dec.l{i}", s_l))
+        o = o2
+    # Output projection and label-smoothed cross entropy (f32), masked at the padding.
+    T = Lt * B
+    logits = t.matmul("out.logits", T, U, V, deps=[o], out_dtype=F32)
+    probs = t.vector("out.softmax", "softmax", [logits], rows=T, cols=V, dtype=F32)
+    dlogits = t.vector("out.dlogits", "sub", [probs], elements=T * V, dtype=F32, fused=True,
+                       out_dtype=BF16)
+    do = t.matmul("out.dx", T, V, U, deps=[dlogits], transpose_rhs=True)
+    dw_out = t.matmul("out.dw", U, T, V, deps=[o, dlogits], transpose_lhs=True, out_dtype=F32)
+    clip.add("out", [dw_out], U * V, "adam")
+    # Decoder backward: layers 3..1, whose inputs are [o, context] (2U): the first half of
+    # their input gradient goes to the layer below, the second to the attention context.
+    dctx = None
+    for name, s_l in reversed(dec):
+        dx, g = layer_bwd(s_l, do)
+        clip.add(name, g, lstm_params(2 * U), "adam")
+        dctx = dx if dctx is None else t.vector(f"{name}.dctx_sum", "add", [dx, dctx],
+                                                elements=T * U, fused=True)
+        do = t.vector(f"{name}.dx_sum", "add", [dx, do], elements=T * U) if name != "dec.l1" \
+            else dx
+    # The attention LSTM backward: per step the attention recomputed, then its gradient.
+    dkeys_acc, dvals_acc = [], []
+
+    def attention_bwd_step(st, dg):
+        p = st["p"] + ".attg"
+        a = attention_fwd_step(p, st["h_out"])  # recomputed from the cell's new state
+        # d values += align x d context; d align = d context . values (over the units)
+        dw = t.vector(f"{p}.dweighted", "mul", [dctx, a["al"]], elements=PAD * B * U)
+        dal = t.vector(f"{p}.dalign", "reduce_sum", [dctx, mem], rows=PAD * B, cols=U,
+                       operands=[dctx, mem])
+        dsc = t.vector(f"{p}.dscore", "softmax_grad", [dal, a["al"]], rows=B, cols=PAD)
+        de = t.vector(f"{p}.denergy", "tanh_grad", [dsc, a["e"]], elements=PAD * B * U,
+                      operands=[None, a["e"]])
+        dq = t.vector(f"{p}.dquery", "reduce_sum", [de], rows=B * U, cols=PAD)
+        # build_rnn's grad loop adds each step's gradient of the attention's theta (its keys
+        # and values) into an accumulator
+        acc = [dkeys_acc[-1]] if dkeys_acc else []
+        dkeys_acc.append(t.vector(f"{p}.dkeys_acc", "add", [de] + acc, elements=PAD * B * U))
+        acc = [dvals_acc[-1]] if dvals_acc else []
+        dvals_acc.append(t.vector(f"{p}.dvalues_acc", "add", [dw] + acc, elements=PAD * B * U,
+                                  fused=True))
+        t.matmul(f"{p}.dh_query", B, U, U, deps=[dq], transpose_rhs=True)
+        t.matmul(f"{p}.dquery_kernel", U, B, U, deps=[st["tc"], dq], transpose_lhs=True,
+                 out_dtype=F32)
+        t.matmul(f"{p}.dctx_prev", B, U4, U, deps=[dg], transpose_rhs=True)
+
+    dx0, g0 = layer_bwd(s_att, do, attention_bwd_step)
+    dk_att = t.matmul("dec.l0.dattention_kernel", U, T, U4, deps=[ctx_all, dx0],
+                      transpose_lhs=True, out_dtype=F32)
+    # The memory's gradient: keys through the memory layer, plus the values' (the attention
+    # theta's gradients, accumulated over the steps by the backward loop).
+    dkeys = dkeys_acc[-1]
+    dmem = t.matmul("dec.memory_layer.dx", PAD * B, U, U, deps=[dkeys], transpose_rhs=True)
+    dwm = t.matmul("dec.memory_layer.dw", U, PAD * B, U, deps=[mem, dkeys], transpose_lhs=True,
+                   out_dtype=F32)
+    dmem = t.vector("dec.dmem_sum", "add", [dmem] + dvals_acc[-1:], elements=PAD * B * U,
+                    fused=True)
+    clip.add("dec.l0", g0 + [dk_att, dwm], lstm_params(U) + U * U4 + 2 * U * U + 2 * U + 1,
+             "adam")
+    demb = t.vector("dec.emb_grad", "scatter_add", [dx0], rows=Lt * B, cols=U, table_rows=V)
+    clip.add("dec.emb", [demb], V * U, "adam")
+    # Encoder backward.
+    dout = t.vector("enc.mask_grad", "mul", [dmem], elements=Ls * B * U)
+    for name, xin, d_in, states in reversed(enc):
+        if name == "enc.l0":
+            dfw, gf = layer_bwd(states[0], dout)
+            dbw, gb = layer_bwd(states[1], dout)
+            clip.add(name, gf + gb, 2 * lstm_params(U), "adam")
+            dx = t.vector("enc.l0.dx_sum", "add", [dfw, dbw], elements=Ls * B * U)
+        else:
+            dx, g = layer_bwd(states[0], dout)
+            clip.add(name, g, lstm_params(d_in), "adam")
+            if name in ("enc.l2", "enc.l3"):
+                dx = t.vector(f"{name}.dx_sum", "add", [dx, dout], elements=Ls * B * U)
+        dout = dx
+    demb = t.vector("enc.emb_grad", "scatter_add", [dout], rows=Ls * B, cols=U, table_rows=V)
+    clip.add("enc.emb", [demb], V * U, "adam")
+    clip.finish()
+    params = (3 * V * U + 2 * lstm_params(U) + lstm_params(2 * U) + 2 * lstm_params(U)
+              + lstm_params(U) + U * U4 + 2 * U * U + 2 * U + 1 + 3 * lstm_params(2 * U))
+    t.parameter_bytes = params * 3 * SIZE[F32]  # f32 weights and Adam's two moments
+    return t, {"optimizer": "Adam, gradients clipped by their global norm (5.0)",
+               "precision": "bf16 activations (--activation_dtype=bfloat16), f32 weights",
+               "bucket": bucket, "source_steps": Ls, "target_steps": Lt, "vocab": V}
+
+
+# ---------------------------------------------------------------------------------------------
+# SSD-ResNet34 (v0.6), COCO 300x300
+
+
+def _partitioned(dims):
+    """The reason a spatially partitioned run is not written (Slice flag "unsupported")."""
+    return (f"--input_partition_dims={dims} splits each replica's images spatially over 4 "
+            "cores (with halo exchanges), which is not modelled: the traces are data-parallel "
+            "per core (issue #37, pod-scale mechanisms)")
+
+
+def _ssd_v06(cores, batch, ipl, s2d, group, partition=None):
+    flags = {"conv0_space_to_depth": s2d, "distributed_group_size": group}
+    if partition:
+        flags["unsupported"] = _partitioned(partition)
+    return Slice(cores, batch, ipl, f"{V06} Google/benchmarks/ssd/tpu-v3-{cores}/run_and_time.sh",
+                 **flags)
+
+
+SSD = {
+    # v0.5: v0.5.0/google/cloud_v3.8/ssd-tpuv3-8/code/ssd/model/run_helper.sh:
+    # --train_batch_size=1024, --num_shards=8, --iterations_per_loop=625, --hparams
+    # use_bfloat16=true; staging/models/rough/ssd: the same network as v0.6 (its
+    # resnet_v1_generator also builds block group 4, whose output nothing reads: XLA drops it),
+    # the 7x7 stem (no conv0_space_to_depth yet), batch norm per core
+    # (distributed_group_size=1 in ssd_main.py).
+    "v0.5": {8: Slice(8, 1024, 625, f"{V05} v0.5.0/google/cloud_v3.8/ssd-tpuv3-8/code/ssd/"
+                      "model/run_helper.sh", conv0_space_to_depth=False,
+                      distributed_group_size=1)},
+    # v0.6: Google/benchmarks/ssd/tpu-v3-N/run_and_time.sh: --train_batch_size,
+    # --iterations_per_loop, --num_shards, --hparams use_bfloat16=true, conv0_space_to_depth,
+    # distributed_group_size, and on 1024 and 2048 cores --input_partition_dims=1,4,1,1;
+    # implementations/tpu-v3-N-ssd/ssd: ssd_constants.py (IMAGE_SIZE 300, NUM_CLASSES 81,
+    # FEATURE_SIZES 38, 19, 10, 5, 3, 1, NUM_DEFAULTS 4, 6, 6, 6, 4, 4: 8,732 anchors,
+    # NEGS_PER_POSITIVE 3), ssd_architecture.py (the network), ssd_model.py (the loss:
+    # softmax cross entropy with hard negative mining by topk_mask.py, smooth L1;
+    # MomentumOptimizer under CrossShardOptimizer).
+    "v0.6": {s.cores: s for s in (_ssd_v06(32, 1024, 625, False, 2),
+                                  _ssd_v06(128, 1024, 625, True, 8),
+                                  _ssd_v06(256, 1024, 625, True, 16),
+                                  _ssd_v06(512, 2048, 313, True, 16),
+                                  _ssd_v06(1024, 2048, 313, True, 8, "1,4,1,1"),
+                                  _ssd_v06(2048, 2048, 313, True, 16, "1,4,1,1"))},
+}
+SSD_IMAGE, SSD_CLASSES, SSD_ANCHORS = 300, 81, 8732
+SSD_FEATURES = ((38, 4), (19, 6), (10, 6), (5, 6), (3, 4), (1, 4))  # (size, anchors per cell)
+
+
+def gen_mlperf_ssd(rnd, sl, per_core):
+    """SSD training step (ssd_architecture.py): the ResNet-34 backbone to its third block
+    group (basic blocks [3, 4, 6], the third at stride 1: 38x38x256), five extra feature
+    stages (1x1 then 3x3 convolutions with bias and ReLU, no batch norm: 19x19x512, 10x10x512,
+    5x5x256, 3x3x256, 1x1x256; the last two 3x3 'valid'), per level a 3x3 class head (81 x
+    anchors) and box head (4 x anchors); the loss over the 8,732 anchors: softmax cross
+    entropy in f32, hard negative mining (topk_mask.py: a binary search over the 32 bits of
+    the losses, one count per bit), smooth L1 on the boxes; SGD with momentum; bf16
+    (use_bfloat16=true). The stem is the 7x7 stride-2 convolution, or with
+    conv0_space_to_depth=true the 4x4 convolution on the 2x2 space-to-depth image
+    (conv0_space_to_depth in ssd_architecture.py). Anchor matching and box encoding run in the
+    host's input pipeline (dataloader.py): the step's input is the image with its per-anchor
+    labels and box targets. Batch norm is per core here; distributed_group_size (statistics
+    over groups of cores) is recorded in the metadata, not modelled."""
+    b = per_core
+    t = Trace(f"mlperf_{rnd}_ssd_{sl.cores}", sl.cores,
+              f"SSD-ResNet34 300x300 training step, batch {b} per core x {sl.cores} cores: "
+              "forward, backward, hard negative mining, gradient all-reduce per stage, SGD "
+              "momentum")
+    net = ConvNet(t, b)
+    img = t.op("input", "infeed", bytes=b * SSD_IMAGE * SSD_IMAGE * 3 * SIZE[BF16])
+    t.op("targets", "infeed", bytes=b * SSD_ANCHORS * (1 + 4) * SIZE[F32])
+    net.no_grad.add(img)
+    net.size[img] = b * SSD_IMAGE * SSD_IMAGE * 3
+    if sl.flags.get("conv0_space_to_depth"):
+        y, hw = net.conv("stem", img, (SSD_IMAGE // 2, SSD_IMAGE // 2), 12, 64, 4,
+                         group="stem")
+    else:
+        y, hw = net.conv("stem", img, (SSD_IMAGE, SSD_IMAGE), 3, 64, 7, stride=2,
+                         group="stem")
+    net.size[y] = b * hw[0] * hw[1] * 64
+    pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
+    in_elems = net.size[y]
+    pool = t.vector("stem.maxpool", "max", [y], elements=in_elems // 2)
+    net.size[pool] = b * pool_hw[0] * pool_hw[1] * 64
+
+    def pool_bwd(g, src=y, n_in=in_elems):
+        return [(src, t.vector("stem.maxpool_grad", "relu_grad", [g, src], elements=n_in))]
+
+    net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
+    x, hw, c = pool, pool_hw, 64
+    for gi, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 1)]):
+        grp = f"group{gi + 1}"
+        for bi in range(blocks):
+            p = f"g{gi + 1}b{bi}"
+            stride = stride0 if bi == 0 else 1
+            sc = x
+            if bi == 0 and (stride != 1 or c != width):
+                sc, _ = net.conv(f"{p}.proj", x, hw, c, width, 1, stride=stride, relu=False,
+                                 group=grp)
+            y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 3, stride=stride, group=grp)
+            net.size[y1] = b * hw1[0] * hw1[1] * width
+            y2, _ = net.conv(f"{p}.c2", y1, hw1, width, width, 3, relu=False, group=grp)
+            n = b * hw1[0] * hw1[1] * width
+            net.size[y2] = n
+            if sc is not x:
+                net.size[sc] = n
+            add = t.vector(f"{p}.add", "add", [y2, sc], elements=n, fused=True)
+            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
+            net.size[out] = n
+
+            def add_bwd(g, p=p, out=out, y2=y2, sc=sc, n=n):
+                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
+                              fused=fusable(t, g))
+                return [(y2, dg), (sc, dg)]
+
+            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
+            x, hw, c = out, hw1, width
+    feats = [(x, hw, c)]
+    for i, (mid, out_c, stride, pad) in enumerate([(256, 512, 2, "same"),
+                                                    (256, 512, 2, "same"),
+                                                    (128, 256, 2, "same"),
+                                                    (128, 256, 1, "valid"),
+                                                    (128, 256, 1, "valid")]):
+        p = f"extra{i + 4}"
+        y1, _ = net.conv(f"{p}.c1", x, hw, c, mid, 1, bn=False, group=p)
+        net.size[y1] = b * hw[0] * hw[1] * mid
+        x, hw = net.conv(f"{p}.c2", y1, hw, mid, out_c, 3, stride=stride, bn=False, group=p,
+                         padding=pad)
+        c = out_c
+        net.size[x] = b * hw[0] * hw[1] * c
+        feats.append((x, hw, c))
+    assert [f[1][0] for f in feats] == [f[0] for f in SSD_FEATURES], feats
+    heads = []
+    for lvl, ((f, fhw, fc), (_, k)) in enumerate(zip(feats, SSD_FEATURES)):
+        for kind, ch in (("class", SSD_CLASSES * k), ("box", 4 * k)):
+            h_out, _ = net.conv(f"head{lvl + 3}.{kind}", f, fhw, fc, ch, 3, bn=False,
+                                relu=False, group=f"head{lvl + 3}")
+            net.size[h_out] = b * fhw[0] * fhw[1] * ch
+            heads.append((kind, h_out, b * fhw[0] * fhw[1] * ch))
+    A = b * SSD_ANCHORS
+    # The classification loss: a softmax cross entropy per anchor (f32), then hard negative
+    # mining on core 0's copy of the losses (topk_mask: 32 counting passes), the sum.
+    cls = [h for k, h, _ in heads if k == "class"]
+    box = [h for k, h, _ in heads if k == "box"]
+    xent = t.vector("loss.class_xent", "softmax", cls, rows=A, cols=SSD_CLASSES, dtype=F32)
+    count = None
+    for bit in range(32):
+        count = t.vector(f"loss.topk_bit{bit}", "reduce_sum", [xent] + ([count] if count else []),
+                         rows=b, cols=SSD_ANCHORS, dtype=F32, operands=[xent])
+    mined = t.vector("loss.class_mined", "mul", [xent, count], elements=A, dtype=F32)
+    box_l = t.vector("loss.box_smooth_l1", "sub", box, elements=A * 4, dtype=F32)
+    # d logits = (softmax - one hot) x the mined mask; d boxes = the smooth L1's gradient
+    dcls = t.vector("loss.dclass", "sub", [xent, mined], elements=A * SSD_CLASSES, dtype=F32,
+                    out_dtype=BF16, operands=[xent])
+    dbox = t.vector("loss.dbox", "sub", [box_l], elements=A * 4, dtype=F32, out_dtype=BF16)
+    # Each head's gradient is its slice of dcls / dbox: walk the tape from the heads.
+    t_dys = {}
+    for kind, h_out, n in heads:
+        t_dys[h_out] = dcls if kind == "class" else dbox
+    grads = backward_convnet(net, None, dys=t_dys)
+    for grp in reversed(list(net.params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp], "sgd_momentum")
+    return t, {"optimizer": "SGD momentum (MomentumOptimizer)",
+               "precision": "bf16 (use_bfloat16=true), f32 loss, weights and gradients",
+               "anchors": SSD_ANCHORS, "classes": SSD_CLASSES}
+
+
+# ---------------------------------------------------------------------------------------------
+# Mask R-CNN (v0.6), COCO
+
+
+MASKRCNN = {
+    # v0.6: Google/benchmarks/mask/tpu-v3-N/run_and_time.sh: --hparams train_batch_size=128,
+    # iterations_per_loop (924 on v3-32), --num_cores=N; implementations/tpu-v3-N-mask/mask_rcnn:
+    # mask_rcnn_params.py (image_size (832, 1344), num_classes 91, rpn_pre_nms_topn 2000,
+    # rpn_post_nms_topn 1000, batch_size_per_im 512, fg_fraction 0.25, fast_rcnn_mlp_head_dim
+    # 1024, mrcnn_resolution 28, min_level 2 to max_level 6, 3 aspect ratios, resnet_depth 50,
+    # use_bfloat16, momentum 0.9), mask_rcnn_model.py (MomentumOptimizer under
+    # CrossShardOptimizer; the stem and the first ResNet stage frozen, batch norm frozen).
+    # On 128 and 256 cores the runs split each image over 4 cores (--input_partition_dims=
+    # 1,4,1), which the traces do not model.
+    "v0.6": {c: Slice(c, 128, 924, f"{V06} Google/benchmarks/mask/tpu-v3-{c}/run_and_time.sh",
+                      **({"unsupported": _partitioned("1,4,1")} if c > 32 else {}))
+             for c in (32, 128, 256)},
+}
+MRCNN_IMAGE, MRCNN_CLASSES, MRCNN_ANCHORS_PER_CELL = (832, 1344), 91, 3
+MRCNN_ROIS, MRCNN_MASKS, MRCNN_PRE_NMS, MRCNN_POST_NMS = 512, 128, 2000, 1000
+
+
+def gen_mlperf_maskrcnn(rnd, sl, per_core):
+    """Mask R-CNN training step (mask_rcnn_architecture.py, fpn.py, resnet.py): ResNet-50
+    (7x7 stem; the stem and stage 2 frozen: no weight gradients, no gradient below stage 3;
+    batch norm frozen, an affine op) on 832x1344 images, FPN P2-P6 of 256 channels (1x1
+    laterals, nearest 2x upsampling, 3x3 outputs, P6 a stride-2 max pool), the RPN head on
+    every level (3x3 conv, 3 scores and 12 box values per cell), proposals per level and image
+    (top 2000 scores, then NMS to 1000: the IoU matrix of the 2000 boxes and its suppression
+    passes, forward only), 512 sampled RoIs per image through multi-level RoIAlign to 7x7x256
+    (bilinear: 4 gathered points per output), two 1024-wide dense layers, 91 classes and 364
+    box values; the 128 foreground RoIs per image through RoIAlign to 14x14x256, four 3x3
+    convolutions, a 2x2 stride-2 transposed convolution and a 1x1 convolution to 91 masks of
+    28x28 (sigmoid cross entropy on the target class's); SGD with momentum; bf16. Anchor
+    labels are made by the host's input pipeline (dataloader.py). XLA's TopK and the NMS
+    loop are written as passes over their data (a lower bound of their cost); RoIAlign's
+    gather and its backward scatter are the trace's gather and scatter_add."""
+    b = per_core
+    H, W = MRCNN_IMAGE
+    t = Trace(f"mlperf_{rnd}_maskrcnn_{sl.cores}", sl.cores,
+              f"Mask R-CNN (ResNet-50 FPN) {H}x{W} training step, batch {b} per core x "
+              f"{sl.cores} cores: forward, proposals, RoI heads, backward, gradient "
+              "all-reduce, SGD momentum")
+    net = ConvNet(t, b)
+    img = t.op("input", "infeed", bytes=b * H * W * 3 * SIZE[BF16])
+    net.no_grad.add(img)
+    net.size[img] = b * H * W * 3
+    y, hw = net.conv("stem", img, (H, W), 3, 64, 7, stride=2, group="frozen")
+    pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
+    x = t.vector("stem.maxpool", "max", [y], elements=b * hw[0] * hw[1] * 64 // 2)
+    hw, c = pool_hw, 64
+    feats = {}
+    for si, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2),
+                                                   (512, 3, 2)]):
+        grp = "frozen" if si == 0 else f"res{si + 2}"
+        for bi in range(blocks):
+            p = f"res{si + 2}b{bi}"
+            stride = stride0 if bi == 0 else 1
+            sc = x
+            if bi == 0:
+                sc, _ = net.conv(f"{p}.proj", x, hw, c, 4 * width, 1, stride=stride,
+                                 relu=False, group=grp)
+            y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 1, group=grp)
+            net.size[y1] = b * hw1[0] * hw1[1] * width
+            y2, hw2 = net.conv(f"{p}.c2", y1, hw1, width, width, 3, stride=stride, group=grp)
+            net.size[y2] = b * hw2[0] * hw2[1] * width
+            y3, _ = net.conv(f"{p}.c3", y2, hw2, width, 4 * width, 1, relu=False, group=grp)
+            n = b * hw2[0] * hw2[1] * 4 * width
+            net.size[y3] = n
+            if bi == 0:
+                net.size[sc] = n
+            add = t.vector(f"{p}.add", "add", [y3, sc], elements=n, fused=True)
+            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
+            net.size[out] = n
+
+            def add_bwd(g, p=p, out=out, y3=y3, sc=sc, n=n):
+                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
+                              fused=fusable(t, g))
+                return [(y3, dg), (sc, dg)] if sc not in net.no_grad else [(y3, dg)]
+
+            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
+            x, hw, c = out, hw2, 4 * width
+        feats[si + 2] = (x, hw, c)
+        if si == 0:
+            net.no_grad.add(x)  # frozen below: nothing needs the gradient of C2
+    # FPN: laterals, top-down nearest upsampling and adds, 3x3 outputs, P6.
+    lat = {}
+    for lvl in range(2, 6):
+        f, fhw, fc = feats[lvl]
+        lat[lvl], _ = net.conv(f"fpn.lateral{lvl}", f, fhw, fc, 256, 1, bn=False, relu=False,
+                               group="fpn")
+        net.size[lat[lvl]] = b * fhw[0] * fhw[1] * 256
+    top = {5: lat[5]}
+    for lvl in range(4, 1, -1):
+        fhw = feats[lvl][1]
+        n = b * fhw[0] * fhw[1] * 256
+        s_ = t.vector(f"fpn.topdown{lvl}", "add", [lat[lvl], top[lvl + 1]], elements=n)
+        net.size[s_] = n
+
+        def up_bwd(g, lvl=lvl, n=n):
+            # The upsampling's gradient sums each 2x2 block into the coarser level.
+            d_up = t.vector(f"fpn.topdown{lvl}.up_grad", "reduce_sum", [g], rows=n // 4,
+                            cols=4)
+            return [(lat[lvl], g), (top[lvl + 1], d_up)]
+
+        net.tape.append(("up", f"fpn.topdown{lvl}", {"out": s_, "bwd": up_bwd}))
+        top[lvl] = s_
+    P = {}
+    for lvl in range(2, 6):
+        fhw = feats[lvl][1]
+        P[lvl], _ = net.conv(f"fpn.out{lvl}", top[lvl], fhw, 256, 256, 3, bn=False,
+                             relu=False, group="fpn")
+        net.size[P[lvl]] = b * fhw[0] * fhw[1] * 256
+    p6_hw = (out_dim(feats[5][1][0], 2), out_dim(feats[5][1][1], 2))
+    P[6] = t.vector("fpn.p6", "max", [P[5]], elements=b * p6_hw[0] * p6_hw[1] * 256)
+    net.size[P[6]] = b * p6_hw[0] * p6_hw[1] * 256
+    level_hw = {lvl: feats[lvl][1] for lvl in range(2, 6)}
+    level_hw[6] = p6_hw
+
+    def p6_bwd(g):
+        return [(P[5], t.vector("fpn.p6_grad", "relu_grad", [g, P[5]],
+                                elements=net.size[P[5]]))]
+
+    net.tape.append(("pool", "fpn.p6", {"out": P[6], "bwd": p6_bwd}))
+    # The RPN head on every level (shared weights), its loss against the host's anchor labels.
+    rpn_out = []
+    for lvl in range(2, 7):
+        fhw = level_hw[lvl]
+        r, _ = net.conv(f"rpn{lvl}.conv", P[lvl], fhw, 256, 256, 3, bn=False, group="rpn")
+        net.size[r] = b * fhw[0] * fhw[1] * 256
+        sc_, _ = net.conv(f"rpn{lvl}.scores", r, fhw, 256, MRCNN_ANCHORS_PER_CELL, 1, bn=False,
+                          relu=False, group="rpn")
+        bx, _ = net.conv(f"rpn{lvl}.boxes", r, fhw, 256, 4 * MRCNN_ANCHORS_PER_CELL, 1,
+                         bn=False, relu=False, group="rpn")
+        cells = b * fhw[0] * fhw[1]
+        net.size[sc_], net.size[bx] = cells * 3, cells * 12
+        rpn_out.append((lvl, sc_, bx, cells))
+    anchors = sum(cells for _, _, _, cells in rpn_out) * MRCNN_ANCHORS_PER_CELL
+    t.op("targets", "infeed", bytes=anchors // b * 5 * SIZE[F32] * b
+         + b * 100 * (112 * 112 + 5) * SIZE[F32])
+    # Proposals (no gradient): per level top-k, box decoding, NMS of 2000 boxes to 1000.
+    props = []
+    for lvl, sc_, bx, cells in rpn_out:
+        n = min(cells // b * 3, MRCNN_PRE_NMS)
+        topk = t.vector(f"prop{lvl}.topk", "reduce_max", [sc_], rows=b, cols=cells // b * 3,
+                        dtype=F32)
+        dec = t.vector(f"prop{lvl}.decode", "exp", [topk, bx], elements=b * n * 4, dtype=F32,
+                       operands=[bx])
+        iou = t.vector(f"prop{lvl}.nms_iou", "max", [dec], elements=b * n * n, dtype=F32,
+                       operands=[dec, dec])
+        nms = t.vector(f"prop{lvl}.nms", "reduce_max", [iou], rows=b * n, cols=n, dtype=F32)
+        props.append(nms)
+    rois = t.vector("prop.topk_all", "reduce_max", props, rows=b, cols=5 * MRCNN_POST_NMS,
+                    dtype=F32)
+    # Targets of the sampled RoIs: IoU with the ground truth (100 boxes), then sampling.
+    labels = t.vector("roi.label_iou", "max", [rois], elements=b * MRCNN_POST_NMS * 100,
+                      dtype=F32, operands=[rois, None])
+    # RoIAlign and the heads, on R = b x 512 RoIs (boxes) and M = b x 128 (masks).
+    R, M = b * MRCNN_ROIS, b * MRCNN_MASKS
+    pixels = sum(level_hw[lvl][0] * level_hw[lvl][1] for lvl in range(2, 6)) * b
+    roi_grads = []
+
+    def roi_align(name, n_rois, size, deps):
+        g = t.vector(f"{name}.gather", "gather", [*deps, labels, *[P[lvl] for lvl in
+                                                                   range(2, 6)]],
+                     rows=n_rois * size * size * 4, cols=256, table_rows=pixels,
+                     operands=[P[2], labels])
+        return t.vector(f"{name}.bilinear", "reduce_sum", [g], rows=n_rois * size * size * 256,
+                        cols=4, fused=True)
+
+    def roi_align_bwd(name, n_rois, size, dy):
+        d = t.vector(f"{name}.bilinear_grad", "scale", [dy],
+                     elements=n_rois * size * size * 4 * 256)
+        roi_grads.append(t.vector(f"{name}.scatter", "scatter_add", [d],
+                                  rows=n_rois * size * size * 4, cols=256, table_rows=pixels))
+
+    box_in = roi_align("box_roi", R, 7, [])
+    fc6, s6 = dense_fwd(t, "box.fc6", box_in, R, 7 * 7 * 256, 1024, act="relu")
+    fc7, s7 = dense_fwd(t, "box.fc7", fc6, R, 1024, 1024, act="relu")
+    cls, s_cls = dense_fwd(t, "box.class", fc7, R, 1024, MRCNN_CLASSES)
+    bxo, s_box = dense_fwd(t, "box.box", fc7, R, 1024, 4 * MRCNN_CLASSES)
+    p_cls = t.vector("box.softmax", "softmax", [cls], rows=R, cols=MRCNN_CLASSES, fused=True,
+                     out_dtype=F32)
+    mnet = ConvNet(t, M)
+    m_in = roi_align("mask_roi", M, 14, [labels])
+    x, mhw = m_in, (14, 14)
+    for i in range(4):
+        x, _ = mnet.conv(f"mask.conv{i}", x, mhw, 256, 256, 3, bn=False, group="mask")
+        mnet.size[x] = M * 14 * 14 * 256
+    # 2x2 stride-2 transposed convolution: each input pixel writes a 2x2 patch.
+    up = t.matmul("mask.deconv", M * 14 * 14, 256, 4 * 256, deps=[x])
+    up = t.vector("mask.deconv.relu", "relu", [up], elements=M * 28 * 28 * 256, fused=True)
+    logits = t.matmul("mask.logits", M * 28 * 28, 256, MRCNN_CLASSES, deps=[up])
+    # Mask targets: the ground-truth masks (112x112) cropped and resized to each RoI's 28x28.
+    mtarget = t.vector("mask.targets", "gather", [labels], rows=M * 28 * 28 * 4, cols=1,
+                       table_rows=b * 100 * 112 * 112, dtype=F32, operands=[None, labels])
+    mloss = t.vector("mask.sigmoid_xent", "sigmoid", [logits, mtarget], elements=M * 28 * 28,
+                     dtype=F32, operands=[logits])
+    # Backward: the heads, then RoIAlign's scatter into P2-P5, then the network.
+    dm = t.vector("mask.dlogits", "sub", [mloss, mtarget], elements=M * 28 * 28 * MRCNN_CLASSES,
+                  dtype=F32, out_dtype=BF16, operands=[mloss])
+    dup = t.matmul("mask.logits.dx", M * 28 * 28, MRCNN_CLASSES, 256, deps=[dm],
+                   transpose_rhs=True)
+    g_mlog = t.matmul("mask.logits.dw", 256, M * 28 * 28, MRCNN_CLASSES, deps=[up, dm],
+                      transpose_lhs=True, out_dtype=F32)
+    dup = t.vector("mask.deconv.relu_grad", "relu_grad", [dup, up],
+                   elements=M * 28 * 28 * 256, fused=True)
+    dx = t.matmul("mask.deconv.dx", M * 14 * 14, 4 * 256, 256, deps=[dup], transpose_rhs=True)
+    g_dec = t.matmul("mask.deconv.dw", 256, M * 14 * 14, 4 * 256, deps=[x, dup],
+                     transpose_lhs=True, out_dtype=F32)
+    mgrads = backward_convnet(mnet, dx)
+    roi_align_bwd("mask_roi", M, 14, "mask.conv0.dx")  # the mask head input's gradient
+    dcls = t.vector("box.dclass", "sub", [p_cls], elements=R * MRCNN_CLASSES, dtype=F32,
+                    fused=True, out_dtype=BF16)
+    dbox = t.vector("box.dbox", "sub", [bxo], elements=R * 4 * MRCNN_CLASSES, dtype=F32,
+                    out_dtype=BF16)
+    d7a, g_cls = dense_bwd(t, s_cls, dcls)
+    d7b, g_box = dense_bwd(t, s_box, dbox)
+    d7 = t.vector("box.fc7.dsum", "add", [d7b, d7a], elements=R * 1024, fused=True)
+    d6, g7 = dense_bwd(t, s7, d7)
+    din, g6 = dense_bwd(t, s6, d6)
+    roi_align_bwd("box_roi", R, 7, din)
+    # The RPN losses' gradients, and RoIAlign's into P2-P5 (one scatter per RoI set, added
+    # to every level's gradient).
+    dys = {}
+    for lvl, sc_, bx, cells in rpn_out:
+        dys[sc_] = t.vector(f"rpn{lvl}.dscores", "sigmoid_grad", [sc_], elements=cells * 3,
+                            dtype=F32, out_dtype=BF16, operands=[sc_, None])
+        dys[bx] = t.vector(f"rpn{lvl}.dboxes", "sub", [bx], elements=cells * 12, dtype=F32,
+                           out_dtype=BF16)
+    for lvl in range(2, 6):
+        fhw = level_hw[lvl]
+        dys[P[lvl]] = t.vector(f"fpn.out{lvl}.roi_grad", "add", roi_grads,
+                               elements=b * fhw[0] * fhw[1] * 256, operands=[roi_grads[-1]])
+    grads = backward_convnet(net, None, dys=dys)
+    grads.pop("frozen", None)
+    grads["mask"] = mgrads.get("mask", []) + [g_mlog, g_dec]
+    grads["box"] = g_cls + g_box + g7 + g6
+    params = dict(net.params)
+    params.pop("frozen", None)
+    params["mask"] = mnet.params["mask"] + 256 * MRCNN_CLASSES + MRCNN_CLASSES + 256 * 1024 + 256
+    params["box"] = (7 * 7 * 256 * 1024 + 1024 + 1024 * 1024 + 1024
+                     + 1024 * 5 * MRCNN_CLASSES + 5 * MRCNN_CLASSES)
+    for grp in reversed(list(params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []), params[grp], "sgd_momentum")
+    return t, {"optimizer": "SGD momentum (MomentumOptimizer)",
+               "precision": "bf16 (use_bfloat16), f32 losses, weights and gradients",
+               "image": [H, W], "rois_per_image": MRCNN_ROIS, "masks_per_image": MRCNN_MASKS}
+
+
+# ---------------------------------------------------------------------------------------------
+# The table of benchmarks and the CLI entry
+
+
+BENCHES = {
+    "resnet50": (RESNET50, gen_mlperf_resnet50, "images"),
+    "bert": (BERT, gen_mlperf_bert, "sequences"),
+    "transformer": (TRANSFORMER, gen_mlperf_transformer, "packed sequences of 256 tokens"),
+    "gnmt": (GNMT, gen_mlperf_gnmt, "sentence pairs"),
+    "ssd": (SSD, gen_mlperf_ssd, "images"),
+    "maskrcnn": (MASKRCNN, gen_mlperf_maskrcnn, "images"),
+}
+
+
+class MlperfError(Exception):
+    """Bad input: gen_trace.py prints it as one `error:` line and exits 2."""
+
+
+def gen_mlperf(a):
+    where = f"gen_trace.py mlperf {a.bench} --round {a.round}"
+    table, make, unit = BENCHES[a.bench]
+    if a.round not in table:
+        raise MlperfError(f"{where}: no Google TPU submission of {a.bench} in round {a.round} "
+                          f"(rounds: {', '.join(sorted(table))})")
+    slices = table[a.round]
+    if a.cores not in slices:
+        raise MlperfError(f"{where} --cores {a.cores}: the submission ran on "
+                          f"{', '.join(str(c) for c in sorted(slices))} cores")
+    sl = slices[a.cores]
+    if sl.flags.get("unsupported"):
+        raise MlperfError(f"{where} --cores {a.cores}: {sl.flags['unsupported']}")
+    per_core = sl.global_batch // sl.cores
+    if per_core * sl.cores != sl.global_batch:
+        raise MlperfError(f"{where}: global batch {sl.global_batch} does not split over "
+                          f"{sl.cores} cores")
+    what_if = a.per_core_batch is not None
+    if what_if:
+        if a.per_core_batch < 1:
+            raise MlperfError(f"{where}: --per-core-batch must be positive")
+        per_core = a.per_core_batch
+    extra = {}
+    if getattr(a, "bucket", None) is not None:
+        if a.bench != "gnmt":
+            raise MlperfError(f"{where}: --bucket is GNMT's (its length buckets)")
+        if not 0 <= a.bucket < GNMT_BUCKETS:
+            raise MlperfError(f"{where}: --bucket {a.bucket}: the input pipeline has buckets "
+                              f"0 to {GNMT_BUCKETS - 1}")
+        extra["bucket"] = a.bucket
+    t, fields = make(a.round, sl, per_core, **extra)
+    t.samples_per_step = per_core * sl.cores
+    t.metadata = {
+        "generator": f"scripts/gen_trace.py mlperf {a.bench} --round {a.round} --cores "
+                     f"{sl.cores}" + (f" --per-core-batch {per_core}" if what_if else "")
+                     + (f" --bucket {extra['bucket']}" if extra else ""),
+        "source": sl.source, "samples": unit, "global_batch": t.samples_per_step,
+        "batch_per_core": per_core, "iterations_per_loop": sl.iterations_per_loop,
+        **fields, **{k: v for k, v in sl.flags.items() if k not in fields},
+        **({"what_if": f"per-core batch {per_core} instead of the submission's "
+                       f"{sl.global_batch // sl.cores}"} if what_if else {})}
+    if a.name:
+        t.name = a.name
+    return t

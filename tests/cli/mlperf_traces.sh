@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# scripts/gen_trace.py mlperf (scripts/tracegen/mlperf.py, issue #37): every benchmark, round
+# and slice of its table writes a trace that `tpusim trace check` accepts on the slice's
+# config, whose top-level samples_per_step is the global batch (cores x the per-core batch the
+# trace's input carries); each benchmark's smallest slice runs, at the submission's batch and
+# at a per-core batch of 1; the v0.6 ResNet-50 and v0.7 BERT-Large v3-32 traces are the ones
+# scripts/validate.py validates (docs/VALIDATION.md); a slice the submission did not run is one
+# located error line and exit 2. Usage: mlperf_traces.sh path/to/tpusim (from the source root).
+set -u
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+gen="python3 scripts/gen_trace.py"
+
+# "bench round cores modelled" for every entry of the table (modelled 0: a slice whose
+# mechanism the traces do not have, such as spatial partitioning: a located error).
+runs=$(cd scripts && python3 -c '
+from tracegen.mlperf import BENCHES
+for bench, (table, _, _) in sorted(BENCHES.items()):
+    for rnd, slices in sorted(table.items()):
+        for cores, sl in sorted(slices.items()):
+            print(bench, rnd, cores, 0 if sl.flags.get("unsupported") else 1)') || fatal "cannot read the table of scripts/tracegen/mlperf.py"
+[ -n "$runs" ] || fatal "the table of scripts/tracegen/mlperf.py is empty"
+
+# The bytes per sample of each benchmark's first infeed: an image (ResNet-50: 224 x 224 x 3,
+# SSD: 300 x 300 x 3, Mask R-CNN: 832 x 1344 x 3, bf16), or int32 token ids (BERT: 512;
+# Transformer: the 256 tokens of a packed sequence; GNMT: source, target input and target
+# output, each padded to 48).
+per_sample() {
+    case $1 in
+    resnet50) echo $((224 * 224 * 3 * 2)) ;;
+    bert) echo $((512 * 4)) ;;
+    transformer) echo $((256 * 4)) ;;
+    gnmt) echo $((3 * 48 * 4)) ;;
+    ssd) echo $((300 * 300 * 3 * 2)) ;;
+    maskrcnn) echo $((832 * 1344 * 3 * 2)) ;;
+    *) echo 0 ;;
+    esac
+}
+
+declare -A smallest
+while read -r bench rnd cores modelled; do
+    f="$tmp/${bench}_${rnd}_${cores}.json"
+    if [ "$modelled" = 0 ]; then
+        err=$($gen mlperf "$bench" --round "$rnd" --cores "$cores" -o "$f" 2>&1 >/dev/null)
+        rc=$?
+        if [ $rc -ne 2 ] || [ "$(grep -c . <<<"$err")" -ne 1 ] || [[ "$err" != "error: "*"not"* ]]; then
+            fail "$bench $rnd $cores (not modelled): rc=$rc: $err"
+        else
+            passes=$((passes + 1))
+        fi
+        continue
+    fi
+    if ! $gen mlperf "$bench" --round "$rnd" --cores "$cores" -o "$f"; then
+        fail "gen_trace.py mlperf $bench --round $rnd --cores $cores"
+        continue
+    fi
+    cfg=configs/tpu_v3_$cores.json
+    out=$("$bin" trace check --config "$cfg" --trace "$f" 2>&1)
+    if [ $? -ne 0 ] || [[ "$out" != *": ok, "* ]]; then
+        fail "trace check $bench $rnd $cores: $out"
+    else
+        passes=$((passes + 1))
+    fi
+    # samples_per_step = cores x the per-core batch that the input's bytes carry.
+    check=$(python3 - "$f" "$cores" "$(per_sample "$bench")" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+cores, per_sample = int(sys.argv[2]), int(sys.argv[3])
+infeed = next(o for o in t["ops"] if o["kind"] == "infeed")
+per_core, rem = divmod(infeed["bytes"], per_sample)
+sps = t.get("samples_per_step")
+if rem or not per_sample:
+    print(f"input of {infeed['bytes']} bytes is not whole samples of {per_sample}")
+elif sps != cores * per_core or t["metadata"].get("global_batch") != sps:
+    print(f"samples_per_step {sps}, metadata global_batch {t['metadata'].get('global_batch')}, "
+          f"expected {cores} cores x {per_core} per core")
+elif t["cores"] != cores:
+    print(f"cores {t['cores']}, expected {cores}")
+PY
+)
+    if [ -n "$check" ]; then fail "$bench $rnd $cores: $check"; else passes=$((passes + 1)); fi
+    key="$bench"
+    if [ -z "${smallest[$key]:-}" ] || [ "$cores" -lt "$(cut -d' ' -f2 <<<"${smallest[$key]}")" ]; then
+        smallest[$key]="$rnd $cores"
+    fi
+done <<<"$runs"
+
+# Each benchmark's smallest slice runs, at the submission's batch and at one sample per core;
+# its step is positive and the smaller batch's is shorter.
+for bench in "${!smallest[@]}"; do
+    read -r rnd cores <<<"${smallest[$bench]}"
+    cfg=configs/tpu_v3_$cores.json
+    full="$tmp/${bench}_${rnd}_${cores}.json"
+    one="$tmp/${bench}_one.json"
+    $gen mlperf "$bench" --round "$rnd" --cores "$cores" --per-core-batch 1 -o "$one" ||
+        { fail "gen_trace.py mlperf $bench --per-core-batch 1"; continue; }
+    s_full=$("$bin" run -q --json --config "$cfg" --trace "$full" 2>/dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])')
+    s_one=$("$bin" run -q --json --config "$cfg" --trace "$one" 2>/dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])')
+    if python3 -c "import sys; a, b = float('$s_full' or 0), float('$s_one' or 0); sys.exit(not 0 < b < a)"; then
+        passes=$((passes + 1))
+    else
+        fail "$bench $rnd on $cores cores: step ${s_full:-none} s at the submission's batch, ${s_one:-none} s at 1 per core"
+    fi
+done
+
+# The validated traces (scripts/validate.py's flags, docs/VALIDATION.md) are these benchmarks'.
+$gen resnet50 --batch 128 --cores 32 --no-space-to-depth --optimizer lars -o "$tmp/v_rn.json"
+$gen bert --batch 14 --cores 32 --layers 24 --hidden 1024 --heads 16 --ffn 4096 --seq 512 \
+    --vocab 30522 --predictions 76 --optimizer lamb --f32-layernorm --clip-global-norm -o "$tmp/v_bert.json"
+for pair in "v_rn resnet50_v0.6_32" "v_bert bert_v0.7_32"; do
+    read -r a b <<<"$pair"
+    if python3 -c "import json, sys; x, y = (json.load(open(f'$tmp/{n}.json')) for n in ('$a', '$b')); sys.exit(x['ops'] != y['ops'] or x.get('parameter_bytes') != y.get('parameter_bytes'))"; then
+        passes=$((passes + 1))
+    else
+        fail "$b differs from the trace validate.py validates ($a)"
+    fi
+done
+
+# Bad input: one located error line, exit 2 (not argparse's usage).
+for args in "bert --round v0.7 --cores 8" "resnet50 --round v0.9 --cores 32" \
+    "transformer --round v0.6 --cores 32 --per-core-batch 0" "gnmt --round v0.6 --cores 32 --bucket 5" \
+    "bert --round v0.7 --cores 32 --bucket 1"; do
+    # shellcheck disable=SC2086
+    err=$($gen mlperf $args -o "$tmp/bad.json" 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -ne 2 ] || [ "$(grep -c . <<<"$err")" -ne 1 ] || [[ "$err" != "error: gen_trace.py mlperf "* ]]; then
+        fail "mlperf $args: rc=$rc: $err"
+    else
+        passes=$((passes + 1))
+    fi
+done
+finish
