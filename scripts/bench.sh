@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The speed and memory benchmarks of docs/design.md "Targets", printed, not asserted (timings on
-# shared machines vary). Builds first (scripts/build.sh). Usage: scripts/bench.sh [--quick]
+# shared machines vary). Builds first (scripts/build.sh).
+# Usage: scripts/bench.sh [--quick] [--runs N] [--against REV]
 #   peak     bench peak on v2-8 and v3-8            target >= 97% of the derived peak
 #   hbm      bench hbm on v2-8 and v3-8             target 85-98% of peak, >= 5 M bursts/s
 #   mxu      bench mxu --fidelity pe on v3          target >= 50,000 array cycles/s
@@ -15,12 +16,26 @@
 #   pod      BERT-base data-parallel training step on the full v3 pod (v3-2048: 2048 cores,
 #            gradient all-reduces on the 32 x 32 torus) with SPMD symmetry (docs/pods.md):
 #            target < 60 s wall and < 2 GB RSS (skipped with --quick)
+#   speed    issue #40's table (scripts/bench_speed.py): the trivial run, the BERT-base and
+#            ResNet-50 steps, the ResNet-50 JAX HLO step, a 10^9-trip loop, the v3-2048 pod and
+#            Llama-3 8B (the last two not with --quick), the median of --runs N runs each, and
+#            with --against REV the same rows on REV's binary, built in a scratch worktree,
+#            with the ratio of the medians
 # Every command prints wall time, CPU time and peak RSS (on a loaded machine CPU time is the
 # figure to compare with the targets).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 quick=0
-[[ "${1:-}" == "--quick" ]] && quick=1
+speed=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --quick) quick=1; speed+=(--quick) ;;
+        --runs | --against) [[ $# -ge 2 ]] || { echo "bench.sh: $1 needs a value" >&2; exit 2; }
+            speed+=("$1" "$2"); shift ;;
+        *) echo "bench.sh: unknown option $1 (--quick, --runs N, --against REV)" >&2; exit 2 ;;
+    esac
+    shift
+done
 bash scripts/build.sh >/dev/null
 bin=build/tpusim
 export SC_COPYRIGHT_MESSAGE=DISABLE
@@ -76,3 +91,5 @@ if [[ $quick == 0 ]]; then
     measure $bin run --config configs/tpu_v3_2048.json --trace "$tmp/bert2048.json" -q |
         sed -n '1,3p;$p'
 fi
+echo "== speed (issue #40's table)"
+python3 scripts/bench_speed.py --tpusim "$bin" "${speed[@]}"
