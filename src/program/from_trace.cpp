@@ -96,6 +96,7 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
         s.in_bytes = dtype_bytes(op.dtype);
         s.out_bytes = dtype_bytes(op.out_dtype);
         s.lhs_bytes = dtype_bytes(op.lhs_type());
+        s.mxu_passes = precision_passes(op);
         s.rhs_bytes = dtype_bytes(op.rhs_type());
         for (std::size_t d : op.deps) s.deps.push_back(position[d]);
         for (std::size_t d : op.carried) s.carried.push_back(position[d]);

@@ -239,33 +239,39 @@ void MatmulLowering::lower(std::size_t i) {
                 // ceil(tk_e / R) passes of tn_e / X rows instead of one
                 // weight-tile swap per R x C block of B.
                 const std::int64_t share = (tn_e + X - 1) / X;
-                for (std::int64_t x = 0; x < X && x * share < tn_e; ++x) {
-                    Instr mm;
-                    mm.unit = Unit::Mxu;
-                    mm.op = u32;
-                    mm.waits = s.loaded;
-                    if (jk == 0) append_waits(mm.waits, acc_waits);
-                    mm.mm() = {x, std::min(share, tn_e - x * share), tk_e, tm_e};
-                    const std::uint32_t id = c_.emit(std::move(mm));
-                    for (Addr a : s.buffers) c_.vmem().use(a, id);
-                    c_.vmem().use(acc.addr, id);
-                    s.computed.push_back(id);
+                for (int pass = 0; pass < op.mxu_passes; ++pass) {
+                    for (std::int64_t x = 0; x < X && x * share < tn_e; ++x) {
+                        Instr mm;
+                        mm.unit = Unit::Mxu;
+                        mm.op = u32;
+                        mm.waits = s.loaded;
+                        if (jk == 0) append_waits(mm.waits, acc_waits);
+                        mm.mm() = {x, std::min(share, tn_e - x * share), tk_e, tm_e};
+                        const std::uint32_t id = c_.emit(std::move(mm));
+                        for (Addr a : s.buffers) c_.vmem().use(a, id);
+                        c_.vmem().use(acc.addr, id);
+                        s.computed.push_back(id);
+                    }
                 }
                 s.acc = acc.addr;
                 if (nk == 1 && jm == nm - 1) c_.vmem().unpin(s.weights);  // as below
                 return;
             }
+            // An f32 dot at high or highest precision runs op.mxu_passes bf16 products of the
+            // operands' split parts into the same accumulator (precision_passes).
             const auto issue = [&](std::int64_t x, std::int64_t rows, std::int64_t cols) {
-                Instr mm;
-                mm.unit = Unit::Mxu;
-                mm.op = u32;
-                mm.waits = s.loaded;
-                if (jk == 0) append_waits(mm.waits, acc_waits);
-                mm.mm() = {x, rows, tk_e, cols};
-                const std::uint32_t id = c_.emit(std::move(mm));
-                for (Addr a : s.buffers) c_.vmem().use(a, id);
-                c_.vmem().use(acc.addr, id);
-                s.computed.push_back(id);
+                for (int pass = 0; pass < op.mxu_passes; ++pass) {
+                    Instr mm;
+                    mm.unit = Unit::Mxu;
+                    mm.op = u32;
+                    mm.waits = s.loaded;
+                    if (jk == 0) append_waits(mm.waits, acc_waits);
+                    mm.mm() = {x, rows, tk_e, cols};
+                    const std::uint32_t id = c_.emit(std::move(mm));
+                    for (Addr a : s.buffers) c_.vmem().use(a, id);
+                    c_.vmem().use(acc.addr, id);
+                    s.computed.push_back(id);
+                }
             };
             // Column groups of C go round-robin to the MXUs.
             const std::int64_t groups = static_cast<std::int64_t>(ceil_div(tn_e, C));

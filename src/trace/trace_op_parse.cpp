@@ -406,6 +406,11 @@ TraceOp parse_op(const json& j, std::size_t index, std::int64_t cores, const std
         if (op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d) {
             op.lhs_dtype = r.optional_dtype("lhs_dtype");
             op.rhs_dtype = r.optional_dtype("rhs_dtype");
+            if (const std::string* p = r.str("precision"); p && !parse_precision(*p, op.precision))
+                r.fail(
+                    fmt::format("unknown precision \"{}\" (expected one of: default, high, "
+                                "highest)",
+                                *p));
         }
     }
     if (!op.vmem_operands.empty()) {

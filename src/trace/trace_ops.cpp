@@ -145,6 +145,46 @@ std::int64_t dtype_bytes(DType d) { return kDtypeBytes.at(static_cast<std::size_
 
 bool is_collective(OpKind k) { return static_cast<int>(k) >= static_cast<int>(OpKind::AllReduce); }
 
+const char* precision_name(MatmulPrecision p) {
+    switch (p) {
+        case MatmulPrecision::High:
+            return "high";
+        case MatmulPrecision::Highest:
+            return "highest";
+        case MatmulPrecision::Default:
+            break;
+    }
+    return "default";
+}
+
+bool parse_precision(std::string_view s, MatmulPrecision& out) {
+    for (MatmulPrecision p :
+         {MatmulPrecision::Default, MatmulPrecision::High, MatmulPrecision::Highest}) {
+        if (s == precision_name(p)) {
+            out = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+int precision_passes(const TraceOp& op) {
+    if (op.kind != OpKind::Matmul && op.kind != OpKind::Conv2d) return 1;
+    if (op.lhs_type() != DType::F32 && op.rhs_type() != DType::F32) return 1;
+    // XLA's TPU dot of f32 operands: DEFAULT rounds each to bf16 (one pass); HIGH splits each
+    // into a bf16 high and low part and adds three products (hi*hi, hi*lo, lo*hi: bf16_3x);
+    // HIGHEST three parts each, six products.
+    switch (op.precision) {
+        case MatmulPrecision::High:
+            return 3;
+        case MatmulPrecision::Highest:
+            return 6;
+        case MatmulPrecision::Default:
+            break;
+    }
+    return 1;
+}
+
 std::int64_t Conv2dShape::out_h() const {
     return padding == Padding::Same ? (h + stride_h - 1) / stride_h : (h - kh) / stride_h + 1;
 }

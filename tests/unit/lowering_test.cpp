@@ -2,6 +2,8 @@
 // config and the tiling rules in tpusim/program/lowering.h.
 #include "tpusim/program/lowering.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <catch2/catch.hpp>
 #include <map>
@@ -15,6 +17,7 @@
 #include "tpusim/common/error.h"
 #include "tpusim/program/from_trace.h"
 #include "tpusim/trace/trace.h"
+#include "trace_test_util.h"
 
 using namespace tpusim;
 
@@ -44,6 +47,35 @@ TEST_CASE("matmul lowering covers every MAC once and writes the result once", "[
         // Every operand byte is read at least once.
         CHECK(t.dma_in >= static_cast<std::uint64_t>((m * k + k * n) * 2));
         CHECK(p.ops[0].flops == Approx(2.0 * m * k * n));
+    }
+}
+
+TEST_CASE("an f32 matmul at high or highest precision makes 3 or 6 passes of its MACs",
+          "[lowering]") {
+    // XLA's TPU dot of f32 operands splits them into bf16 parts: DEFAULT one product, HIGH
+    // three (bf16_3x), HIGHEST six, into the same accumulator. The operands are read and the
+    // result written once whatever the passes; bf16 operands take one pass at any precision.
+    const TpuConfig cfg = v3();
+    const std::int64_t m = 1024, k = 2048, n = 512;
+    auto trace = [&](const char* dtype, const char* precision) {
+        return test::parse_text(fmt::format(
+            R"({{"format": "tpusim.trace", "version": 1, "cores": 1, "ops": [{{"id": "mm",
+            "kind": "matmul", "m": {}, "k": {}, "n": {}, "dtype": "{}", "precision": "{}"}}]}})",
+            m, k, n, dtype, precision));
+    };
+    const Totals base = totals(lower_trace(trace("f32", "default"), cfg).cores[0]);
+    CHECK(base.macs == static_cast<std::uint64_t>(m * k * n));
+    for (auto [precision, passes] :
+         {std::pair<const char*, std::uint64_t>{"high", 3}, {"highest", 6}}) {
+        INFO(precision);
+        const Program p = lower_trace(trace("f32", precision), cfg);
+        const Totals t = totals(p.cores[0]);
+        CHECK(t.macs == passes * base.macs);
+        CHECK(t.dma_in == base.dma_in);
+        CHECK(t.dma_out == base.dma_out);
+        CHECK(p.ops[0].flops == Approx(2.0 * m * k * n));  // useful FLOPs: the dot's
+        CHECK(totals(lower_trace(trace("bf16", precision), cfg).cores[0]).macs ==
+              static_cast<std::uint64_t>(m * k * n));
     }
 }
 

@@ -33,6 +33,7 @@ struct OpSpec {
     std::int64_t batch = 1, m = 0, k = 0, n = 0;
     std::int64_t in_bytes = 2, out_bytes = 2;   // element sizes
     std::int64_t lhs_bytes = 2, rhs_bytes = 2;  // matmul: each operand's element size
+    int mxu_passes = 1;  // matmul: passes through the MXU per tile (precision_passes)
     // conv2d: the NHWC input the implicit GEMM's LHS views (kh = 0: a plain matmul). The LHS
     // tiles then move the input rows their windows cover, not im2col rows (MatmulLowering).
     struct ConvWindow {

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,6 +56,10 @@ const VectorOpInfo& vector_op_info(VectorOp op);
 
 enum class Padding { Same, Valid };
 
+enum class MatmulPrecision { Default, High, Highest };
+const char* precision_name(MatmulPrecision p);
+bool parse_precision(std::string_view s, MatmulPrecision& out);
+
 struct MatmulShape {
     std::int64_t batch = 1, m = 0, k = 0, n = 0;  // [batch] x (m x k) * (k x n)
     bool transpose_lhs = false, transpose_rhs = false;
@@ -93,6 +98,11 @@ struct TraceOp {
     std::optional<DType> lhs_dtype, rhs_dtype;
     DType lhs_type() const { return lhs_dtype.value_or(dtype); }
     DType rhs_type() const { return rhs_dtype.value_or(dtype); }
+    // matmul, conv2d: XLA's PrecisionConfig of the dot ("precision": default, high, highest).
+    // The MXU multiplies bf16 only, so an f32 operand is split into bf16 parts and the product
+    // takes 1 (default: each operand rounded to bf16), 3 (high: bf16_3x) or 6 (highest) passes
+    // through the array (precision_passes).
+    MatmulPrecision precision = MatmulPrecision::Default;
     MatmulShape matmul;
     Conv2dShape conv;
     VectorShape vector;
@@ -166,6 +176,9 @@ Trace parse_trace(const nlohmann::json& j, const std::string& name, std::int64_t
 Trace parse_trace(const nlohmann::json& j, const std::string& name, std::int64_t board_cores,
                   const std::vector<int>& op_lines);
 
+// Passes of a matmul or conv2d through the MXU under its precision: 1, 3 or 6 where an
+// operand is f32 (XLA's bf16 splitting of an f32 dot on the TPU), 1 for bf16 and 8-bit operands.
+int precision_passes(const TraceOp& op);
 const char* dtype_name(DType d);
 std::int64_t dtype_bytes(DType d);
 

@@ -239,9 +239,42 @@ std::optional<TraceOp> cost_instruction(const HloInstr& in, const HloComputation
     return info.cost(CostArgs{in, comp, places, ctx, out, in_type});
 }
 
-std::optional<TraceOp> cost_dot(const CostArgs& a) { return dot_op(a.in, a.comp, a.ctx); }
+namespace {
 
-std::optional<TraceOp> cost_convolution(const CostArgs& a) { return conv_op(a.in, a.comp, a.ctx); }
+// `operand_precision={highest,default}`: XLA's PrecisionConfig of a dot or convolution, the
+// higher of its operands' (absent: default).
+MatmulPrecision operand_precision(const HloInstr& in) {
+    MatmulPrecision p = MatmulPrecision::Default;
+    const HloAttr* a = in.attr("operand_precision");
+    if (!a) return p;
+    std::string_view v = a->value;
+    std::size_t i = 0;
+    while (i < v.size()) {
+        while (i < v.size() && (v[i] == '{' || v[i] == '}' || v[i] == ',' || v[i] == ' ')) ++i;
+        std::size_t j = i;
+        while (j < v.size() && v[j] != ',' && v[j] != '}') ++j;
+        std::string word(v.substr(i, j - i));
+        for (char& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        MatmulPrecision q{};
+        if (!word.empty() && parse_precision(word, q) && q > p) p = q;
+        i = j;
+    }
+    return p;
+}
+
+}  // namespace
+
+std::optional<TraceOp> cost_dot(const CostArgs& a) {
+    std::optional<TraceOp> t = dot_op(a.in, a.comp, a.ctx);
+    if (t) t->precision = operand_precision(a.in);
+    return t;
+}
+
+std::optional<TraceOp> cost_convolution(const CostArgs& a) {
+    std::optional<TraceOp> t = conv_op(a.in, a.comp, a.ctx);
+    if (t) t->precision = operand_precision(a.in);
+    return t;
+}
 
 // fft: log2(n) butterfly stages over every element, on the VPU.
 std::optional<TraceOp> cost_fft(const CostArgs& a) {

@@ -64,6 +64,8 @@ nlohmann::json trace_to_json_object(const Trace& t) {
         if (op.kind == OpKind::Matmul || op.kind == OpKind::Conv2d) {
             if (op.lhs_type() != op.dtype) o["lhs_dtype"] = dtype_name(op.lhs_type());
             if (op.rhs_type() != op.dtype) o["rhs_dtype"] = dtype_name(op.rhs_type());
+            if (op.precision != MatmulPrecision::Default)
+                o["precision"] = precision_name(op.precision);
         }
         if (!op.deps.empty()) {
             json deps = json::array();
