@@ -1,4 +1,5 @@
-// IciEventQueue (declared in ici_fabric.h): FIFO buckets per tick behind a heap of ticks.
+// IciEventQueue (declared in ici_fabric.h): buckets per tick, a FIFO per rank, behind a heap
+// of ticks.
 #include "tpusim/arch/ici/ici_fabric.h"
 
 namespace tpusim {
@@ -9,7 +10,7 @@ IciEventQueue::Bucket& IciEventQueue::bucket(Tick when) {
     if (inserted) {
         ticks_.push(when);
         if (!spare_.empty()) {
-            it->second.events = std::move(spare_.back());
+            it->second.fifo = std::move(spare_.back());
             spare_.pop_back();
         }
         if (ticks_.top() == when) front_ = &it->second;  // the new earliest tick
@@ -22,8 +23,8 @@ IciEventQueue::Bucket& IciEventQueue::bucket(Tick when) {
 void IciEventQueue::retire_front() {
     const auto it = buckets_.find(ticks_.top());
     ticks_.pop();
-    it->second.events.clear();
-    spare_.push_back(std::move(it->second.events));
+    for (auto& f : it->second.fifo) f.clear();
+    spare_.push_back(std::move(it->second.fifo));
     if (last_ == &it->second) last_ = nullptr;
     buckets_.erase(it);
     front_ = ticks_.empty() ? nullptr : &buckets_.find(ticks_.top())->second;

@@ -12,6 +12,7 @@
 //
 // Time is kept in ticks of 1/1024 core cycle so that serialisation of a 512 B packet at
 // 87.2 B/cycle does not lose bandwidth to rounding; callers see cycles.
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -32,48 +33,69 @@ using Tick = std::uint64_t;
 inline constexpr Tick kTicksPerCycle = 1024;
 inline Cycle ticks_to_cycles(Tick t) { return (t + kTicksPerCycle - 1) / kTicksPerCycle; }
 
-// The event queue shared by the fabric and the collective engine that drives it.
+// The event queue shared by the fabric and the collective engine that drives it. Events of
+// one tick leave by rank, then in the order they came (seq); every event has rank 0 unless
+// ici.tick_order = by_link, where an event one chip puts on another's link gets the rank of
+// that link's direction (IciFabric, docs/ici.md "Symmetric collectives").
 struct IciEvent {
     Tick when = 0;
     std::uint64_t seq = 0;
     std::uint8_t kind = 0;
     std::uint32_t a = 0, b = 0;
     std::uint64_t c = 0;
-    bool operator>(const IciEvent& o) const { return when != o.when ? when > o.when : seq > o.seq; }
+    std::uint8_t rank = 0;
+    bool operator>(const IciEvent& o) const {
+        if (when != o.when) return when > o.when;
+        return rank != o.rank ? rank > o.rank : seq > o.seq;
+    }
 };
 
-// Events leave in (when, seq) order, and seq grows with every push, so the events of one tick
-// leave in the order they came. The queue keeps one FIFO bucket per distinct tick and a heap
-// of the ticks: a symmetric collective puts the same event on many chips at the same tick
-// (thousands on a pod), and those cost O(1) each instead of a heap operation on thousands of
-// events. The order is exactly that of a heap of (when, seq).
+// Events leave in (when, rank, seq) order, and seq grows with every push, so the events of
+// one tick and rank leave in the order they came. The queue keeps one bucket per distinct
+// tick, a FIFO per rank, and a heap of the ticks: a symmetric collective puts the same event
+// on many chips at the same tick (thousands on a pod), and those cost O(1) each instead of a
+// heap operation on thousands of events. The order is exactly that of a heap of
+// (when, rank, seq).
 class IciEventQueue {
  public:
+    static constexpr std::size_t kRanks = 9;
     void push(Tick when, std::uint8_t kind, std::uint32_t a = 0, std::uint32_t b = 0,
-              std::uint64_t c = 0) {
-        bucket(when).events.push_back(IciEvent{when, seq_++, kind, a, b, c});
+              std::uint64_t c = 0, std::uint8_t rank = 0) {
+        Bucket& k = bucket(when);
+        k.fifo[rank].push_back(IciEvent{when, seq_++, kind, a, b, c, rank});
+        if (rank < k.lowest) k.lowest = rank;
+        ++k.count;
         ++size_;
     }
     bool empty() const { return size_ == 0; }
     std::size_t size() const { return size_; }
     // Contract for top() and pop(): not empty().
     const IciEvent& top() const {
-        const Bucket& f = front();
-        return f.events[f.head];
+        Bucket& f = front();
+        settle(f);
+        return f.fifo[f.lowest][f.head[f.lowest]];
     }
     IciEvent pop() {
         Bucket& f = front();
-        IciEvent e = f.events[f.head++];
+        settle(f);
+        const std::uint8_t r = f.lowest;
+        IciEvent e = f.fifo[r][f.head[r]++];
         --size_;
-        if (f.head == f.events.size()) retire_front();
+        if (--f.count == 0) retire_front();
         return e;
     }
 
  private:
     struct Bucket {
-        std::vector<IciEvent> events;
-        std::size_t head = 0;  // the next event to leave
+        std::array<std::vector<IciEvent>, kRanks> fifo;
+        std::array<std::size_t, kRanks> head{};  // per rank: the next event to leave
+        std::size_t count = 0;                   // events not yet left
+        std::uint8_t lowest = 0;                 // no event below this rank is waiting
     };
+    // Moves `lowest` up to the first rank with an event waiting. Contract: count > 0.
+    static void settle(Bucket& f) {
+        while (f.head[f.lowest] == f.fifo[f.lowest].size()) ++f.lowest;
+    }
     Bucket& bucket(Tick when);
     Bucket& front() const { return *front_; }
     void retire_front();
@@ -83,7 +105,7 @@ class IciEventQueue {
     Bucket* front_ = nullptr;                   // the bucket of ticks_.top()
     Bucket* last_ = nullptr;                    // the bucket pushed to last, and its tick
     Tick last_tick_ = 0;
-    std::vector<std::vector<IciEvent>> spare_;  // emptied buckets' storage, reused
+    std::vector<std::array<std::vector<IciEvent>, kRanks>> spare_;  // emptied buckets' storage
     std::uint64_t seq_ = 0;
     std::size_t size_ = 0;
 };
@@ -133,6 +155,20 @@ class IciFabric {
     void flush_timeline();
     // Elapsed time used by the busy-fraction formulas.
     void set_elapsed(Tick t) { elapsed_ = t; }
+    bool has_timeline() const { return timeline_ != nullptr; }
+
+    // What a link has carried, for IciEngine's symmetric collectives (docs/ici.md): a link of
+    // the tile torus is simulated and its figures are added to every link it stands for.
+    struct LinkCounters {
+        Bytes bytes = 0;
+        std::uint64_t trains = 0;
+        Tick busy_ticks = 0;
+    };
+    LinkCounters link_counters(std::size_t link) const;
+    void add_link_counters(std::size_t link, const LinkCounters& c);
+    // The round-robin pointer of the link's output arbiter (the input it tries first).
+    std::uint32_t arbiter(std::size_t link) const;
+    void set_arbiter(std::size_t link, std::uint32_t rr);
 
  private:
     struct Train {
@@ -156,6 +192,7 @@ class IciFabric {
     enum Kind : std::uint8_t { kInject = 0, kArrive, kLinkFree, kCredit, kDeliver };
 
     std::uint32_t credits_for(Bytes bytes) const;
+    std::uint8_t rank(std::uint32_t link, Kind kind) const;
     void try_output(std::uint32_t link, Tick now);
     void service_input(std::uint32_t link, int vc, Tick now);
     void grant(std::uint32_t link, Train t, int from_link, int from_vc, Tick now);
@@ -170,6 +207,7 @@ class IciFabric {
     Tick latency_, router_;
     Bytes packet_bytes_, train_bytes_;
     std::uint32_t credit_capacity_;
+    bool by_link_ = false;  // ici.tick_order = by_link: events between chips ranked by link
     std::vector<std::unique_ptr<LinkState>> links_;
     std::vector<Router> routers_;
     std::vector<Message> messages_;
