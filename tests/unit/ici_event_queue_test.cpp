@@ -23,7 +23,7 @@ TEST_CASE("ICI event queue: same order as a heap of (when, rank, seq)", "[ici][q
     auto push = [&](Tick when, std::uint32_t id) {
         const auto rank = static_cast<std::uint8_t>(ranked ? rng() % IciEventQueue::kRanks : 0);
         q.push(when, 1, id, 0, 0, rank);
-        ref.push(IciEvent{when, seq++, 1, id, 0, 0, rank});
+        ref.push(IciEvent{when, seq++, 1, rank, id, 0, 0});
     };
     std::uint32_t next_id = 0;
     for (int round = 0; round < 20000; ++round) {

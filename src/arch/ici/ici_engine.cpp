@@ -147,7 +147,7 @@ void IciEngine::start(LoweredCollective collective, Cycle at, ReplyTo done) {
     if (fold_ && queue_.empty() && active_count_ == 0 && !fabric_->has_timeline()) {
         if (const auto tile = symmetric_tile(collective, topo_)) {
             if (begin_phase(*tile)) {
-                phase_start(std::move(collective), at, done);
+                phase_start(std::move(collective), at, done, true);
                 return;
             }
         }
@@ -205,7 +205,7 @@ bool IciEngine::make_sub(Phase& ph, const TorusTile& tile) {
     return true;
 }
 
-void IciEngine::phase_start(LoweredCollective collective, Cycle at, ReplyTo done) {
+void IciEngine::phase_start(LoweredCollective collective, Cycle at, ReplyTo done, bool repeats) {
     Phase& ph = *phase_;
     if (!ph.sub) {
         // The phase runs on every link already: nothing more to keep.
@@ -220,7 +220,7 @@ void IciEngine::phase_start(LoweredCollective collective, Cycle at, ReplyTo done
         ph.ops.push_back(Phase::Op{false, 0, i});
     }
     const LoweredCollective& c = ph.entries[i].collective;
-    if (repeats_on_tile(c, topo_, ph.tile)) {
+    if (repeats || repeats_on_tile(c, topo_, ph.tile)) {
         start_entry(i);
         return;
     }

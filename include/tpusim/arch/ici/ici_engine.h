@@ -93,7 +93,8 @@ class IciEngine final : private IciDeliveryIf {
     bool begin_phase(const TorusTile& tile);
     bool make_sub(Phase& phase, const TorusTile& tile);
     void run_tile_to(Tick limit);
-    void phase_start(LoweredCollective collective, Cycle at, ReplyTo done);
+    // `repeats`: the collective is known to repeat the phase's tile.
+    void phase_start(LoweredCollective collective, Cycle at, ReplyTo done, bool repeats = false);
     void start_entry(std::size_t entry);
     void phase_done(std::size_t entry, Cycle at);
     void tell_entry(std::size_t entry, Cycle at);

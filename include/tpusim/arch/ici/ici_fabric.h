@@ -12,7 +12,6 @@
 //
 // Time is kept in ticks of 1/1024 core cycle so that serialisation of a 512 B packet at
 // 87.2 B/cycle does not lose bandwidth to rounding; callers see cycles.
-#include <array>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -41,9 +40,9 @@ struct IciEvent {
     Tick when = 0;
     std::uint64_t seq = 0;
     std::uint8_t kind = 0;
+    std::uint8_t rank = 0;  // beside kind: the event stays 40 bytes
     std::uint32_t a = 0, b = 0;
     std::uint64_t c = 0;
-    std::uint8_t rank = 0;
     bool operator>(const IciEvent& o) const {
         if (when != o.when) return when > o.when;
         return rank != o.rank ? rank > o.rank : seq > o.seq;
@@ -51,61 +50,52 @@ struct IciEvent {
 };
 
 // Events leave in (when, rank, seq) order, and seq grows with every push, so the events of
-// one tick and rank leave in the order they came. The queue keeps one bucket per distinct
-// tick, a FIFO per rank, and a heap of the ticks: a symmetric collective puts the same event
-// on many chips at the same tick (thousands on a pod), and those cost O(1) each instead of a
-// heap operation on thousands of events. The order is exactly that of a heap of
-// (when, rank, seq).
+// one tick and rank leave in the order they came. The queue keeps one FIFO bucket per
+// distinct (tick, rank), keyed tick x 16 + rank, and a heap of the keys: a symmetric
+// collective puts the same event on many chips at the same tick (thousands on a pod), and
+// those cost O(1) each instead of a heap operation on thousands of events. The order is
+// exactly that of a heap of (when, rank, seq).
 class IciEventQueue {
  public:
-    static constexpr std::size_t kRanks = 9;
+    static constexpr std::uint8_t kRanks = 9;  // ranks 0 .. 8 (IciFabric)
     void push(Tick when, std::uint8_t kind, std::uint32_t a = 0, std::uint32_t b = 0,
               std::uint64_t c = 0, std::uint8_t rank = 0) {
-        Bucket& k = bucket(when);
-        k.fifo[rank].push_back(IciEvent{when, seq_++, kind, a, b, c, rank});
-        if (rank < k.lowest) k.lowest = rank;
-        ++k.count;
+        bucket((when << kRankBits) | rank)
+            .events.push_back(IciEvent{when, seq_++, kind, rank, a, b, c});
         ++size_;
     }
     bool empty() const { return size_ == 0; }
     std::size_t size() const { return size_; }
     // Contract for top() and pop(): not empty().
     const IciEvent& top() const {
-        Bucket& f = front();
-        settle(f);
-        return f.fifo[f.lowest][f.head[f.lowest]];
+        const Bucket& f = front();
+        return f.events[f.head];
     }
     IciEvent pop() {
         Bucket& f = front();
-        settle(f);
-        const std::uint8_t r = f.lowest;
-        IciEvent e = f.fifo[r][f.head[r]++];
+        IciEvent e = f.events[f.head++];
         --size_;
-        if (--f.count == 0) retire_front();
+        if (f.head == f.events.size()) retire_front();
         return e;
     }
 
  private:
+    static constexpr int kRankBits = 4;  // 16 > kRanks; ticks stay below 2^60
     struct Bucket {
-        std::array<std::vector<IciEvent>, kRanks> fifo;
-        std::array<std::size_t, kRanks> head{};  // per rank: the next event to leave
-        std::size_t count = 0;                   // events not yet left
-        std::uint8_t lowest = 0;                 // no event below this rank is waiting
+        std::vector<IciEvent> events;
+        std::size_t head = 0;  // the next event to leave
     };
-    // Moves `lowest` up to the first rank with an event waiting. Contract: count > 0.
-    static void settle(Bucket& f) {
-        while (f.head[f.lowest] == f.fifo[f.lowest].size()) ++f.lowest;
-    }
-    Bucket& bucket(Tick when);
+    Bucket& bucket(std::uint64_t key);
     Bucket& front() const { return *front_; }
     void retire_front();
 
-    std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>> ticks_;  // one per bucket
-    std::unordered_map<Tick, Bucket> buckets_;  // node-based: a Bucket does not move
-    Bucket* front_ = nullptr;                   // the bucket of ticks_.top()
-    Bucket* last_ = nullptr;                    // the bucket pushed to last, and its tick
-    Tick last_tick_ = 0;
-    std::vector<std::array<std::vector<IciEvent>, kRanks>> spare_;  // emptied buckets' storage
+    std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<std::uint64_t>>
+        keys_;                                           // one per bucket
+    std::unordered_map<std::uint64_t, Bucket> buckets_;  // node-based: a Bucket does not move
+    Bucket* front_ = nullptr;                            // the bucket of keys_.top()
+    Bucket* last_ = nullptr;                             // the bucket pushed to last, and its key
+    std::uint64_t last_key_ = 0;
+    std::vector<std::vector<IciEvent>> spare_;  // emptied buckets' storage, reused
     std::uint64_t seq_ = 0;
     std::size_t size_ = 0;
 };
