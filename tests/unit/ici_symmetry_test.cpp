@@ -180,6 +180,23 @@ TEST_CASE("collectives in flight together: joined on the tile, or all run again"
     }
 }
 
+TEST_CASE("a collective on a coarser tile joins: the phase runs again on the common tile",
+          "[ici][symmetry]") {
+    // On v3-128 (8 x 8) 7,340,544 bytes repeat a 4 x 4 tile and no smaller one, 28 MiB a
+    // 2 x 2 tile; 4 x 4 is the smallest both repeat.
+    const Bytes coarse = 7340544;
+    const auto tile = tile_of("tpu_v3_128.json", coarse);
+    REQUIRE(tile);
+    REQUIRE(tile->x == 4);
+    REQUIRE(tile->y == 4);
+    const std::vector<Start> starts{{all_reduce(kEven), 0}, {all_reduce(coarse), 20000}};
+    const Outcome t = simulate("tpu_v3_128.json", true, starts);
+    require_same(t, simulate("tpu_v3_128.json", false, starts));
+    REQUIRE(t.unfolded == 1);
+    // The first started on the 2 x 2 tile, then both again on the 4 x 4 one.
+    REQUIRE(t.folded == 3);
+}
+
 TEST_CASE("a collective started from another's completion, fitting the tile or not",
           "[ici][symmetry]") {
     for (const char* config : {"tpu_v3_32.json", "tpu_v3_128.json"}) {
