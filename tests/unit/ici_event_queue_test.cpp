@@ -1,5 +1,6 @@
-// IciEventQueue: events leave in (when, seq) order, exactly as from a heap of events, whatever
-// the mix of pushes and pops (events pushed while a tick is being drained included). The ICI
+// IciEventQueue: events leave in (when, rank, seq) order, exactly as from a heap of events,
+// whatever the mix of pushes and pops (events pushed while a tick is being drained included),
+// with every event at rank 0 (ici.tick_order = fifo) or at ranks 0..8 (by_link). The ICI
 // model's cycles depend on this order where events share a tick.
 #include <catch2/catch.hpp>
 #include <functional>
@@ -11,16 +12,18 @@
 
 using namespace tpusim;
 
-TEST_CASE("ICI event queue: same order as a heap of (when, seq)", "[ici][queue]") {
+TEST_CASE("ICI event queue: same order as a heap of (when, rank, seq)", "[ici][queue]") {
     std::mt19937_64 rng(GENERATE(1u, 2u, 3u));
+    const bool ranked = GENERATE(false, true);
     IciEventQueue q;
     std::priority_queue<IciEvent, std::vector<IciEvent>, std::greater<IciEvent>> ref;
     std::uint64_t seq = 0;
     Tick now = 0;
     std::size_t popped = 0;
     auto push = [&](Tick when, std::uint32_t id) {
-        q.push(when, 1, id);
-        ref.push(IciEvent{when, seq++, 1, id, 0, 0});
+        const auto rank = static_cast<std::uint8_t>(ranked ? rng() % IciEventQueue::kRanks : 0);
+        q.push(when, 1, id, 0, 0, rank);
+        ref.push(IciEvent{when, seq++, 1, rank, id, 0, 0});
     };
     std::uint32_t next_id = 0;
     for (int round = 0; round < 20000; ++round) {

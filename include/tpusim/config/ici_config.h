@@ -13,6 +13,12 @@ namespace tpusim {
 enum class AllReduceAlgorithm { Ring, Torus2d };
 inline constexpr std::array<const char*, 2> kAllReduceAlgorithmNames = {"ring", "torus2d"};
 
+// The order in which the ICI model handles the events of one tick (docs/ici.md, "Symmetric
+// collectives"): fifo, the order they were made in; by_link, an event one chip makes for
+// another (a train arriving, a credit returning) ranked by its link's direction first.
+enum class IciTickOrder { Fifo, ByLink };
+inline constexpr std::array<const char*, 2> kIciTickOrderNames = {"fifo", "by_link"};
+
 // Why the ICI packet and chunk sizes are powers of two: a chunk (a train of packets on a
 // link) holds a whole number of packets (IciFabric divides one by the other).
 inline constexpr const char* kWholePackets = "a chunk holds a whole number of packets";
@@ -47,6 +53,16 @@ struct IciConfig {
     // torus2d: pieces per dimension order, run as concurrent streams so that one piece's
     // on-chip reduction overlaps another's link transfers (docs/ici.md).
     std::int64_t all_reduce_pieces = 4;
+    // Simulation shortcut, not hardware: a collective that repeats a tile of the torus (every
+    // core the schedule of its translates, every transfer on chip or one hop) is simulated on
+    // the tile, with identical cycles and figures (docs/ici.md, "Symmetric collectives").
+    // false simulates every link and core.
+    bool fold_symmetric = true;
+    // Same-tick event order (above). Only by_link makes the model's chips on a torus behave
+    // alike under translation, which fold_symmetric needs to be exact: with fifo, events
+    // reaching a chip from two neighbours in the same tick are handled in the order those
+    // neighbours were visited, which depends on where the wrap-around link is.
+    IciTickOrder tick_order = IciTickOrder::Fifo;
 
     void visit(ConfigVisitor& v) {
         v.value("links_per_chip", links_per_chip, Limits::range(0, 16), "links",
@@ -71,6 +87,12 @@ struct IciConfig {
                  "all-reduce algorithm");
         v.value("all_reduce_pieces", all_reduce_pieces, Limits::range(1, 64), "pieces",
                 "torus2d: buffer pieces per dimension order, pipelined as concurrent streams");
+        v.value("fold_symmetric", fold_symmetric,
+                "simulate a collective that repeats a tile of the torus on the tile alone "
+                "(exact; needs tick_order = by_link); false: every link");
+        v.choice("tick_order", tick_order, kIciTickOrderNames,
+                 "order of the ICI events of one tick: fifo, or by_link (events between chips "
+                 "ranked by link direction; translation-symmetric)");
     }
 };
 

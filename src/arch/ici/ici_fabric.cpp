@@ -33,7 +33,8 @@ IciFabric::IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mh
                                               static_cast<double>(kTicksPerCycle)))),
       router_(static_cast<Tick>(cfg.router_latency_cycles) * kTicksPerCycle),
       packet_bytes_(static_cast<Bytes>(cfg.packet_bytes)),
-      train_bytes_(std::max<Bytes>(static_cast<Bytes>(cfg.chunk_bytes), packet_bytes_)) {
+      train_bytes_(std::max<Bytes>(static_cast<Bytes>(cfg.chunk_bytes), packet_bytes_)),
+      by_link_(cfg.tick_order == IciTickOrder::ByLink) {
     // A train reserves all its credits when it is granted and frees them when its tail has
     // left the receiver, one train serialisation later than its packets would on average.
     // The receiver's buffer is scaled by the ratio of the two holding times (the credit round
@@ -79,12 +80,39 @@ Tick IciFabric::serialise_ticks(Bytes bytes) const {
         std::ceil(static_cast<double>(bytes) * kTicksPerCycle / bytes_per_cycle_));
 }
 
+// ici.tick_order = by_link: an event a chip puts on another chip (a train arriving at the
+// link's receiver, a credit returning to its sender) is ranked by the link's direction, so
+// that the events of one tick reach every chip in an order that does not depend on where the
+// chip sits in the torus (docs/ici.md, "Symmetric collectives"). Events a chip puts on itself
+// keep rank 0 and the order they came in.
+std::uint8_t IciFabric::rank(std::uint32_t link, Kind kind) const {
+    if (!by_link_) return 0;
+    const Topology::Link& l = topo_.links()[link];
+    const int dir = l.dim * 2 + (l.sign < 0 ? 1 : 0);
+    return static_cast<std::uint8_t>((kind == kArrive ? 1 : 5) + dir);
+}
+
 std::uint32_t IciFabric::credits_for(Bytes bytes) const {
     return static_cast<std::uint32_t>(ceil_div(bytes, packet_bytes_));
 }
 
 Bytes IciFabric::link_bytes(std::size_t link) const { return links_[link]->bytes; }
 Tick IciFabric::link_busy_ticks(std::size_t link) const { return links_[link]->busy_ticks; }
+
+IciFabric::LinkCounters IciFabric::link_counters(std::size_t link) const {
+    const LinkState& l = *links_[link];
+    return LinkCounters{l.bytes, l.trains, l.busy_ticks};
+}
+
+void IciFabric::add_link_counters(std::size_t link, const LinkCounters& c) {
+    LinkState& l = *links_[link];
+    l.bytes += c.bytes;
+    l.trains += c.trains;
+    l.busy_ticks += c.busy_ticks;
+}
+
+std::uint32_t IciFabric::arbiter(std::size_t link) const { return links_[link]->rr; }
+void IciFabric::set_arbiter(std::size_t link, std::uint32_t rr) { links_[link]->rr = rr; }
 
 std::uint32_t IciFabric::alloc_message() {
     if (!free_messages_.empty()) {
@@ -170,7 +198,7 @@ void IciFabric::service_input(std::uint32_t link, int vc, Tick now) {
         // buffer space frees once its tail has arrived.
         q.pop_front();
         queue_.push(t.tail_ready + latency_, kCredit, link, static_cast<std::uint32_t>(vc),
-                    credits_for(t.bytes));
+                    credits_for(t.bytes), rank(link, kCredit));
         m.in_flight -= t.bytes;
         queue_.push(t.tail_ready, kDeliver, t.msg, m.in_flight == 0 ? 1u : 0u, t.bytes);
     }
@@ -242,14 +270,15 @@ void IciFabric::grant(std::uint32_t link, Train t, int from_link, int from_vc, T
         slot = static_cast<std::uint32_t>(parked_.size());
         parked_.push_back(next);
     }
-    queue_.push(now + first + latency_ + router_, kArrive, link, vc, slot);
+    queue_.push(now + first + latency_ + router_, kArrive, link, vc, slot, rank(link, kArrive));
     queue_.push(end, kLinkFree, link);
     if (from_link >= 0) {
         // The train's space in the upstream buffer frees as its tail leaves; the credit
         // travels back over the reverse direction of the link.
         const auto up = static_cast<std::uint32_t>(from_link);
         links_[up]->in_q[from_vc].pop_front();
-        queue_.push(end + latency_, kCredit, up, static_cast<std::uint32_t>(from_vc), need);
+        queue_.push(end + latency_, kCredit, up, static_cast<std::uint32_t>(from_vc), need,
+                    rank(up, kCredit));
         service_input(up, from_vc, now);
     }
 }

@@ -18,6 +18,7 @@ namespace tpusim {
 struct VpuConfig;
 struct HbmConfig;
 struct ChipConfig;
+struct TorusTile;
 
 // Contract: the time, in core cycles (fractional: a throughput, so that reducing a buffer
 // train by train costs what reducing it at once does), for one core to reduce `bytes` it has
@@ -62,17 +63,45 @@ class IciEngine final : private IciDeliveryIf {
     Cycle run();
     std::optional<Cycle> next_event_cycle() const;
     Cycle now() const { return ticks_to_cycles(now_); }
-    bool idle() const { return queue_.empty(); }
-    std::size_t in_flight() const { return active_count_; }
+    bool idle() const;
+    std::size_t in_flight() const;
     // Throws std::logic_error if collectives are in flight but no event is left.
     void check_progress() const;
 
+    // The fabric's figures (link bytes, trains, busy time) include the collectives still in
+    // flight on a tile only up to the last one that ended; every figure is complete once the
+    // engine is idle.
     IciFabric& fabric() { return *fabric_; }
     const IciFabric& fabric() const { return *fabric_; }
-    // Sum of the bytes every core reduced, and the cycles its reductions took.
+    // Sum of the bytes every core reduced (complete once the engine is idle).
     Bytes reduced_bytes() const { return reduced_bytes_; }
 
+    // Symmetric collectives (docs/ici.md): a collective that repeats a tile of the torus
+    // starts a phase simulated on the tile alone, which collectives repeating the same tile
+    // join until the engine is idle again. ici.fold_symmetric sets whether it is used (false:
+    // every link is simulated). Counts: collectives started on a tile, and phases run again
+    // on every link because a collective that does not repeat the tile joined them.
+    void set_fold_symmetric(bool on) { fold_ = on; }
+    std::size_t folded_collectives() const { return folded_; }
+    std::size_t unfolded_phases() const { return replays_; }
+
  private:
+    struct Phase;
+    void start_full(LoweredCollective collective, Cycle at, ReplyTo done);
+    void run_to(Tick limit);
+    void run_full_to(Tick limit);
+    bool begin_phase(const TorusTile& tile);
+    bool make_sub(Phase& phase, const TorusTile& tile);
+    void run_tile_to(Tick limit);
+    // `repeats`: the collective is known to repeat the phase's tile.
+    void phase_start(LoweredCollective collective, Cycle at, ReplyTo done, bool repeats = false);
+    void start_entry(std::size_t entry);
+    void phase_done(std::size_t entry, Cycle at);
+    void tell_entry(std::size_t entry, Cycle at);
+    void sync_counters();
+    void replay();
+    void end_phase();
+
     struct Part {
         std::vector<Bytes> arrived;
         std::vector<std::uint32_t> pending;  // reductions queued or running, per step
@@ -100,6 +129,7 @@ class IciEngine final : private IciDeliveryIf {
 
     const Topology& topo_;
     const ReductionCostModel& cost_;
+    IciConfig cfg_;
     double clock_mhz_;
     IciEventQueue queue_;
     std::unique_ptr<IciFabric> fabric_;
@@ -111,6 +141,9 @@ class IciEngine final : private IciDeliveryIf {
     std::size_t active_count_ = 0;
     Tick now_ = 0;
     Bytes reduced_bytes_ = 0;
+    bool fold_ = true;
+    std::unique_ptr<Phase> phase_;  // the symmetric phase in flight, if any
+    std::size_t folded_ = 0, replays_ = 0;
 };
 
 }  // namespace tpusim

@@ -32,26 +32,36 @@ using Tick = std::uint64_t;
 inline constexpr Tick kTicksPerCycle = 1024;
 inline Cycle ticks_to_cycles(Tick t) { return (t + kTicksPerCycle - 1) / kTicksPerCycle; }
 
-// The event queue shared by the fabric and the collective engine that drives it.
+// The event queue shared by the fabric and the collective engine that drives it. Events of
+// one tick leave by rank, then in the order they came (seq); every event has rank 0 unless
+// ici.tick_order = by_link, where an event one chip puts on another's link gets the rank of
+// that link's direction (IciFabric, docs/ici.md "Symmetric collectives").
 struct IciEvent {
     Tick when = 0;
     std::uint64_t seq = 0;
     std::uint8_t kind = 0;
+    std::uint8_t rank = 0;  // beside kind: the event stays 40 bytes
     std::uint32_t a = 0, b = 0;
     std::uint64_t c = 0;
-    bool operator>(const IciEvent& o) const { return when != o.when ? when > o.when : seq > o.seq; }
+    bool operator>(const IciEvent& o) const {
+        if (when != o.when) return when > o.when;
+        return rank != o.rank ? rank > o.rank : seq > o.seq;
+    }
 };
 
-// Events leave in (when, seq) order, and seq grows with every push, so the events of one tick
-// leave in the order they came. The queue keeps one FIFO bucket per distinct tick and a heap
-// of the ticks: a symmetric collective puts the same event on many chips at the same tick
-// (thousands on a pod), and those cost O(1) each instead of a heap operation on thousands of
-// events. The order is exactly that of a heap of (when, seq).
+// Events leave in (when, rank, seq) order, and seq grows with every push, so the events of
+// one tick and rank leave in the order they came. The queue keeps one FIFO bucket per
+// distinct (tick, rank), keyed tick x 16 + rank, and a heap of the keys: a symmetric
+// collective puts the same event on many chips at the same tick (thousands on a pod), and
+// those cost O(1) each instead of a heap operation on thousands of events. The order is
+// exactly that of a heap of (when, rank, seq).
 class IciEventQueue {
  public:
+    static constexpr std::uint8_t kRanks = 9;  // ranks 0 .. 8 (IciFabric)
     void push(Tick when, std::uint8_t kind, std::uint32_t a = 0, std::uint32_t b = 0,
-              std::uint64_t c = 0) {
-        bucket(when).events.push_back(IciEvent{when, seq_++, kind, a, b, c});
+              std::uint64_t c = 0, std::uint8_t rank = 0) {
+        bucket((when << kRankBits) | rank)
+            .events.push_back(IciEvent{when, seq_++, kind, rank, a, b, c});
         ++size_;
     }
     bool empty() const { return size_ == 0; }
@@ -70,19 +80,21 @@ class IciEventQueue {
     }
 
  private:
+    static constexpr int kRankBits = 4;  // 16 > kRanks; ticks stay below 2^60
     struct Bucket {
         std::vector<IciEvent> events;
         std::size_t head = 0;  // the next event to leave
     };
-    Bucket& bucket(Tick when);
+    Bucket& bucket(std::uint64_t key);
     Bucket& front() const { return *front_; }
     void retire_front();
 
-    std::priority_queue<Tick, std::vector<Tick>, std::greater<Tick>> ticks_;  // one per bucket
-    std::unordered_map<Tick, Bucket> buckets_;  // node-based: a Bucket does not move
-    Bucket* front_ = nullptr;                   // the bucket of ticks_.top()
-    Bucket* last_ = nullptr;                    // the bucket pushed to last, and its tick
-    Tick last_tick_ = 0;
+    std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<std::uint64_t>>
+        keys_;                                           // one per bucket
+    std::unordered_map<std::uint64_t, Bucket> buckets_;  // node-based: a Bucket does not move
+    Bucket* front_ = nullptr;                            // the bucket of keys_.top()
+    Bucket* last_ = nullptr;                             // the bucket pushed to last, and its key
+    std::uint64_t last_key_ = 0;
     std::vector<std::vector<IciEvent>> spare_;  // emptied buckets' storage, reused
     std::uint64_t seq_ = 0;
     std::size_t size_ = 0;
@@ -133,6 +145,20 @@ class IciFabric {
     void flush_timeline();
     // Elapsed time used by the busy-fraction formulas.
     void set_elapsed(Tick t) { elapsed_ = t; }
+    bool has_timeline() const { return timeline_ != nullptr; }
+
+    // What a link has carried, for IciEngine's symmetric collectives (docs/ici.md): a link of
+    // the tile torus is simulated and its figures are added to every link it stands for.
+    struct LinkCounters {
+        Bytes bytes = 0;
+        std::uint64_t trains = 0;
+        Tick busy_ticks = 0;
+    };
+    LinkCounters link_counters(std::size_t link) const;
+    void add_link_counters(std::size_t link, const LinkCounters& c);
+    // The round-robin pointer of the link's output arbiter (the input it tries first).
+    std::uint32_t arbiter(std::size_t link) const;
+    void set_arbiter(std::size_t link, std::uint32_t rr);
 
  private:
     struct Train {
@@ -156,6 +182,7 @@ class IciFabric {
     enum Kind : std::uint8_t { kInject = 0, kArrive, kLinkFree, kCredit, kDeliver };
 
     std::uint32_t credits_for(Bytes bytes) const;
+    std::uint8_t rank(std::uint32_t link, Kind kind) const;
     void try_output(std::uint32_t link, Tick now);
     void service_input(std::uint32_t link, int vc, Tick now);
     void grant(std::uint32_t link, Train t, int from_link, int from_vc, Tick now);
@@ -170,6 +197,7 @@ class IciFabric {
     Tick latency_, router_;
     Bytes packet_bytes_, train_bytes_;
     std::uint32_t credit_capacity_;
+    bool by_link_ = false;  // ici.tick_order = by_link: events between chips ranked by link
     std::vector<std::unique_ptr<LinkState>> links_;
     std::vector<Router> routers_;
     std::vector<Message> messages_;
