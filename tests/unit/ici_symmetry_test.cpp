@@ -215,8 +215,11 @@ TEST_CASE("a collective started from another's completion, fitting the tile or n
 }
 
 TEST_CASE("with the fifo tick order nothing is folded", "[ici][symmetry]") {
-    const TpuConfig cfg = load_config(test::config_path("tpu_v3_32.json"), {});
+    const TpuConfig cfg = load_config(test::config_path("tpu_v3_32.json"), {"ici.tick_order=fifo"});
     REQUIRE(cfg.ici.tick_order == IciTickOrder::Fifo);
+    // by_link is the default.
+    CHECK(load_config(test::config_path("tpu_v3_32.json"), {}).ici.tick_order ==
+          IciTickOrder::ByLink);
     const Topology topo(cfg.board, cfg.chip);
     const AnalyticalReductionCost cost(cfg.vpu, cfg.hbm, cfg.chip);
     IciEngine engine(topo, cfg.ici, cfg.chip.clock_mhz, cost);

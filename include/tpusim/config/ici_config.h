@@ -62,7 +62,7 @@ struct IciConfig {
     // alike under translation, which fold_symmetric needs to be exact: with fifo, events
     // reaching a chip from two neighbours in the same tick are handled in the order those
     // neighbours were visited, which depends on where the wrap-around link is.
-    IciTickOrder tick_order = IciTickOrder::Fifo;
+    IciTickOrder tick_order = IciTickOrder::ByLink;
 
     void visit(ConfigVisitor& v) {
         v.value("links_per_chip", links_per_chip, Limits::range(0, 16), "links",
