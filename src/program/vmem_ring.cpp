@@ -10,6 +10,13 @@ std::optional<VmemRing::Buffer> VmemRing::allocate(Bytes bytes, bool pinned,
                                                    std::vector<std::uint32_t>& waits) {
     bytes = round_up(std::max<Bytes>(bytes, 1), align_);
     if (bytes > capacity_) return std::nullopt;
+    ++totals_.allocations;
+    totals_.bytes += bytes;
+    totals_.largest = std::max(totals_.largest, bytes);
+    if (pinned) {
+        ++totals_.pinned_allocations;
+        totals_.pinned_bytes += bytes;
+    }
     // At most two passes round the ring: past that, pinned buffers leave no room.
     Bytes travelled = 0;
     while (travelled <= 2 * capacity_) {

@@ -32,6 +32,14 @@ class VmemRing {
     Bytes capacity() const { return capacity_; }
     Bytes pinned_bytes() const;
 
+    // Totals over every allocation so far (aligned sizes): how far a stretch of the program
+    // can move the head, whatever the head was (CoreLowering's loop reuse check).
+    struct Totals {
+        std::uint64_t allocations = 0, pinned_allocations = 0;
+        Bytes bytes = 0, pinned_bytes = 0, largest = 0;
+    };
+    const Totals& totals() const { return totals_; }
+
  private:
     struct Region {
         Addr end;
@@ -41,6 +49,7 @@ class VmemRing {
     Bytes capacity_, align_;
     Addr head_ = 0;
     std::map<Addr, Region> regions_;  // by start address; never overlapping
+    Totals totals_;
 };
 
 }  // namespace tpusim
