@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tpusim/common/sim_time.h"
 
 namespace tpusim {
@@ -16,7 +18,7 @@ std::string LoopReuse::refusal(const Program& program, std::int64_t nsim) {
             if (li >= cp.loops.size() || cp.loops[li].per_trip == 0)
                 return fmt::format("loop of op \"{}\" does not run on core {}",
                                    program.ops[l.first].id, c);
-            if (!cp.loops[li].not_reusable.empty())
+            if (cp.loops[li].first_alike == 0)
                 return fmt::format("the loop of op \"{}\": {}", program.ops[l.first].id,
                                    cp.loops[li].not_reusable);
         }
@@ -25,8 +27,13 @@ std::string LoopReuse::refusal(const Program& program, std::int64_t nsim) {
 }
 
 LoopReuse::LoopReuse(const Program& program, std::int64_t nsim, const StatGroup& board_stats,
-                     std::vector<TensorCore*> cores)
-    : program_(program), nsim_(nsim), counters_(board_stats.counters()), cores_(std::move(cores)) {
+                     std::vector<TensorCore*> cores, const IciFabric& fabric, std::size_t links)
+    : program_(program),
+      nsim_(nsim),
+      counters_(board_stats.counters()),
+      cores_(std::move(cores)),
+      fabric_(fabric),
+      links_(links) {
     for (std::size_t li = 0; li < program.loops.size(); ++li) {
         const ProgramLoop& l = program.loops[li];
         if (l.lowered_trips >= l.trips) continue;
@@ -37,20 +44,25 @@ LoopReuse::LoopReuse(const Program& program, std::int64_t nsim, const StatGroup&
             b.issue.assign(static_cast<std::size_t>(nsim), 0);
             b.issued.assign(static_cast<std::size_t>(nsim), false);
             b.clean.assign(static_cast<std::size_t>(nsim), false);
+            b.released.assign(static_cast<std::size_t>(nsim), false);
             bounds_.push_back(std::move(b));
         }
     }
     for (std::int64_t c = 0; c < nsim; ++c) {
         const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
         std::vector<std::size_t> at;
-        for (const Boundary& b : bounds_)
+        std::vector<std::vector<std::uint32_t>> data;
+        for (const Boundary& b : bounds_) {
             at.push_back(cp.loops[b.loop].starts[static_cast<std::size_t>(b.trip)]);
-        cores_[static_cast<std::size_t>(c)]->watch(std::move(at), this);
+            data.push_back(cp.loops[b.loop].data_waits[static_cast<std::size_t>(b.trip)]);
+        }
+        cores_[static_cast<std::size_t>(c)]->watch(std::move(at), std::move(data), this);
     }
 }
 
-void LoopReuse::reached(std::int64_t, std::size_t k) {
+void LoopReuse::reached(std::int64_t core, std::size_t k, bool released) {
     Boundary& b = bounds_[k];
+    b.released[static_cast<std::size_t>(core)] = released;
     if (++b.reached < nsim_) return;
     // Every core has completed everything before the boundary: the board's counters and op
     // timings now are those of the trips before it.
@@ -58,6 +70,7 @@ void LoopReuse::reached(std::int64_t, std::size_t k) {
     b.counters.reserve(counters_.size());
     for (const std::uint64_t* p : counters_) b.counters.push_back(*p);
     for (TensorCore* core : cores_) b.timing.push_back(core->stats().ops);
+    for (std::size_t l = 0; l < links_; ++l) b.link_ticks.push_back(fabric_.link_busy_ticks(l));
 }
 
 void LoopReuse::issued(std::int64_t core, std::size_t k, bool clean) {
@@ -67,6 +80,13 @@ void LoopReuse::issued(std::int64_t core, std::size_t k, bool clean) {
     b.issue[c] = now_cycles();
     b.issued[c] = true;
     b.clean[c] = clean;
+}
+
+std::int64_t LoopReuse::first_alike(std::size_t li) const {
+    std::int64_t t = 0;
+    for (std::int64_t c = 0; c < nsim_; ++c)
+        t = std::max(t, program_.cores[static_cast<std::size_t>(c)].loops[li].first_alike);
+    return t;
 }
 
 std::string LoopReuse::charge(std::vector<std::vector<OpTiming>>& timing,
@@ -86,7 +106,8 @@ std::string LoopReuse::charge(std::vector<std::vector<OpTiming>>& timing,
         auto ok = [&](const Boundary& b) {
             if (b.reached < nsim_ || b.dirty) return false;
             for (std::size_t c = 0; c < static_cast<std::size_t>(nsim_); ++c)
-                if (!b.issued[c] || !b.clean[c] || b.issue[c] < b.global) return false;
+                if (!b.issued[c] || !b.clean[c] || !b.released[c] || b.issue[c] < b.global)
+                    return false;
             return true;
         };
         const Step* found = nullptr;
@@ -94,6 +115,7 @@ std::string LoopReuse::charge(std::vector<std::vector<OpTiming>>& timing,
         for (std::size_t k = 0; k + 1 < bounds_.size(); ++k) {
             const Boundary &a = bounds_[k], &b = bounds_[k + 1];
             if (a.loop != li || b.loop != li || b.trip + 1 >= l.lowered_trips) continue;
+            if (a.trip < first_alike(li)) continue;  // trips before it may lower otherwise
             if (!ok(a) || !ok(b)) continue;
             bool same = true;
             for (std::size_t c = 0; c < static_cast<std::size_t>(nsim_); ++c)
@@ -115,8 +137,11 @@ std::string LoopReuse::charge(std::vector<std::vector<OpTiming>>& timing,
             if (t >= s.b->global) out += static_cast<Cycle>(s.extra) * (s.b->global - s.a->global);
         return out;
     };
+    for (std::size_t l = 0; l < links_; ++l) link_ticks_.push_back(fabric_.link_busy_ticks(l));
     for (const Step& s : steps) {
         const auto m = static_cast<std::uint64_t>(s.extra);
+        for (std::size_t l = 0; l < link_ticks_.size(); ++l)
+            link_ticks_[l] += m * (s.b->link_ticks[l] - s.a->link_ticks[l]);
         for (std::size_t j = 0; j < counters_.size(); ++j)
             *const_cast<std::uint64_t*>(counters_[j]) += m * (s.b->counters[j] - s.a->counters[j]);
         for (std::size_t c = 0; c < timing.size(); ++c) {
@@ -140,6 +165,17 @@ std::string LoopReuse::charge(std::vector<std::vector<OpTiming>>& timing,
     }
     for (Cycle& e : ends) e = shift(e);
     return "";
+}
+
+void LoopReuse::ici_json(nlohmann::json& stats, const std::vector<Topology::Link>& links,
+                         Tick elapsed) const {
+    for (std::size_t l = 0; l < link_ticks_.size() && l < links.size(); ++l) {
+        nlohmann::json& j = stats.at("ici").at(links[l].name);
+        const Tick busy = link_ticks_[l];
+        j["busy_cycles"] = static_cast<double>(busy) / kTicksPerCycle;
+        j["busy_fraction"] =
+            elapsed ? static_cast<double>(busy) / static_cast<double>(elapsed) : 0.0;
+    }
 }
 
 }  // namespace tpusim

@@ -131,7 +131,9 @@ RunResult Simulator::run(const Program& program) {
         if (!r.loop_reuse.refused.empty()) return r;
         std::vector<TensorCore*> cores;
         for (std::int64_t c = 0; c < nsim; ++c) cores.push_back(&board_->core(c));
-        reuse = std::make_unique<LoopReuse>(program, nsim, board_->stats(), std::move(cores));
+        reuse =
+            std::make_unique<LoopReuse>(program, nsim, board_->stats(), std::move(cores),
+                                        board_->ici_fabric(), board_->topology().links().size());
     }
     std::size_t total_instrs = 0;
     for (std::int64_t c = 0; c < nsim; ++c) {
@@ -325,6 +327,9 @@ RunResult Simulator::run(const Program& program) {
         r.busy.mxu_padding_waste = array > 0 ? 1.0 - useful / array : 0.0;
     }
     r.stats = board_->stats_json();
+    if (reuse)
+        reuse->ici_json(r.stats, board_->topology().links(),
+                        static_cast<Tick>(r.cycles) * kTicksPerCycle);
     return r;
 }
 

@@ -137,13 +137,18 @@ class SharedInstrs {
 
 // Where one loop's lowered trips lie in a core's stream, for loop reuse (docs/program.md,
 // "Loops"): starts[t] is the index of trip t's first instruction (starts.size() = the lowered
-// trips). Reusable when every trip after the first lowers the same whatever VMEM ring state
-// it starts from and nothing after the loop allocates VMEM (so the trips not lowered would
-// lower alike); else `not_reusable` says why.
+// trips). From trip `first_alike` on, every trip lowers the same instructions (but for VMEM
+// addresses and waits on earlier trips), the trips not lowered too, and what follows the loop
+// lowers as after all its trips; 0 when that does not hold, and `not_reusable` says why.
 struct LoopTrips {
     std::vector<std::size_t> starts;
+    // Per trip, the waits of its first instruction that are data dependencies (on its op's
+    // producers), sorted: loop reuse needs that instruction released by one of them.
+    std::vector<std::vector<std::uint32_t>> data_waits;
     std::size_t per_trip = 0;  // instructions of one trip
-    std::string not_reusable;  // why the trips are not `reusable`; empty when they are
+    std::int64_t first_alike = 0;
+    bool ring_periodic = false;  // the ring's layout repeats from first_alike on
+    std::string not_reusable;
 };
 
 struct CoreProgram {

@@ -60,8 +60,9 @@ struct TensorCoreConfigs {
 class TripObserver {
  public:
     virtual ~TripObserver() = default;
-    // Every instruction below boundary k completed on `core`, at the current cycle.
-    virtual void reached(std::int64_t core, std::size_t k) = 0;
+    // Every instruction below boundary k completed on `core`, at the current cycle; `released`:
+    // one of the instructions that completed in this cycle is among the boundary's data waits.
+    virtual void reached(std::int64_t core, std::size_t k, bool released) = 0;
     // Boundary k's instruction issued on `core` at the current cycle; `clean`: every
     // instruction before it had completed and none issued earlier in this cycle.
     virtual void issued(std::int64_t core, std::size_t k, bool clean) = 0;
@@ -86,9 +87,12 @@ class TensorCore : public sc_core::sc_module, public UnitDoneIf {
 
     // Contract: called before sc_start; `program` and `ops` outlive the simulation.
     void load(const CoreProgram& program, const std::vector<OpInfo>& ops);
-    // Tells `observer` of the boundaries (ascending instruction indices, none 0); before sc_start.
-    void watch(std::vector<std::size_t> boundaries, TripObserver* observer) {
+    // Tells `observer` of the boundaries (ascending instruction indices, none 0), each with
+    // the sorted waits of its instruction that are data dependencies; before sc_start.
+    void watch(std::vector<std::size_t> boundaries,
+               std::vector<std::vector<std::uint32_t>> data_waits, TripObserver* observer) {
         boundaries_ = std::move(boundaries);
+        data_waits_ = std::move(data_waits);
         observer_ = observer;
     }
     // Writes the timeline spans still open; call once after the simulation.
@@ -156,7 +160,10 @@ class TensorCore : public sc_core::sc_module, public UnitDoneIf {
     std::vector<OpenSpan> open_spans_;
     // Trip boundaries (watch()): the next to be reached and the next to issue.
     std::vector<std::size_t> boundaries_;
+    std::vector<std::vector<std::uint32_t>> data_waits_;
     TripObserver* observer_ = nullptr;
+    std::vector<std::uint32_t> completed_now_;  // instructions completed at completed_at_
+    Cycle completed_at_ = ~Cycle{0};
     std::size_t next_reached_ = 0, next_issued_ = 0;
     Cycle last_issue_ = ~Cycle{0};  // cycle of the last issue; none yet: ~0
 };
