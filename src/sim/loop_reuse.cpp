@@ -115,7 +115,10 @@ std::string LoopReuse::charge(std::vector<std::vector<OpTiming>>& timing,
         for (std::size_t k = 0; k + 1 < bounds_.size(); ++k) {
             const Boundary &a = bounds_[k], &b = bounds_[k + 1];
             if (a.loop != li || b.loop != li || b.trip + 1 >= l.lowered_trips) continue;
-            if (a.trip < first_alike(li)) continue;  // trips before it may lower otherwise
+            // Trips before first_alike may lower otherwise; trip a - 1 is one of the alike
+            // trips too, so whatever a unit keeps of the trip before (none of the models keeps
+            // more than times, which an idle board has passed) is the same at a and a + 1.
+            if (a.trip < std::max<std::int64_t>(first_alike(li), 2)) continue;
             if (!ok(a) || !ok(b)) continue;
             bool same = true;
             for (std::size_t c = 0; c < static_cast<std::size_t>(nsim_); ++c)
