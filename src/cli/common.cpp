@@ -1,11 +1,15 @@
 #include "common.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "tpusim/common/progress.h"
@@ -33,7 +37,8 @@ void print_symmetry_info(const RunResult& r, const TpuConfig& cfg) {
                              r.symmetry.reason, r.cores);
 }
 
-Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress) {
+Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress,
+                            std::int64_t lowered_trips) {
     std::mutex m;
     std::condition_variable cv;
     bool done = false;
@@ -54,7 +59,7 @@ Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progr
         ticker.join();
     };
     try {
-        Program p = lower_trace(trace, cfg);
+        Program p = lower_trace(trace, cfg, lowered_trips);
         stop();
         return p;
     } catch (...) {
@@ -91,6 +96,25 @@ std::map<std::string, std::string> kernel_roots(const nlohmann::json& ops) {
         roots[self] = id;
     }
     return roots;
+}
+
+[[noreturn]] void rerun_with(const char* flag, const std::string& note) {
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> args;
+    for (std::size_t at = 0; at < all.size();) {
+        const std::size_t end = all.find('\0', at);
+        args.push_back(all.substr(at, end - at));
+        if (end == std::string::npos) break;
+        at = end + 1;
+    }
+    args.emplace_back(flag);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::cerr << "note: " << note << "\n";
+    execv("/proc/self/exe", argv.data());
+    throw std::runtime_error(fmt::format("cannot re-run with {}: execv failed", flag));
 }
 
 }  // namespace tpusim::cli

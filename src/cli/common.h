@@ -39,7 +39,11 @@ void add_common_options(CLI::App* cmd, CommonOptions& opts, bool with_json = tru
 void print_symmetry_info(const RunResult& r, const TpuConfig& cfg);
 
 // lower_trace with a progress line on stderr while it works (a large trace takes seconds).
-Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress);
+Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progress,
+                            std::int64_t lowered_trips = 0);
+// Runs this command again with `flag` added (SystemC cannot elaborate a second board in one
+// process), after printing `note` on stderr; e.g. --no-reuse when reuse did not apply.
+[[noreturn]] void rerun_with(const char* flag, const std::string& note);
 // The lowering's warnings on stderr, "warning: " first; the first 8 and a count of the rest.
 void print_warnings(const std::vector<std::string>& warnings);
 

@@ -40,8 +40,13 @@ struct RunCliOptions {
     bool quiet = false;
     bool no_symmetry = false;
     bool no_cache = false;
+    bool no_reuse = false;
     std::size_t top = 12;
 };
+
+// Loop reuse (docs/program.md, "Loops"): trips of each loop simulated before the rest are
+// charged from the steady trip. The steady boundary is sought among trips 1 .. kReuseTrips - 3.
+constexpr std::int64_t kReuseTrips = 8;
 
 // Before a long run: an output path that cannot be written is bad input now, not after it.
 void check_writable(const std::string& path, const char* what) {
@@ -138,6 +143,9 @@ void add_run_command(CLI::App& app) {
     cmd->add_flag("--no-cache", o->no_cache,
                   "measure the HBM calibration instead of reading it from the on-disk cache "
                   "(the same figures; TPUSIM_NO_CACHE=1 for every command; docs/hbm.md)");
+    cmd->add_flag("--no-reuse", o->no_reuse,
+                  "simulate every trip of every loop instead of charging the trips after the "
+                  "steady one (the same figures; docs/program.md, Loops)");
     cmd->add_flag("--no-symmetry", o->no_symmetry,
                   "simulate every core even when an SPMD program lets one chip stand for all "
                   "(docs/pods.md, SPMD symmetry)");
@@ -159,8 +167,16 @@ void add_run_command(CLI::App& app) {
         HloImportStats hlo_stats;
         const Trace trace = o->hlo.empty() ? read_trace(o->trace, cfg.cores())
                                            : load_hlo(o->hlo, o->hlo_opts, cfg, hlo_stats, false);
-        const Program program = lower_with_progress(trace, cfg, !o->quiet);
-        print_warnings(program.warnings);
+        // Loop reuse: loops longer than kReuseTrips are lowered with that many trips and the
+        // rest charged; not with a timeline (its spans are per trip) nor the burst HBM model
+        // (its banks and refresh keep state across an idle board).
+        bool reuse =
+            !o->no_reuse && o->timeline.empty() && cfg.sim.hbm_model == HbmModel::Calibrated;
+        bool long_loop = false;
+        for (const auto& l : trace.loops) long_loop |= l.trips > kReuseTrips;
+        reuse = reuse && long_loop;
+        const Program program = lower_with_progress(trace, cfg, !o->quiet, reuse ? kReuseTrips : 0);
+        if (!reuse) print_warnings(program.warnings);
         RunOptions ro;
         ro.timeline = !o->timeline.empty();
         ro.progress = !o->quiet;
@@ -169,6 +185,10 @@ void add_run_command(CLI::App& app) {
         Simulator sim(cfg, ro);
         if (ro.timeline) sim.timeline().limit(timeline_limits(*o, cfg));
         RunResult r = sim.run(program);
+        if (!r.loop_reuse.refused.empty())
+            rerun_with("--no-reuse", "loop reuse: " + r.loop_reuse.refused +
+                                         "; simulating every trip (--no-reuse)");
+        if (reuse) print_warnings(program.warnings);
         print_symmetry_info(r, cfg);
         r.wall_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

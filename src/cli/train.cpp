@@ -67,22 +67,8 @@ struct TrainCliOptions {
 // When the warm-up steps did not repeat, the run starts again with --no-reuse: this process
 // has elaborated its board and SystemC cannot build another one.
 [[noreturn]] void rerun_without_reuse() {
-    std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::string> args;
-    for (std::size_t at = 0; at < all.size();) {
-        const std::size_t end = all.find('\0', at);
-        args.push_back(all.substr(at, end - at));
-        if (end == std::string::npos) break;
-        at = end + 1;
-    }
-    args.emplace_back("--no-reuse");
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::cerr << "note: the warm-up steps did not repeat; simulating every step (--no-reuse)\n";
-    execv("/proc/self/exe", argv.data());
-    throw std::runtime_error("cannot re-run without reuse: execv failed");
+    rerun_with("--no-reuse",
+               "the warm-up steps did not repeat; simulating every step (--no-reuse)");
 }
 
 // The eval step program: --eval-trace / --eval-hlo, else the run description's eval.trace

@@ -27,16 +27,22 @@ class CoreLowering {
     std::size_t count() const { return ctx_.count(); }  // instructions emitted
     // The bytes op i moves between HBM and VMEM on this core (after run()).
     Bytes hbm_bytes(std::size_t i) const { return ctx_.state(i).hbm_bytes; }
+    // Of those, the last lowered trip's (loop body ops; 0 elsewhere).
+    Bytes trip_hbm_bytes(std::size_t i) const { return i < trip_hbm_.size() ? trip_hbm_[i] : 0; }
+    // Per loop of the options, where its lowered trips lie in the stream (after run()).
+    const std::vector<LoopTrips>& loop_trips() const { return loop_trips_; }
 
  private:
     void lower_op(std::size_t i);
-    void lower_loop(const LoopSpec& l);
+    void lower_loop(const LoopSpec& l, LoopTrips& where);
 
     LoweringContext ctx_;
     MatmulLowering matmul_{ctx_};
     VectorLowering vector_{ctx_};
     TransferLowering transfer_{ctx_};
     CollectiveLowering collective_{ctx_};
+    std::vector<Bytes> trip_hbm_;
+    std::vector<LoopTrips> loop_trips_;
 };
 
 }  // namespace tpusim

@@ -164,7 +164,7 @@ std::vector<OpSpec> op_specs(const Trace& trace) {
     return out;
 }
 
-Program lower_trace(const Trace& trace, const TpuConfig& cfg) {
+Program lower_trace(const Trace& trace, const TpuConfig& cfg, std::int64_t lowered_trips) {
     // Before lowering: a program that cannot fit fails as XLA's compiler fails it, and the
     // lowering's memory grows with the program's instructions, not with tensor sizes.
     // A program over the limit is first rematerialised as XLA's compiler would.
@@ -174,7 +174,7 @@ Program lower_trace(const Trace& trace, const TpuConfig& cfg) {
     LoweringOptions opts;
     opts.cores = t.cores;
     // issue_order keeps every body where it is, so a loop's ops keep their indices.
-    for (const auto& l : t.loops) opts.loops.push_back({l.first, l.count, l.trips});
+    for (const auto& l : t.loops) opts.loops.push_back({l.first, l.count, l.trips, lowered_trips});
     Program p = lower_ops(op_specs(t), cfg, opts, t.path.empty() ? t.name : t.path);
     p.rematerialized_ops = remat.ops;
     if (remat.ops > 0)

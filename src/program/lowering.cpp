@@ -107,6 +107,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
     }
     for (std::size_t li = 0; li < opts.loops.size(); ++li) {
         const auto& l = opts.loops[li];
+        prog.loops.push_back(ProgramLoop{l.first, l.count, l.trips, l.lowered()});
         for (std::size_t i = l.first; i < l.first + l.count; ++i) {
             prog.ops[i].loop = static_cast<std::int64_t>(li);
             prog.ops[i].trips = l.trips;
@@ -144,7 +145,7 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
     // Lower once per distinct per-core program: cores that run the same ops in the same
     // collective groups get the same stream (addresses are relative to the core's HBM share),
     // shared read-only. An op's per-core HBM bytes come from the first core that runs it.
-    std::map<std::vector<std::int64_t>, SharedInstrs> streams;
+    std::map<std::vector<std::int64_t>, std::pair<SharedInstrs, std::vector<LoopTrips>>> streams;
     StreamInputs shared{nullptr, nullptr, nullptr};
     std::vector<bool> counted(ops.size(), false);
     const Bytes hbm_share = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
@@ -165,10 +166,20 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
                 if (key[i] < 0 || counted[i]) continue;
                 counted[i] = true;
                 prog.ops[i].hbm_bytes = lowering.hbm_bytes(i);
+                prog.ops[i].trip_hbm_bytes = lowering.trip_hbm_bytes(i);
+                if (prog.ops[i].loop >= 0) {
+                    // The trips not lowered move what the last lowered one did.
+                    const LoopSpec& l = opts.loops[static_cast<std::size_t>(prog.ops[i].loop)];
+                    prog.ops[i].hbm_bytes +=
+                        static_cast<Bytes>(l.trips - l.lowered()) * lowering.trip_hbm_bytes(i);
+                }
             }
-            it = streams.emplace(std::move(key), std::move(s)).first;
+            it =
+                streams.emplace(std::move(key), std::make_pair(std::move(s), lowering.loop_trips()))
+                    .first;
         }
-        cp.instrs = it->second;
+        cp.instrs = it->second.first;
+        cp.loops = it->second.second;
         prog.cores.push_back(std::move(cp));
     }
     return prog;

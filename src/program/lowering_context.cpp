@@ -96,6 +96,11 @@ std::uint32_t LoweringContext::emit(Instr in) {
     in.waits.erase(std::unique(in.waits.begin(), in.waits.end()), in.waits.end());
     for (std::uint32_t w : in.waits) covered_[w] = true;
     covered_.push_back(false);
+    if (watch_next_) {
+        watch_next_ = false;
+        watched_waits_.assign(in.waits.begin(), in.waits.end());
+        watched_op_ = in.op;
+    }
     if (count_ >= kMaxCoreInstructions) too_many();
     if (in.unit == Unit::Dma && in.dma().hbm_extent() > hbm_size_) past_share(in);
     const auto id = static_cast<std::uint32_t>(count_++);

@@ -100,6 +100,10 @@ class LoweringContext {
 
     // The instruction stream: emit() appends and returns the instruction's index.
     std::uint32_t emit(Instr in);
+    // The next emit() keeps the instruction's waits and op for watched() (loop reuse).
+    void watch_next_emit() { watch_next_ = true; }
+    const std::vector<std::uint32_t>& watched_waits() const { return watched_waits_; }
+    std::uint32_t watched_op() const { return watched_op_; }
     void hold_at_most(std::size_t n) { hold_limit_ = n; }
     void set_sink(std::function<void(Instr&&)> sink) { sink_ = std::move(sink); }
     bool overflowed() const { return overflowed_; }
@@ -157,6 +161,9 @@ class LoweringContext {
     bool overflowed_ = false;
     std::function<void(Instr&&)> sink_;
     VmemRing vmem_;
+    bool watch_next_ = false;
+    std::vector<std::uint32_t> watched_waits_;
+    std::uint32_t watched_op_ = 0;
     Addr hbm_size_, hbm_next_ = 0;
     std::map<std::pair<std::size_t, std::size_t>, HbmSrc> param_addr_;  // body ops' parameters
     std::int64_t trip_ = 0;

@@ -10,6 +10,14 @@ std::optional<VmemRing::Buffer> VmemRing::allocate(Bytes bytes, bool pinned,
                                                    std::vector<std::uint32_t>& waits) {
     bytes = round_up(std::max<Bytes>(bytes, 1), align_);
     if (bytes > capacity_) return std::nullopt;
+    if (log_) log_->push_back(bytes);
+    ++totals_.allocations;
+    totals_.bytes += bytes;
+    totals_.largest = std::max(totals_.largest, bytes);
+    if (pinned) {
+        ++totals_.pinned_allocations;
+        totals_.pinned_bytes += bytes;
+    }
     // At most two passes round the ring: past that, pinned buffers leave no room.
     Bytes travelled = 0;
     while (travelled <= 2 * capacity_) {
@@ -73,6 +81,23 @@ Bytes VmemRing::pinned_bytes() const {
         if (r.pinned) b += r.end - addr;
     }
     return b;
+}
+
+VmemRing::Layout VmemRing::layout() const {
+    Layout l;
+    l.head = head_;
+    l.regions.reserve(regions_.size());
+    for (const auto& [addr, r] : regions_)
+        l.regions.emplace_back(addr, r.end * 2 + (r.pinned ? 1 : 0));
+    return l;
+}
+
+Addr VmemRing::head_after(Addr head, const std::vector<Bytes>& sizes) const {
+    for (const Bytes b : sizes) {
+        if (head + b > capacity_) head = 0;  // as allocate() wraps
+        head += b;
+    }
+    return head;
 }
 
 }  // namespace tpusim

@@ -71,6 +71,9 @@ class Board : public sc_core::sc_module {
     // The board's stat tree: the ICI fabric and every chip, built or copied.
     const StatGroup& stats() const { return stats_; }
     nlohmann::json stats_json() const;
+    // The ICI fabric and its links (in topology order, named as in the stat tree).
+    const IciFabric& ici_fabric() const { return ici_->engine().fabric(); }
+    const Topology& topology() const { return topology_; }
 
  private:
     const TpuConfig& cfg_;

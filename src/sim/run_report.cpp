@@ -63,6 +63,10 @@ nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg) {
     kernels_json(r, cfg, j);
     j["stats"] = r.stats;
     j["symmetry"] = symmetry_json(r.symmetry);
+    // Only when trips were charged: a run with every trip simulated reports as before.
+    if (r.loop_reuse.charged_trips > 0)
+        j["loop_reuse"] = {{"simulated_trips", r.loop_reuse.simulated_trips},
+                           {"charged_trips", r.loop_reuse.charged_trips}};
     j["energy"] = run_energy_json(run_energy(r, cfg), cfg);  // docs/energy.md
     return j;
 }
@@ -140,6 +144,12 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
             "  symmetry   SPMD: {} of {} cores simulated, the others run the same "
             "program (--no-symmetry runs all)\n",
             r.symmetry.simulated_cores, r.cores);
+    }
+    if (r.loop_reuse.charged_trips > 0) {
+        o << fmt::format(
+            "  loops      {} trips simulated, {} charged from the steady trip (--no-reuse "
+            "simulates all)\n",
+            r.loop_reuse.simulated_trips, r.loop_reuse.charged_trips);
     }
     o << fmt::format("  time       {} cycles = {:.6f} ms at {} MHz\n", r.cycles, r.seconds * 1e3,
                      cfg.chip.clock_mhz);

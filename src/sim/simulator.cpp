@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "board.h"
+#include "loop_reuse.h"
 #include "tpusim/common/progress.h"
 #include "tpusim/common/sanitizer.h"
 #include "tpusim/common/sim_time.h"
@@ -122,6 +123,18 @@ RunResult Simulator::run(const Program& program) {
     board_ =
         std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_, plan.simulated_chips);
     const std::int64_t nsim = plan.simulated_cores;
+    RunResult r;
+    std::unique_ptr<LoopReuse> reuse;
+    for (const ProgramLoop& l : program.loops) r.loop_reuse.tried |= l.lowered_trips < l.trips;
+    if (r.loop_reuse.tried) {
+        r.loop_reuse.refused = LoopReuse::refusal(program, nsim);
+        if (!r.loop_reuse.refused.empty()) return r;
+        std::vector<TensorCore*> cores;
+        for (std::int64_t c = 0; c < nsim; ++c) cores.push_back(&board_->core(c));
+        reuse =
+            std::make_unique<LoopReuse>(program, nsim, board_->stats(), std::move(cores),
+                                        board_->ici_fabric(), board_->topology().links().size());
+    }
     std::size_t total_instrs = 0;
     for (std::int64_t c = 0; c < nsim; ++c) {
         const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
@@ -176,13 +189,26 @@ RunResult Simulator::run(const Program& program) {
     }
     progress.finish();
 
-    RunResult r;
+    // Per simulated core: each op's timing and the core's end (with the trips loop reuse
+    // charged, when it did).
+    std::vector<std::vector<OpTiming>> timing;
+    std::vector<Cycle> ends;
+    for (std::int64_t c = 0; c < nsim; ++c) {
+        timing.push_back(board_->core(c).stats().ops);
+        ends.push_back(board_->core(c).end_cycle());
+    }
+    if (reuse) {
+        r.loop_reuse.refused = reuse->charge(timing, ends);
+        if (!r.loop_reuse.refused.empty()) return r;
+        r.loop_reuse.simulated_trips = reuse->simulated_trips();
+        r.loop_reuse.charged_trips = reuse->charged_trips();
+    }
     r.symmetry = {plan.used, nsim, plan.reason};
     r.cores = ncores;
     r.chips = (ncores + cfg_.chip.cores_per_chip - 1) / cfg_.chip.cores_per_chip;
     for (std::int64_t c = 0; c < nsim; ++c) {
         board_->core(c).flush_timeline();
-        r.cycles = std::max(r.cycles, board_->core(c).end_cycle());
+        r.cycles = std::max(r.cycles, ends[static_cast<std::size_t>(c)]);
     }
     r.seconds = static_cast<double>(r.cycles) / (cfg_.chip.clock_mhz * 1e6);
     const DerivedFigures d = derive(cfg_);
@@ -200,7 +226,7 @@ RunResult Simulator::run(const Program& program) {
         op.start_cycle = ~Cycle{0};
         std::int64_t ran = 0;
         for (std::int64_t c = 0; c < nsim; ++c) {
-            const OpTiming& t = board_->core(c).stats().ops[i];
+            const OpTiming& t = timing[static_cast<std::size_t>(c)][i];
             if (!t.ran()) continue;
             const std::uint64_t n = copies[static_cast<std::size_t>(c)];
             ran += static_cast<std::int64_t>(n);
@@ -222,7 +248,8 @@ RunResult Simulator::run(const Program& program) {
     {
         std::int64_t path_core = 0;
         for (std::int64_t c = 0; c < nsim; ++c)
-            if (board_->core(c).end_cycle() > board_->core(path_core).end_cycle()) path_core = c;
+            if (ends[static_cast<std::size_t>(c)] > ends[static_cast<std::size_t>(path_core)])
+                path_core = c;
         std::unordered_map<std::string, std::size_t> index;
         for (std::size_t i = 0; i < program.ops.size(); ++i) index.emplace(program.ops[i].id, i);
         std::vector<KernelOpInput> in(program.ops.size());
@@ -239,7 +266,7 @@ RunResult Simulator::run(const Program& program) {
             k.deps = info.deps;
             k.loop = info.loop;
             k.trips = info.trips;
-            const OpTiming& t = board_->core(path_core).stats().ops[i];
+            const OpTiming& t = timing[static_cast<std::size_t>(path_core)][i];
             k.ran_on_core = t.ran();
             if (k.ran_on_core) {
                 k.core_start = t.start;
@@ -300,6 +327,9 @@ RunResult Simulator::run(const Program& program) {
         r.busy.mxu_padding_waste = array > 0 ? 1.0 - useful / array : 0.0;
     }
     r.stats = board_->stats_json();
+    if (reuse)
+        reuse->ici_json(r.stats, board_->topology().links(),
+                        static_cast<Tick>(r.cycles) * kTicksPerCycle);
     return r;
 }
 

@@ -1,5 +1,6 @@
 #include "tpusim/stats/stats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -82,6 +83,20 @@ std::unordered_map<const StatGroup*, std::uint64_t> StatGroup::multiplicities() 
 void StatGroup::count_copies(std::unordered_map<const StatGroup*, std::uint64_t>& out) const {
     ++out[original_ ? original_ : this];
     for (const auto* c : children_) c->count_copies(out);
+}
+
+std::vector<const std::uint64_t*> StatGroup::counters() const {
+    std::vector<const std::uint64_t*> out;
+    collect_counters(out);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+void StatGroup::collect_counters(std::vector<const std::uint64_t*>& out) const {
+    for (const Entry& e : entries_)
+        if (e.counter) out.push_back(e.counter);
+    for (const auto* c : children_) c->collect_counters(out);
 }
 
 }  // namespace tpusim

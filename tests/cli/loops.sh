@@ -172,7 +172,8 @@ if sanitized:
     t["loops"][0]["trips"] = n
     trace = trace + ".small.json"
     json.dump(t, open(trace, "w"))
-p = subprocess.run([bin_, "run", "--config", cfg, "--json", "--trace", trace,
+# --no-reuse: every trip simulated and streamed (loop reuse would simulate 8: loop_reuse.sh).
+p = subprocess.run([bin_, "run", "--config", cfg, "--json", "--trace", trace, "--no-reuse",
                     "--set", "sim.stream_above_instructions=65536"],
                    check=True, capture_output=True, text=True)
 r = json.loads(p.stdout)

@@ -18,6 +18,8 @@ std::vector<std::size_t> issue_order(const Trace& trace);
 
 // The trace's ops in issue_order, dependencies renumbered to that order.
 std::vector<OpSpec> op_specs(const Trace& trace);
-Program lower_trace(const Trace& trace, const TpuConfig& cfg);
+// `lowered_trips` > 0: each loop lowers at most that many of its trips (loop reuse,
+// docs/program.md "Loops"); per-op figures still count every trip.
+Program lower_trace(const Trace& trace, const TpuConfig& cfg, std::int64_t lowered_trips = 0);
 
 }  // namespace tpusim

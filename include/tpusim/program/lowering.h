@@ -80,6 +80,12 @@ struct OpSpec {
 struct LoopSpec {
     std::size_t first = 0, count = 0;
     std::int64_t trips = 1;
+    // Trips lowered into the streams, 0: all. Fewer for loop reuse (docs/program.md, "Loops"):
+    // the simulation charges the rest; per-op figures (OpInfo) still count all `trips`.
+    std::int64_t lowered_trips = 0;
+    std::int64_t lowered() const {
+        return lowered_trips > 0 && lowered_trips < trips ? lowered_trips : trips;
+    }
 };
 
 struct LoweringOptions {

@@ -135,8 +135,25 @@ class SharedInstrs {
     std::size_t size_ = 0;
 };
 
+// Where one loop's lowered trips lie in a core's stream, for loop reuse (docs/program.md,
+// "Loops"): starts[t] is the index of trip t's first instruction (starts.size() = the lowered
+// trips). From trip `first_alike` on, every trip lowers the same instructions (but for VMEM
+// addresses and waits on earlier trips), the trips not lowered too, and what follows the loop
+// lowers as after all its trips; 0 when that does not hold, and `not_reusable` says why.
+struct LoopTrips {
+    std::vector<std::size_t> starts;
+    // Per trip, the waits of its first instruction that are data dependencies (on its op's
+    // producers), sorted: loop reuse needs that instruction released by one of them.
+    std::vector<std::vector<std::uint32_t>> data_waits;
+    std::size_t per_trip = 0;  // instructions of one trip
+    std::int64_t first_alike = 0;
+    bool ring_periodic = false;  // the ring's layout repeats from first_alike on
+    std::string not_reusable;
+};
+
 struct CoreProgram {
     std::int64_t core = 0;
+    std::vector<LoopTrips> loops;  // one per Program::loops entry
     // DMA HBM addresses in `instrs` are relative to the core's own share of its chip's HBM;
     // the core adds hbm_base at issue (the only core-specific part of a shared stream).
     Addr hbm_base = 0;
@@ -147,19 +164,29 @@ struct CoreProgram {
 struct OpInfo {
     std::string id;
     OpKind kind = OpKind::Matmul;
-    double flops = 0;         // useful FLOPs on one core, every trip of its loop
-    std::int64_t trips = 1;   // times it runs (its loop's trips)
-    double padded_flops = 0;  // FLOPs the MXU performs including padding
-    Bytes hbm_bytes = 0;      // bytes the op moves between HBM and VMEM on one core, every trip
+    double flops = 0;          // useful FLOPs on one core, every trip of its loop
+    std::int64_t trips = 1;    // times it runs (its loop's trips)
+    double padded_flops = 0;   // FLOPs the MXU performs including padding
+    Bytes hbm_bytes = 0;       // bytes the op moves between HBM and VMEM on one core, every trip
+    Bytes trip_hbm_bytes = 0;  // of those, one trip's after the first (loop body ops)
     std::vector<std::int64_t> cores;
     std::string fused_into;         // producer whose tiles this op consumed in VMEM, if any
     std::vector<std::size_t> deps;  // ops (indices into Program::ops) whose results it reads
     std::int64_t loop = -1;         // index of the loop whose body it is in; -1: none
 };
 
+// A trace loop as lowered: ops first .. first + count - 1 run `trips` times; the streams hold
+// `lowered_trips` of them (fewer under loop reuse, which the simulation charges exactly or
+// refuses: RunResult::loop_reuse).
+struct ProgramLoop {
+    std::size_t first = 0, count = 0;
+    std::int64_t trips = 1, lowered_trips = 1;
+};
+
 struct Program {
     std::string name;
     std::vector<OpInfo> ops;
+    std::vector<ProgramLoop> loops;
     std::vector<CoreProgram> cores;  // one per participating core, indexed by global core id
     // For the user, located: "<trace>: op \"x\": what" (e.g. a `fused` flag with no effect).
     std::vector<std::string> warnings;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "tpusim/common/types.h"
@@ -32,6 +33,32 @@ class VmemRing {
     Bytes capacity() const { return capacity_; }
     Bytes pinned_bytes() const;
 
+    // Totals over every allocation so far (aligned sizes): how far a stretch of the program
+    // can move the head, whatever the head was (CoreLowering's loop reuse check).
+    struct Totals {
+        std::uint64_t allocations = 0, pinned_allocations = 0;
+        Bytes bytes = 0, pinned_bytes = 0, largest = 0;
+    };
+    const Totals& totals() const { return totals_; }
+    // Where the head is and the buffers lie (start, end, pinned): all that decides where the
+    // next allocations go and which of them wait on one another.
+    struct Layout {
+        Addr head = 0;
+        std::vector<std::pair<Addr, Addr>> regions;  // (start, end x 2 + pinned)
+        bool operator==(const Layout& o) const { return head == o.head && regions == o.regions; }
+    };
+    Layout layout() const;
+    // Where the next allocation starts looking.
+    Addr head() const { return head_; }
+    // Moves the head (loop reuse: to where the trips not lowered would have left it); the
+    // buffers stay where they are.
+    void set_head(Addr head) { head_ = head; }
+    // Where the head would be after allocating `sizes` (aligned byte counts) from `head` when
+    // nothing pinned lies in the way.
+    Addr head_after(Addr head, const std::vector<Bytes>& sizes) const;
+    // Appends every allocation's aligned size to `log` (nullptr: none).
+    void log_sizes(std::vector<Bytes>* log) { log_ = log; }
+
  private:
     struct Region {
         Addr end;
@@ -41,6 +68,8 @@ class VmemRing {
     Bytes capacity_, align_;
     Addr head_ = 0;
     std::map<Addr, Region> regions_;  // by start address; never overlapping
+    Totals totals_;
+    std::vector<Bytes>* log_ = nullptr;
 };
 
 }  // namespace tpusim

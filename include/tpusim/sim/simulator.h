@@ -83,6 +83,15 @@ struct RunResult {
         std::string reason;
     } symmetry;
     double wall_seconds = 0;
+    // Loop reuse (docs/program.md, "Loops"): the program's loops were lowered with fewer trips
+    // than they run. `refused`: the trips left out could not be charged exactly (the reason);
+    // the figures are then those of the short program and the run must be repeated with every
+    // trip. Else `charged_trips` trips were charged without being simulated.
+    struct LoopReuseResult {
+        bool tried = false;
+        std::string refused;
+        std::int64_t simulated_trips = 0, charged_trips = 0;
+    } loop_reuse;
 };
 
 class Board;

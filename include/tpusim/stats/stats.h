@@ -54,6 +54,9 @@ class StatGroup {
     // For each original group of this tree, how many groups report its figures: itself and
     // its copies. A total over the tree counts an original's counters that many times.
     std::unordered_map<const StatGroup*, std::uint64_t> multiplicities() const;
+    // Every counter of this tree, each once (a copy's are its original's), sorted by address:
+    // what loop reuse snapshots at trip boundaries and charges for the trips it skips.
+    std::vector<const std::uint64_t*> counters() const;
 
  private:
     struct Entry {
@@ -65,6 +68,7 @@ class StatGroup {
     std::vector<Entry> entries_;
     std::vector<const StatGroup*> children_;
     void count_copies(std::unordered_map<const StatGroup*, std::uint64_t>& out) const;
+    void collect_counters(std::vector<const std::uint64_t*>& out) const;
 
     const StatGroup* original_ = nullptr;  // a copy's original; nullptr for an original
     std::vector<std::unique_ptr<StatGroup>> child_copies_;  // a copy's children

@@ -109,6 +109,11 @@ void TensorCore::load(const CoreProgram& program, const std::vector<OpInfo>& ops
 void TensorCore::issue(std::uint32_t idx, Cycle stall) {
     const Instr& in = program_->instrs[idx];
     const Cycle now = now_cycles();
+    if (next_issued_ < boundaries_.size() && idx == boundaries_[next_issued_]) {
+        const bool clean = first_pending_ >= idx && (last_issue_ == ~Cycle{0} || last_issue_ < now);
+        observer_->issued(id_, next_issued_++, clean);
+    }
+    last_issue_ = now;
     stats_.issue_stall_cycles += stall;
     OpTiming& op = stats_.ops[in.op];
     op.start = std::min(op.start, now);
@@ -142,6 +147,11 @@ void TensorCore::on_completion() {
         if (done_[idx]) continue;
         done_[idx] = 1;
         any = true;
+        if (observer_) {
+            if (completed_at_ != now) completed_now_.clear();
+            completed_at_ = now;
+            completed_now_.push_back(idx);
+        }
         OpTiming& op = stats_.ops[program_->instrs[idx].op];
         op.end = std::max(op.end, now);
         end_cycle_ = std::max(end_cycle_, now);
@@ -151,6 +161,14 @@ void TensorCore::on_completion() {
         const std::size_t before = first_pending_;
         while (first_pending_ < done_.size() && done_[first_pending_]) ++first_pending_;
         if (first_pending_ != before) program_->instrs.release(reader_, first_pending_);
+        while (next_reached_ < boundaries_.size() && first_pending_ >= boundaries_[next_reached_]) {
+            // Whether the boundary's instruction waits on one that completed last (now).
+            const auto& data = data_waits_[next_reached_];
+            bool released = false;
+            for (std::uint32_t w : completed_now_)
+                released |= std::binary_search(data.begin(), data.end(), w);
+            observer_->reached(id_, next_reached_++, released);
+        }
     }
     if (any) progress_.notify(sc_core::SC_ZERO_TIME);
 }

@@ -54,6 +54,20 @@ struct TensorCoreConfigs {
     DmaEngine::HbmTiming hbm_timing = DmaEngine::HbmTiming::Blocking;
 };
 
+// Loop reuse (docs/program.md, "Loops") watches trip boundaries: instruction indices, each
+// the first of a loop trip. Boundary k is reached on a core when every instruction below it
+// has completed there; it issues when that instruction does.
+class TripObserver {
+ public:
+    virtual ~TripObserver() = default;
+    // Every instruction below boundary k completed on `core`, at the current cycle; `released`:
+    // one of the instructions that completed in this cycle is among the boundary's data waits.
+    virtual void reached(std::int64_t core, std::size_t k, bool released) = 0;
+    // Boundary k's instruction issued on `core` at the current cycle; `clean`: every
+    // instruction before it had completed and none issued earlier in this cycle.
+    virtual void issued(std::int64_t core, std::size_t k, bool clean) = 0;
+};
+
 class TensorCore : public sc_core::sc_module, public UnitDoneIf {
  public:
     // One port per unit, indexed by Unit: dma_out, mxu_out (one binding per MXU, in
@@ -73,6 +87,14 @@ class TensorCore : public sc_core::sc_module, public UnitDoneIf {
 
     // Contract: called before sc_start; `program` and `ops` outlive the simulation.
     void load(const CoreProgram& program, const std::vector<OpInfo>& ops);
+    // Tells `observer` of the boundaries (ascending instruction indices, none 0), each with
+    // the sorted waits of its instruction that are data dependencies; before sc_start.
+    void watch(std::vector<std::size_t> boundaries,
+               std::vector<std::vector<std::uint32_t>> data_waits, TripObserver* observer) {
+        boundaries_ = std::move(boundaries);
+        data_waits_ = std::move(data_waits);
+        observer_ = observer;
+    }
     // Writes the timeline spans still open; call once after the simulation.
     void flush_timeline();
 
@@ -136,6 +158,14 @@ class TensorCore : public sc_core::sc_module, public UnitDoneIf {
         Cycle start = 0, end = 0;
     };
     std::vector<OpenSpan> open_spans_;
+    // Trip boundaries (watch()): the next to be reached and the next to issue.
+    std::vector<std::size_t> boundaries_;
+    std::vector<std::vector<std::uint32_t>> data_waits_;
+    TripObserver* observer_ = nullptr;
+    std::vector<std::uint32_t> completed_now_;  // instructions completed at completed_at_
+    Cycle completed_at_ = ~Cycle{0};
+    std::size_t next_reached_ = 0, next_issued_ = 0;
+    Cycle last_issue_ = ~Cycle{0};  // cycle of the last issue; none yet: ~0
 };
 
 }  // namespace tpusim
