@@ -8,6 +8,7 @@
 
 #include <array>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "common.h"
@@ -148,17 +149,17 @@ void run_bench_vpu(const VpuBenchOptions& o) {
 }  // namespace
 
 void add_bench_vpu_command(CLI::App& bench) {
-    static VpuBenchOptions o;
+    const auto o = std::make_shared<VpuBenchOptions>();
     auto* cmd = bench.add_subcommand(
         "vpu", "one vector op: its loop's per-slot schedule on the VPU and its time as run");
-    add_common_options(cmd, o.common);
-    cmd->add_option("--op", o.op, "vector op of the trace format (softmax, gelu, layernorm, ...)");
-    cmd->add_option("--rows", o.rows, "rows")
+    add_common_options(cmd, o->common);
+    cmd->add_option("--op", o->op, "vector op of the trace format (softmax, gelu, layernorm, ...)");
+    cmd->add_option("--rows", o->rows, "rows")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-    cmd->add_option("--cols", o.cols, "columns (the reduced axis of row ops)")
+    cmd->add_option("--cols", o->cols, "columns (the reduced axis of row ops)")
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-    cmd->add_option("--dtype", o.dtype, "f32 or bf16");
-    cmd->callback([] { run_bench_vpu(o); });
+    cmd->add_option("--dtype", o->dtype, "f32 or bf16");
+    cmd->callback([o] { run_bench_vpu(*o); });
 }
 
 }  // namespace tpusim::cli
