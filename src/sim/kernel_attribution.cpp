@@ -126,10 +126,20 @@ PathSplit critical_path_split(const std::vector<PathNode>& nodes, Cycle run_end)
             if (p < steps.size()) preds.push_back(p);
         }
         std::size_t best = latest(preds);
+        // A step that started after every predecessor above had ended waited for something
+        // else: its issue, behind the steps issued before it (the sequencer issues in order).
+        // The earlier-issued step that ended last before it started is then the one it
+        // waited for, if that one ended later than the predecessor.
         if (best == steps.size()) {
             std::vector<std::size_t> earlier(cur);
             std::iota(earlier.begin(), earlier.end(), std::size_t{0});
             best = latest(earlier);
+        } else if (steps[best].end < steps[cur].start) {
+            for (std::size_t p = 0; p < cur; ++p) {
+                if (steps[p].ran && steps[p].end <= steps[cur].start &&
+                    steps[p].end > steps[best].end)
+                    best = p;
+            }
         }
         const Cycle from = best < steps.size() ? steps[best].end : 0;
         step_self[cur] += t - from;

@@ -57,6 +57,28 @@ TEST_CASE("critical path: a predecessor that ended later is passed over", "[kern
     CHECK(s.self == std::vector<Cycle>{60, 0, 90, 150});
 }
 
+TEST_CASE("critical path: a kernel that waited for its issue follows the kernels issued before it",
+          "[kernels]") {
+    // Units: bit 0 the VPU, bit 3 the ICI. G [0,100) on the VPU; B1 [100,600) and B2
+    // [600,1000) on the VPU, a chain after G (a backward pass); A [1000,1300), a collective on
+    // the ICI that reads only G but was issued after B2 (the sequencer issues in order). A
+    // ends last; its only predecessor G ended at 100, long before A started at 1000, so A
+    // waited for its issue: the kernel issued before it that ended last by A's start, B2, is
+    // its predecessor. A gets 1300 - 1000 = 300, B2 400, B1 500, G 100; without the issue
+    // wait A would take 1200 and B1 and B2 none.
+    auto on = [](PathNode n, std::uint32_t units) {
+        n.units = units;
+        return n;
+    };
+    const std::uint32_t vpu = 1u << 0, ici = 1u << 3;
+    const auto s = tpusim::critical_path_split(
+        {on(path_node(0, 100), vpu), on(path_node(100, 600, {0}), vpu),
+         on(path_node(600, 1000, {1}), vpu), on(path_node(1000, 1300, {0}), ici)},
+        1300);
+    CHECK(s.self == std::vector<Cycle>{100, 500, 400, 300});
+    CHECK(self_total(s.self) == 1300);
+}
+
 TEST_CASE("critical path: a loop is one step, split by its kernels' weights", "[kernels]") {
     // A [0,100); the loop's kernels B [100,900) (weight 300) and C [120,1000) (weight 100);
     // D [1000,1100) reads C. D gets 1100 - 1000 = 100; the loop, whose predecessor A ended at
