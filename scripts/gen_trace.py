@@ -9,6 +9,7 @@ are f32 (mixed precision as in the MLPerf TPU submissions); activations are bf16
   gen_trace.py resnet50 --batch 32 --cores 8 -o resnet50.json
   gen_trace.py lstm --batch 128 --cores 8 -o lstm.json
   gen_trace.py unet --batch 4 --image 256 --cores 8 -o unet.json
+  gen_trace.py resnet-unet --batch 128 --cores 8 -o resnet_unet.json
   gen_trace.py examples traces/     (the small committed examples)
   gen_trace.py mlperf resnet50 --round v0.6 --cores 32 -o rn50.json
                                     (an MLPerf benchmark as Google's TPU submission ran it:
@@ -21,7 +22,7 @@ import os
 import sys
 
 from tracegen.core import BF16, F32, SIZE, Trace, dense_bwd, dense_fwd, grad_sync_and_update
-from tracegen.convnet import gen_resnet50, gen_unet
+from tracegen.convnet import gen_resnet50, gen_resnet_unet, gen_unet
 from tracegen.lstm import gen_lstm
 from tracegen.mlperf import BENCHES, MlperfError, gen_mlperf
 from tracegen.transformer import attention_fwd, gen_bert
@@ -189,6 +190,14 @@ def main(argv=None):
     p.add_argument("--in-channels", type=int, default=3)
     p.add_argument("--classes", type=int, default=2)
     p.set_defaults(func=gen_unet)
+    p = sub.add_parser("resnet-unet", help="ResNet-34-encoder UNet training step (additive "
+                       "skips, mask and depth heads)")
+    p.add_argument("--forward-only", action="store_true",
+                   help="the forward pass and the loss only (an evaluation step)")
+    common(p, 128)
+    p.add_argument("--image", type=int, default=96)
+    p.add_argument("--in-channels", type=int, default=6)
+    p.set_defaults(func=gen_resnet_unet)
     p = sub.add_parser("mlperf", help="an MLPerf Training benchmark as Google's TPU "
                        "submission of a round ran it (scripts/tracegen/mlperf.py)")
     p.add_argument("bench", choices=sorted(BENCHES))

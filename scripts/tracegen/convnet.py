@@ -287,3 +287,105 @@ def gen_unet(a):
     for grp in reversed(list(net.params)):
         grad_sync_and_update(t, grp, grads.get(grp, []) + extra.get(grp, []), net.params[grp])
     return t
+
+
+def gen_resnet_unet(a):
+    """The ResNet-UNet of the seed workloads (seed 001: a UNet whose encoder is ResNet-34):
+    a 3x3 stem (stride 1) with BatchNorm and ReLU; ResNet-34's four stages of basic blocks
+    (3, 4, 6, 3 blocks of two 3x3 convolutions; 64, 128, 256, 512 channels; stride 2 in the
+    first block of stages 2-4, a 1x1 projection with BatchNorm where the shape changes), each
+    stage's output kept as a skip; three decoder levels, each a nearest-neighbour 2x upsampling,
+    a 3x3 convolution with BatchNorm and ReLU, the skip of the same size added, and two more 3x3
+    convolutions with BatchNorm and ReLU; a 1x1 head with two outputs (a mask's logit and a
+    depth) and the loss softplus(m) - mask * m plus |d - depth|, in f32. Adam."""
+    b, img = a.batch, a.image
+    fwd = a.forward_only
+    t = Trace(a.name or ("resnet_unet_eval_step" if fwd else "resnet_unet_train_step"), a.cores,
+              f"ResNet-34-encoder UNet with additive skips, mask and depth heads, on {img}x{img}"
+              f"x{a.in_channels} images, batch {b} per core x {a.cores} cores: "
+              + (FWD_ONLY if fwd else "forward, backward, all-reduce, Adam"),
+              {"generator": "scripts/gen_trace.py resnet-unet", "batch_per_core": b,
+               "image": img, **({"forward_only": True} if fwd else {})})
+    net = ConvNet(t, b)
+    x = t.op("input", "infeed", bytes=b * img * img * a.in_channels * SIZE[BF16])
+    net.no_grad.add(x)
+    net.size[x] = b * img * img * a.in_channels
+    y, hw = net.conv("stem", x, (img, img), a.in_channels, 64, 3, group="stem")
+    net.size[y] = b * hw[0] * hw[1] * 64
+    c, skips = 64, []
+    for si, (blocks, width) in enumerate(zip([3, 4, 6, 3], [64, 128, 256, 512])):
+        grp = f"enc{si}"
+        for bi in range(blocks):
+            p = f"e{si}b{bi}"
+            stride = 2 if (bi == 0 and si > 0) else 1
+            sc = y
+            if stride == 2 or c != width:
+                sc, _ = net.conv(f"{p}.proj", y, hw, c, width, 1, stride=stride, relu=False,
+                                 group=grp)
+            h1, hw1 = net.conv(f"{p}.c1", y, hw, c, width, 3, stride=stride, group=grp)
+            net.size[h1] = b * hw1[0] * hw1[1] * width
+            h2, _ = net.conv(f"{p}.c2", h1, hw1, width, width, 3, relu=False, group=grp)
+            n = b * hw1[0] * hw1[1] * width
+            net.size[h2] = n
+            if sc is not y:
+                net.size[sc] = n
+            add = t.vector(f"{p}.add", "add", [h2, sc], elements=n, fused=True)
+            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
+            net.size[out] = n
+
+            def add_bwd(g, p=p, out=out, h2=h2, sc=sc, n=n):
+                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
+                              fused=fusable(t, g))
+                return [(h2, dg), (sc, dg)]
+
+            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
+            y, hw, c = out, hw1, width
+        skips.append((y, hw, c))
+    for i, (ci, co) in enumerate([(512, 256), (256, 128), (128, 64)]):
+        grp = f"dec{i}"
+        uhw = (2 * hw[0], 2 * hw[1])
+        n_up = b * uhw[0] * uhw[1] * ci
+        # Nearest-neighbour resize: each pixel copied to a 2x2 block (XLA: a broadcast and a
+        # reshape, written once); its gradient sums each 2x2 block of the incoming gradient.
+        up = t.op(f"d{i}.resize", "copy", [y], bytes=n_up * SIZE[BF16])
+        net.size[up] = n_up
+
+        def resize_bwd(g, i=i, src=y, n_in=net.size[y]):
+            # The 2x2 blocks summed over the (non-minor) window axes: lane-dense adds of the
+            # gradient's halves, twice, in one kernel (as the max pool of gen_resnet50).
+            h = t.vector(f"d{i}.resize_grad", "add", [g], elements=2 * n_in)
+            return [(src, t.vector(f"d{i}.resize_grad2", "add", [h], elements=n_in,
+                                   fused=True))]
+
+        net.tape.append(("up", f"d{i}.resize", {"out": up, "bwd": resize_bwd}))
+        u, uhw = net.conv(f"d{i}.up", up, uhw, ci, co, 3, group=grp)
+        skip, shw, _ = skips[2 - i]
+        n = b * uhw[0] * uhw[1] * co
+        net.size[u] = n
+        add = t.vector(f"d{i}.skip_add", "add", [u, skip], elements=n, fused=True)
+        net.size[add] = n
+        net.tape.append(("add", f"d{i}.skip_add",
+                         {"out": add, "bwd": lambda g, u=u, skip=skip: [(u, g), (skip, g)]}))
+        y, hw = net.conv(f"d{i}.c1", add, uhw, co, co, 3, group=grp)
+        net.size[y] = n
+        y, hw = net.conv(f"d{i}.c2", y, hw, co, co, 3, group=grp)
+        net.size[y] = n
+        c = co
+    out, _ = net.conv("head", y, hw, c, 2, 1, bn=False, relu=False, group="head")
+    n = b * hw[0] * hw[1] * 2
+    net.size[out] = n
+    # The loss in f32 over both heads: softplus of the mask logit (exp, log), the product with
+    # the mask, |d - depth|, and the two means.
+    e = t.vector("loss.exp", "exp", [out], elements=n // 2, dtype=F32)
+    lg = t.vector("loss.softplus", "log", [e], elements=n // 2, dtype=F32, fused=True)
+    ab = t.vector("loss.abs", "abs", [out], elements=n // 2, dtype=F32)
+    loss = t.vector("loss.mean", "reduce_sum", [lg, ab], rows=b, cols=n // b, dtype=F32)
+    if fwd:
+        return t
+    # d/dm = sigmoid(m) - mask, d/dd = sign(d - depth), written as the head's bf16 gradient.
+    dlog = t.vector("loss.dlogits", "sigmoid", [out, loss], elements=n, dtype=F32,
+                    out_dtype=BF16)
+    grads = backward_convnet(net, dlog)
+    for grp in reversed(list(net.params)):
+        grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp])
+    return t
