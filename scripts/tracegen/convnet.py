@@ -74,6 +74,41 @@ class ConvNet:
         return dx, dw
 
 
+    def residual(self, p, main, sc, n):
+        """relu(main + sc), both fused into main's kernel, with its backward on the tape: the
+        ReLU's gradient goes to both branches. Returns the output."""
+        t = self.t
+        add = t.vector(f"{p}.add", "add", [main, sc], elements=n, fused=True)
+        out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
+        self.size[out] = n
+
+        def bwd(g):
+            dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
+                          fused=fusable(t, g))
+            return [(main, dg), (sc, dg)]
+
+        self.tape.append(("add", p, {"out": out, "bwd": bwd}))
+        return out
+
+    def basic_block(self, p, x, hw, c, width, stride, grp):
+        """ResNet-18/34's basic block: two 3x3 convolutions with BatchNorm (the first strided),
+        a 1x1 projection with BatchNorm when the shape changes, the residual add and ReLU.
+        Returns (output, its height and width)."""
+        b = self.b
+        sc = x
+        if stride != 1 or c != width:
+            sc, _ = self.conv(f"{p}.proj", x, hw, c, width, 1, stride=stride, relu=False,
+                              group=grp)
+        y1, hw1 = self.conv(f"{p}.c1", x, hw, c, width, 3, stride=stride, group=grp)
+        n = b * hw1[0] * hw1[1] * width
+        self.size[y1] = n
+        y2, _ = self.conv(f"{p}.c2", y1, hw1, width, width, 3, relu=False, group=grp)
+        self.size[y2] = n
+        if sc is not x:
+            self.size[sc] = n
+        return self.residual(p, y2, sc, n), hw1
+
+
 def fusable(t, op_id):
     """True if op_id is a matmul / convolution or an op fused into one: XLA fuses elementwise
     consumers into the convolution's output fusion."""
@@ -177,17 +212,7 @@ def gen_resnet50(a):
             net.size[y3] = b * hw2[0] * hw2[1] * 4 * width
             if bi == 0:
                 net.size[sc] = net.size[y3]
-            n = net.size[y3]
-            add = t.vector(f"{p}.add", "add", [y3, sc], elements=n, fused=True)
-            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
-            net.size[out] = n
-
-            def add_bwd(g, p=p, out=out, y3=y3, sc=sc, n=n):
-                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
-                              fused=fusable(t, g))
-                return [(y3, dg), (sc, dg)]
-
-            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
+            out = net.residual(p, y3, sc, net.size[y3])
             x, hw, c = out, hw2, 4 * width
     gap = t.vector("head.avgpool", "reduce_sum", [x], rows=b * c, cols=hw[0] * hw[1])
     fc, s_fc = dense_fwd(t, "head.fc", gap, b, c, 1000)
@@ -314,32 +339,10 @@ def gen_resnet_unet(a):
     net.size[y] = b * hw[0] * hw[1] * 64
     c, skips = 64, []
     for si, (blocks, width) in enumerate(zip([3, 4, 6, 3], [64, 128, 256, 512])):
-        grp = f"enc{si}"
         for bi in range(blocks):
-            p = f"e{si}b{bi}"
             stride = 2 if (bi == 0 and si > 0) else 1
-            sc = y
-            if stride == 2 or c != width:
-                sc, _ = net.conv(f"{p}.proj", y, hw, c, width, 1, stride=stride, relu=False,
-                                 group=grp)
-            h1, hw1 = net.conv(f"{p}.c1", y, hw, c, width, 3, stride=stride, group=grp)
-            net.size[h1] = b * hw1[0] * hw1[1] * width
-            h2, _ = net.conv(f"{p}.c2", h1, hw1, width, width, 3, relu=False, group=grp)
-            n = b * hw1[0] * hw1[1] * width
-            net.size[h2] = n
-            if sc is not y:
-                net.size[sc] = n
-            add = t.vector(f"{p}.add", "add", [h2, sc], elements=n, fused=True)
-            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
-            net.size[out] = n
-
-            def add_bwd(g, p=p, out=out, h2=h2, sc=sc, n=n):
-                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
-                              fused=fusable(t, g))
-                return [(h2, dg), (sc, dg)]
-
-            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
-            y, hw, c = out, hw1, width
+            y, hw = net.basic_block(f"e{si}b{bi}", y, hw, c, width, stride, f"enc{si}")
+            c = width
         skips.append((y, hw, c))
     for i, (ci, co) in enumerate([(512, 256), (256, 128), (128, 64)]):
         grp = f"dec{i}"
