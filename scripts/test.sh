@@ -46,14 +46,7 @@ normal_s=$((SECONDS - start))
 fuzz_s=skipped
 if [[ "${TPUSIM_SKIP_FUZZ:-0}" != "1" ]]; then
     start=$SECONDS
-    # trace_sim is left out of the smoke run: it simulates every input in one process on a
-    # fresh SystemC context, whose coroutine stacks map where the previous context's were
-    # without ASan being told, so stale stack poison in the shadow gives findings in live
-    # frames that do not replay alone (tests/fuzz/regressions/README.md). Its regressions
-    # still replay in both test builds (ctest "fuzz: replay trace_sim"); scripts/fuzz.sh runs
-    # it when asked.
-    FUZZ_HARNESSES=${FUZZ_HARNESSES:-"config trace hlo sweep_spec run_description"} \
-        bash scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-15}"
+    bash scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-15}"
     fuzz_s="$((SECONDS - start)) s"
 fi
 

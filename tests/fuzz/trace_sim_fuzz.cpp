@@ -18,6 +18,32 @@
 #include "tpusim/sim/simulator.h"
 #include "tpusim/trace/trace.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TPUSIM_FUZZ_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TPUSIM_FUZZ_ASAN 1
+#endif
+
+#ifdef TPUSIM_FUZZ_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// SystemC maps each coroutine stack with mmap and unmaps it when its context is deleted;
+// ASan (clang 14) intercepts mmap but not munmap, so the poison that instrumented frames left
+// in the stack's shadow (redzones, use-after-scope) outlives the mapping. The next context's
+// stacks map at the same addresses, and live frames there were reported on that stale poison
+// (tests/fuzz/regressions/README.md). This program's munmap, which libsystemc's calls reach,
+// clears the shadow of what it unmaps first.
+extern "C" int munmap(void* addr, std::size_t len) {
+    __asan_unpoison_memory_region(addr, len);
+    return static_cast<int>(syscall(SYS_munmap, addr, len));
+}
+#endif
+
 namespace {
 
 constexpr std::size_t kMaxOps = 24;
