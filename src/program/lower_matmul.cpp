@@ -80,7 +80,10 @@ void MatmulLowering::lower(std::size_t i) {
         return 2.0 * static_cast<double>(tm * tk * ea) + 2.0 * static_cast<double>(tk * tn * eb) +
                2.0 * acc + cons;
     };
-    while (footprint() > cap * c_.cfg().lowering.matmul_vmem_fraction * 2.0) {
+    // Halved when the op's buffers did not fit beside the ones it holds (lower_ops).
+    const double budget = cap * c_.cfg().lowering.matmul_vmem_fraction * 2.0 /
+                          static_cast<double>(std::int64_t{1} << op.vmem_halvings);
+    while (footprint() > budget) {
         if (tk > 4 * R) {
             tk = static_cast<std::int64_t>(round_up(static_cast<Bytes>(tk / 2), R));
         } else if (tm > 256) {

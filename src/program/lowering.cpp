@@ -85,10 +85,8 @@ SharedInstrs streamed(StreamInputs& in, const std::vector<OpSpec>& ops, const Tp
     return SharedInstrs(std::make_shared<InstrStream>(produce, kStreamWindow), count);
 }
 
-}  // namespace
-
-Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const LoweringOptions& opts,
-                  const std::string& trace_name) {
+Program lower_ops_once(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
+                       const LoweringOptions& opts, const std::string& trace_name) {
     Program prog;
     prog.name = trace_name;
     for (const auto& op : ops) {
@@ -183,6 +181,54 @@ Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const Lo
         prog.cores.push_back(std::move(cp));
     }
     return prog;
+}
+
+// The most times one matmul's tile budget is halved before its VMEM error stands.
+constexpr int kMaxVmemHalvings = 4;
+
+// The matmul whose pipeline made the allocation of op `i`: the op itself, or the producer a
+// fused consumer takes its tiles from; -1 for none.
+std::ptrdiff_t pipeline_owner(const std::vector<OpSpec>& ops, std::size_t i) {
+    for (std::size_t guard = 0; guard < ops.size() && i < ops.size(); ++guard) {
+        if (ops[i].kind == OpKind::Matmul) return static_cast<std::ptrdiff_t>(i);
+        if (!ops[i].fused || ops[i].deps.empty()) return -1;
+        i = ops[i].deps[0];
+    }
+    return -1;
+}
+
+}  // namespace
+
+Program lower_ops(const std::vector<OpSpec>& ops, const TpuConfig& cfg, const LoweringOptions& opts,
+                  const std::string& trace_name) {
+    // The ring of VMEM buffers places each pipeline's pinned accumulators and weight tiles where
+    // its head is, and they can leave no room of the size a later buffer of the same pipeline
+    // needs, although the tile plan's budget fits VMEM. Then the op is lowered again with its
+    // budget halved, as a compiler picks smaller tiles for a kernel whose buffers do not fit.
+    // Programs that lower at once are untouched.
+    std::vector<OpSpec> adjusted;
+    const std::vector<OpSpec>* cur = &ops;
+    for (;;) {
+        try {
+            Program prog = lower_ops_once(*cur, cfg, opts, trace_name);
+            for (const OpSpec& op : *cur) {
+                if (op.vmem_halvings == 0) continue;
+                prog.warnings.push_back(fmt::format(
+                    "{}: op \"{}\": its tiles take 1/{} of the VMEM budget of a matmul "
+                    "(lowering.matmul_vmem_fraction): at the full budget its pipeline's buffers "
+                    "did not fit beside the ones it held (docs/program.md, VMEM)",
+                    trace_name, op.id, std::int64_t{1} << op.vmem_halvings));
+            }
+            return prog;
+        } catch (const VmemExhausted& e) {
+            const std::ptrdiff_t m = pipeline_owner(*cur, e.op());
+            if (m < 0 || (*cur)[static_cast<std::size_t>(m)].vmem_halvings >= kMaxVmemHalvings)
+                throw;
+            if (adjusted.empty()) adjusted = ops;
+            ++adjusted[static_cast<std::size_t>(m)].vmem_halvings;
+            cur = &adjusted;
+        }
+    }
 }
 
 }  // namespace tpusim

@@ -120,12 +120,13 @@ LoweringContext::Buffer LoweringContext::alloc(Bytes bytes, bool pinned, Waits& 
                                                std::size_t op) {
     auto b = vmem_.allocate(bytes, pinned, waits);
     if (!b) {
-        throw InputError(
+        throw VmemExhausted(
             trace_name_, fmt::format("op \"{}\"", ops_[op].id),
             fmt::format("needs a {:.2f} MiB VMEM buffer beside {:.2f} MiB already "
                         "held; the core has {} MiB of VMEM",
                         static_cast<double>(bytes) / kMiB,
-                        static_cast<double>(vmem_.pinned_bytes()) / kMiB, cfg_.vmem.capacity_mib));
+                        static_cast<double>(vmem_.pinned_bytes()) / kMiB, cfg_.vmem.capacity_mib),
+            op);
     }
     return *b;
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tpusim/common/error.h"
 #include "tpusim/program/lowering.h"
 #include "tpusim/program/vector_lowering.h"
 #include "tpusim/program/vmem_ring.h"
@@ -25,6 +26,19 @@ inline void append_waits(Waits& to, const Waits& from) {
 }
 
 // An HBM buffer an op reads: where it starts and how many bytes it holds.
+// A VMEM buffer that found no room beside the buffers held at the time (pinned accumulators
+// and weight tiles fragment the ring). lower_ops retries the op that owns the pipeline with a
+// smaller tile plan; past that it is the located input error it derives from.
+class VmemExhausted : public InputError {
+ public:
+    VmemExhausted(std::string file, std::string where, std::string what, std::size_t op)
+        : InputError(std::move(file), std::move(where), std::move(what)), op_(op) {}
+    std::size_t op() const { return op_; }
+
+ private:
+    std::size_t op_;
+};
+
 struct HbmSrc {
     Addr addr = 0;
     Bytes size = 0;

@@ -34,6 +34,9 @@ struct OpSpec {
     std::int64_t in_bytes = 2, out_bytes = 2;   // element sizes
     std::int64_t lhs_bytes = 2, rhs_bytes = 2;  // matmul: each operand's element size
     int mxu_passes = 1;  // matmul: passes through the MXU per tile (precision_passes)
+    // matmul: times its tile plan's VMEM budget was halved because its pipeline's buffers did
+    // not fit beside the ones it holds (lower_ops retries; docs/program.md, "VMEM").
+    int vmem_halvings = 0;
     // conv2d: the NHWC input the implicit GEMM's LHS views (kh = 0: a plain matmul). The LHS
     // tiles then move the input rows their windows cover, not im2col rows (MatmulLowering).
     struct ConvWindow {
