@@ -94,6 +94,10 @@ std::uint32_t LoweringContext::emit(Instr in) {
                    in.waits.end());
     std::sort(in.waits.begin(), in.waits.end());
     in.waits.erase(std::unique(in.waits.begin(), in.waits.end()), in.waits.end());
+    // The lowerings hand over every wait they know (a consumer's chunk lists each write-back
+    // of its producer), most of them covered: keep only the room the kept ones need, or the
+    // held stream carries the dropped ones' capacity (hundreds of MB on a large module).
+    if (in.waits.capacity() > in.waits.size()) Waits(in.waits).swap(in.waits);
     for (std::uint32_t w : in.waits) covered_[w] = true;
     covered_.push_back(false);
     if (watch_next_) {
