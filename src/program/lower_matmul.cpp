@@ -155,7 +155,7 @@ void MatmulLowering::lower(std::size_t i) {
         const std::int64_t tn_e = std::min(tn, op.n - jn * tn);
         const bool reuse_b = nk == 1 && jm > 0;  // weights stay resident across M
         PipelineStep st;
-        st.load = [=, &bbuf, &b_load](PipelineStep& s) {
+        st.load = [=, &op, &deps, &bbuf, &b_load](PipelineStep& s) {
             Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * ea);
             WindowLoad win;
             if (conv) {
@@ -163,7 +163,7 @@ void MatmulLowering::lower(std::size_t i) {
                 if (win.bytes() < a_bytes) a_bytes = win.bytes();
             }
             const bool windowed = conv && win.bytes() == a_bytes;
-            Waits w = deps;
+            Waits w = c_.uncovered(deps);
             LoweringContext::Buffer a = c_.alloc(a_bytes, false, w, i);
             Instr ld;
             ld.unit = Unit::Dma;
@@ -206,7 +206,7 @@ void MatmulLowering::lower(std::size_t i) {
             }
             if (!reuse_b) {
                 const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * eb);
-                Waits wb = deps;
+                Waits wb = c_.uncovered(deps);
                 bbuf = c_.alloc(b_bytes, nk == 1, wb, i);
                 Instr lb = ld;
                 lb.waits = wb;
@@ -227,7 +227,7 @@ void MatmulLowering::lower(std::size_t i) {
             s.buffers = {a.addr, bbuf.addr};
             s.weights = bbuf.addr;
         };
-        st.compute = [=, &acc, &acc_waits](PipelineStep& s) {
+        st.compute = [=, &op, &acc, &acc_waits](PipelineStep& s) {
             if (jk == 0) {
                 acc_waits.clear();
                 acc = c_.alloc(static_cast<Bytes>(tm_e * tn_e * 4), true, acc_waits, i);
@@ -305,7 +305,7 @@ void MatmulLowering::lower(std::size_t i) {
             if (nk == 1 && jm == nm - 1) c_.vmem().unpin(s.weights);
         };
         if (jk == nk - 1) {
-            st.finish = [=](PipelineStep& s) {
+            st.finish = [=, &op](PipelineStep& s) {
                 c_.sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
                                    consumer ? 4 : op.out_bytes, s.computed});
                 c_.vmem().unpin(s.acc);

@@ -27,12 +27,12 @@ void TransferLowering::lower_copy(std::size_t i) {
         const Bytes off = static_cast<Bytes>(c) * chunk;
         const Bytes bytes = std::min(chunk, op.bytes - off);
         PipelineStep st;
-        st.load = [=](PipelineStep& s) {  // one contiguous row of the chunk's bytes
+        st.load = [=, &deps](PipelineStep& s) {  // one contiguous row of the chunk's bytes
             c_.load_rows(i, src, bytes, 0, 1, deps, s, off);
             s.acc = s.buffers.back();
         };
         st.compute = [](PipelineStep& s) { s.computed = s.loaded; };
-        st.finish = [=](PipelineStep& s) {
+        st.finish = [=, &op](PipelineStep& s) {
             c_.sink(i, TileRef{s.acc, 0, static_cast<std::int64_t>(off), 1,
                                static_cast<std::int64_t>(bytes),
                                static_cast<std::int64_t>(op.bytes), 1, s.computed});

@@ -243,6 +243,11 @@ void LoweringContext::past_share(const Instr& in) const {
                                  d.hbm_extent(), static_cast<double>(hbm_size_) / kGiB));
 }
 
+void LoweringContext::append_uncovered(Waits& to, const Waits& from) const {
+    for (std::uint32_t w : from)
+        if (!covered_[w]) to.push_back(w);
+}
+
 Waits LoweringContext::dep_waits(const OpSpec& op) const {
     Waits w;
     for (auto d : op.deps) append_waits(w, state_[d].done);
@@ -365,12 +370,12 @@ std::int64_t LoweringContext::tile_grid_rows(std::size_t i) const {
 void LoweringContext::load_rows(std::size_t i, HbmSrc src, Bytes row_bytes, std::int64_t r0,
                                 std::int64_t rows, const Waits& after, PipelineStep& s, Bytes at) {
     const Bytes bytes = static_cast<Bytes>(rows) * row_bytes;
-    Waits w = after;
+    Waits w = uncovered(after);
     Buffer buf = alloc(bytes, false, w, i);
     Instr ld;
     ld.unit = Unit::Dma;
     ld.op = static_cast<std::uint32_t>(i);
-    ld.waits = w;
+    ld.waits = std::move(w);
     const auto row = static_cast<std::int64_t>(row_bytes);
     ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem, {src.addr + at, row, r0, 0, rows, row, 1},
                          buf.addr);
