@@ -114,7 +114,7 @@ void MatmulLowering::lower(std::size_t i) {
     const Addr lhs = lhs_buf.addr, rhs = rhs_buf.addr;
     const Bytes lhs_view = conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * ea)
                                 : static_cast<Bytes>(op.batch * op.m * op.k * ea);
-    const Waits deps = c_.dep_waits(op);
+    Waits deps = c_.dep_waits(op);  // only waits: the steps drop the covered ones
     // Operands XLA placed in VMEM (S(1)) must fit there whole.
     const Bytes lhs_bytes = static_cast<Bytes>(op.batch * op.m * op.k * ea);
     const Bytes rhs_bytes = static_cast<Bytes>(op.batch * op.k * op.n * eb);
@@ -163,7 +163,8 @@ void MatmulLowering::lower(std::size_t i) {
                 if (win.bytes() < a_bytes) a_bytes = win.bytes();
             }
             const bool windowed = conv && win.bytes() == a_bytes;
-            Waits w = c_.uncovered(deps);
+            c_.drop_covered(deps);
+            Waits w = deps;
             LoweringContext::Buffer a = c_.alloc(a_bytes, false, w, i);
             Instr ld;
             ld.unit = Unit::Dma;
@@ -206,7 +207,7 @@ void MatmulLowering::lower(std::size_t i) {
             }
             if (!reuse_b) {
                 const Bytes b_bytes = static_cast<Bytes>(tk_e * tn_e * eb);
-                Waits wb = c_.uncovered(deps);
+                Waits wb = deps;
                 bbuf = c_.alloc(b_bytes, nk == 1, wb, i);
                 Instr lb = ld;
                 lb.waits = wb;

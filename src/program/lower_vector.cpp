@@ -125,10 +125,12 @@ void VectorLowering::lower(std::size_t i) {
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         PipelineStep st;
         st.load = [=, &deps, &inputs](PipelineStep& s) {
+            c_.drop_covered(deps);
             for (const auto& [src, row] : inputs) c_.load_rows(i, src, row, r0, rows, deps, s);
         };
         st.compute = [=, &op, &deps, &rows_out](PipelineStep& s) {
-            Waits w = s.loaded.empty() ? c_.uncovered(deps) : s.loaded;
+            if (s.loaded.empty()) c_.drop_covered(deps);
+            Waits w = s.loaded.empty() ? deps : s.loaded;
             Bytes out_bytes = 0;
             for (Bytes b : rows_out) out_bytes += static_cast<Bytes>(rows) * b;
             LoweringContext::Buffer out = c_.alloc(out_bytes, false, w, i);
@@ -174,7 +176,7 @@ HbmSrc VectorLowering::intermediate(std::size_t i, Bytes bytes) {
 }
 
 Waits VectorLowering::statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
-                                      const Waits& after, const HbmSrc* keep, Bytes keep_row) {
+                                      Waits after, const HbmSrc* keep, Bytes keep_row) {
     const OpSpec& op = c_.op(i);
     const Bytes row_in = static_cast<Bytes>(cols * vector_input_bytes(op, 0));
     const Bytes row_kept = keep ? keep_row : 0;  // the stored intermediate's rows
@@ -188,6 +190,7 @@ Waits VectorLowering::statistics_pass(std::size_t i, VectorOp body, HbmSrc src, 
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         PipelineStep st;
         st.load = [=, &after](PipelineStep& s) {
+            c_.drop_covered(after);
             c_.load_rows(i, src, row_in, r0, rows, after, s);
         };
         // One f32 statistic per row stays for the next kernel (its 4 B per row to and from

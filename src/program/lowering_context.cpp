@@ -248,6 +248,11 @@ void LoweringContext::append_uncovered(Waits& to, const Waits& from) const {
         if (!covered_[w]) to.push_back(w);
 }
 
+void LoweringContext::drop_covered(Waits& w) const {
+    w.erase(std::remove_if(w.begin(), w.end(), [this](std::uint32_t x) { return covered_[x]; }),
+            w.end());
+}
+
 Waits LoweringContext::dep_waits(const OpSpec& op) const {
     Waits w;
     for (auto d : op.deps) append_waits(w, state_[d].done);

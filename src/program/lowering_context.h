@@ -134,6 +134,9 @@ class LoweringContext {
     // consumer's waits start as its producers' every write-back; copying only these keeps
     // lowering linear in the instructions.
     void append_uncovered(Waits& to, const Waits& from) const;
+    // Drops the covered waits from `w` in place (a list kept only to wait on: an op's
+    // dependencies, read again by each of its pipeline steps).
+    void drop_covered(Waits& w) const;
     Waits uncovered(const Waits& from) const {
         Waits w;
         append_uncovered(w, from);
