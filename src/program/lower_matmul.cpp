@@ -117,7 +117,7 @@ void MatmulLowering::lower(std::size_t i) {
     const Addr lhs = lhs_buf.addr, rhs = rhs_buf.addr;
     const Bytes lhs_view = conv ? static_cast<Bytes>(conv_rows * op.conv.w * op.conv.c * ea)
                                 : static_cast<Bytes>(op.batch * op.m * op.k * ea);
-    const Waits deps = c_.dep_waits(op);
+    Waits deps = c_.dep_waits(op);  // only waits: the steps drop the covered ones
     // Operands XLA placed in VMEM (S(1)) must fit there whole.
     const Bytes lhs_bytes = static_cast<Bytes>(op.batch * op.m * op.k * ea);
     const Bytes rhs_bytes = static_cast<Bytes>(op.batch * op.k * op.n * eb);
@@ -158,7 +158,7 @@ void MatmulLowering::lower(std::size_t i) {
         const std::int64_t tn_e = std::min(tn, op.n - jn * tn);
         const bool reuse_b = nk == 1 && jm > 0;  // weights stay resident across M
         PipelineStep st;
-        st.load = [=, &bbuf, &b_load](PipelineStep& s) {
+        st.load = [=, &op, &deps, &bbuf, &b_load](PipelineStep& s) {
             Bytes a_bytes = static_cast<Bytes>(tm_e * tk_e * ea);
             WindowLoad win;
             if (conv) {
@@ -166,6 +166,7 @@ void MatmulLowering::lower(std::size_t i) {
                 if (win.bytes() < a_bytes) a_bytes = win.bytes();
             }
             const bool windowed = conv && win.bytes() == a_bytes;
+            c_.drop_covered(deps);
             Waits w = deps;
             LoweringContext::Buffer a = c_.alloc(a_bytes, false, w, i);
             Instr ld;
@@ -230,7 +231,7 @@ void MatmulLowering::lower(std::size_t i) {
             s.buffers = {a.addr, bbuf.addr};
             s.weights = bbuf.addr;
         };
-        st.compute = [=, &acc, &acc_waits](PipelineStep& s) {
+        st.compute = [=, &op, &acc, &acc_waits](PipelineStep& s) {
             if (jk == 0) {
                 acc_waits.clear();
                 acc = c_.alloc(static_cast<Bytes>(tm_e * tn_e * 4), true, acc_waits, i);
@@ -308,7 +309,7 @@ void MatmulLowering::lower(std::size_t i) {
             if (nk == 1 && jm == nm - 1) c_.vmem().unpin(s.weights);
         };
         if (jk == nk - 1) {
-            st.finish = [=](PipelineStep& s) {
+            st.finish = [=, &op](PipelineStep& s) {
                 c_.sink(i, TileRef{s.acc, b * op.m + jm * tm, jn * tn, tm_e, tn_e, op.n,
                                    consumer ? 4 : op.out_bytes, s.computed});
                 c_.vmem().unpin(s.acc);

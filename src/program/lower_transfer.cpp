@@ -22,17 +22,18 @@ void TransferLowering::lower_copy(std::size_t i) {
     const Bytes chunk = 1 * kMiB;
     const std::int64_t chunks = static_cast<std::int64_t>(ceil_div(op.bytes, chunk));
     const HbmSrc src = c_.operand(i, 0, op.bytes);
-    const Waits deps = c_.dep_waits(op);
+    Waits deps = c_.dep_waits(op);  // only waits: the steps drop the covered ones
     const auto make = [&](std::size_t c) {
         const Bytes off = static_cast<Bytes>(c) * chunk;
         const Bytes bytes = std::min(chunk, op.bytes - off);
         PipelineStep st;
-        st.load = [=](PipelineStep& s) {  // one contiguous row of the chunk's bytes
+        st.load = [=, &deps](PipelineStep& s) {  // one contiguous row of the chunk's bytes
+            c_.drop_covered(deps);
             c_.load_rows(i, src, bytes, 0, 1, deps, s, off);
             s.acc = s.buffers.back();
         };
         st.compute = [](PipelineStep& s) { s.computed = s.loaded; };
-        st.finish = [=](PipelineStep& s) {
+        st.finish = [=, &op](PipelineStep& s) {
             c_.sink(i, TileRef{s.acc, 0, static_cast<std::int64_t>(off), 1,
                                static_cast<std::int64_t>(bytes),
                                static_cast<std::int64_t>(op.bytes), 1, s.computed});

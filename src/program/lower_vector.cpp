@@ -124,10 +124,12 @@ void VectorLowering::lower(std::size_t i) {
         const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         PipelineStep st;
-        st.load = [=](PipelineStep& s) {
+        st.load = [=, &deps, &inputs](PipelineStep& s) {
+            c_.drop_covered(deps);
             for (const auto& [src, row] : inputs) c_.load_rows(i, src, row, r0, rows, deps, s);
         };
-        st.compute = [=](PipelineStep& s) {
+        st.compute = [=, &op, &deps, &rows_out](PipelineStep& s) {
+            if (s.loaded.empty()) c_.drop_covered(deps);
             Waits w = s.loaded.empty() ? deps : s.loaded;
             Bytes out_bytes = 0;
             for (Bytes b : rows_out) out_bytes += static_cast<Bytes>(rows) * b;
@@ -149,7 +151,7 @@ void VectorLowering::lower(std::size_t i) {
             s.computed = {id};
             s.acc = out.addr;
         };
-        st.finish = [=](PipelineStep& s) {
+        st.finish = [=, &op, &rows_out](PipelineStep& s) {
             // Every result array is written (adam: p, m, v); the first is the one a fused
             // consumer takes on chip, the others go to HBM, each its own array in the buffer.
             c_.sink(i, TileRef{s.acc, r0, 0, rows, out_cols, out_cols, vector_output_bytes(op, 0),
@@ -174,7 +176,7 @@ HbmSrc VectorLowering::intermediate(std::size_t i, Bytes bytes) {
 }
 
 Waits VectorLowering::statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
-                                      const Waits& after, const HbmSrc* keep, Bytes keep_row) {
+                                      Waits after, const HbmSrc* keep, Bytes keep_row) {
     const OpSpec& op = c_.op(i);
     const Bytes row_in = static_cast<Bytes>(cols * vector_input_bytes(op, 0));
     const Bytes row_kept = keep ? keep_row : 0;  // the stored intermediate's rows
@@ -187,10 +189,13 @@ Waits VectorLowering::statistics_pass(std::size_t i, VectorOp body, HbmSrc src, 
         const std::int64_t r0 = static_cast<std::int64_t>(chunk) * chunk_rows;
         const std::int64_t rows = std::min(chunk_rows, op.rows - r0);
         PipelineStep st;
-        st.load = [=](PipelineStep& s) { c_.load_rows(i, src, row_in, r0, rows, after, s); };
+        st.load = [=, &after](PipelineStep& s) {
+            c_.drop_covered(after);
+            c_.load_rows(i, src, row_in, r0, rows, after, s);
+        };
         // One f32 statistic per row stays for the next kernel (its 4 B per row to and from
         // HBM are left out).
-        st.compute = [=, &last](PipelineStep& s) {
+        st.compute = [=, &op, &last](PipelineStep& s) {
             Waits w = s.loaded;
             if (row_kept > 0)
                 s.acc = c_.alloc(static_cast<Bytes>(rows) * row_kept, false, w, i).addr;
@@ -238,12 +243,13 @@ void VectorLowering::consume_tile(std::size_t i, TileRef in) {
     const std::int64_t out_cols = reduces ? 1 : in.cols;
     const std::int64_t out_total = reduces ? 1 : in.total_cols;
     Waits waits = in.ready;
-    for (std::size_t d = 1; d < op.deps.size(); ++d) append_waits(waits, c_.state(op.deps[d]).done);
+    for (std::size_t d = 1; d < op.deps.size(); ++d)
+        c_.append_uncovered(waits, c_.state(op.deps[d]).done);
     // Further operands (e.g. the residual of a fused add) come from HBM.
     for (std::int64_t x = 1; x < op.vector_inputs; ++x) {
         const std::int64_t elem = vector_input_bytes(op, x);
         const Bytes bytes = static_cast<Bytes>(in.rows * in.cols * elem);
-        Waits w = c_.dep_waits(op);
+        Waits w = c_.uncovered(c_.dep_waits(op));
         LoweringContext::Buffer b = c_.alloc(bytes, false, w, i);
         Instr ld;
         ld.unit = Unit::Dma;

@@ -94,6 +94,10 @@ std::uint32_t LoweringContext::emit(Instr in) {
                    in.waits.end());
     std::sort(in.waits.begin(), in.waits.end());
     in.waits.erase(std::unique(in.waits.begin(), in.waits.end()), in.waits.end());
+    // The lowerings hand over every wait they know (a consumer's chunk lists each write-back
+    // of its producer), most of them covered: keep only the room the kept ones need, or the
+    // held stream carries the dropped ones' capacity (hundreds of MB on a large module).
+    if (in.waits.capacity() > in.waits.size()) Waits(in.waits).swap(in.waits);
     for (std::uint32_t w : in.waits) covered_[w] = true;
     covered_.push_back(false);
     if (watch_next_) {
@@ -240,6 +244,16 @@ void LoweringContext::past_share(const Instr& in) const {
                                  d.hbm_extent(), static_cast<double>(hbm_size_) / kGiB));
 }
 
+void LoweringContext::append_uncovered(Waits& to, const Waits& from) const {
+    for (std::uint32_t w : from)
+        if (!covered_[w]) to.push_back(w);
+}
+
+void LoweringContext::drop_covered(Waits& w) const {
+    w.erase(std::remove_if(w.begin(), w.end(), [this](std::uint32_t x) { return covered_[x]; }),
+            w.end());
+}
+
 Waits LoweringContext::dep_waits(const OpSpec& op) const {
     Waits w;
     for (auto d : op.deps) append_waits(w, state_[d].done);
@@ -362,12 +376,12 @@ std::int64_t LoweringContext::tile_grid_rows(std::size_t i) const {
 void LoweringContext::load_rows(std::size_t i, HbmSrc src, Bytes row_bytes, std::int64_t r0,
                                 std::int64_t rows, const Waits& after, PipelineStep& s, Bytes at) {
     const Bytes bytes = static_cast<Bytes>(rows) * row_bytes;
-    Waits w = after;
+    Waits w = uncovered(after);
     Buffer buf = alloc(bytes, false, w, i);
     Instr ld;
     ld.unit = Unit::Dma;
     ld.op = static_cast<std::uint32_t>(i);
-    ld.waits = w;
+    ld.waits = std::move(w);
     const auto row = static_cast<std::int64_t>(row_bytes);
     ld.dma() = dma_block(DmaDescriptor::Dir::HbmToVmem, {src.addr + at, row, r0, 0, rows, row, 1},
                          buf.addr);

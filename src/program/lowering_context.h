@@ -143,6 +143,19 @@ class LoweringContext {
     // Adds to op i's HBM bytes on this core.
     void count_hbm(std::size_t i, Bytes bytes) { state_[i].hbm_bytes += bytes; }
     Waits dep_waits(const OpSpec& op) const;
+    // The waits of `from` that emit() would keep: those no earlier instruction of the stream
+    // waits on (covered_ only grows, so dropping them before an emit changes nothing). A
+    // consumer's waits start as its producers' every write-back; copying only these keeps
+    // lowering linear in the instructions.
+    void append_uncovered(Waits& to, const Waits& from) const;
+    // Drops the covered waits from `w` in place (a list kept only to wait on: an op's
+    // dependencies, read again by each of its pipeline steps).
+    void drop_covered(Waits& w) const;
+    Waits uncovered(const Waits& from) const {
+        Waits w;
+        append_uncovered(w, from);
+        return w;
+    }
     std::optional<std::size_t> inline_consumer(std::size_t op) const;
 
     // Runs `count` steps made on demand by make(s): only three steps exist at a time, so an

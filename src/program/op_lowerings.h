@@ -41,8 +41,8 @@ class VectorLowering : public TileConsumer {
     // the row reduction `body` on the VPU; with `keep`, it also writes a full-size
     // intermediate there, rows of `keep_row` bytes (softmax's exp(x - max)). Returns what the
     // next kernel waits for: its last VPU instruction, or the intermediate's stores.
-    Waits statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols,
-                          const Waits& after, const HbmSrc* keep, Bytes keep_row);
+    Waits statistics_pass(std::size_t i, VectorOp body, HbmSrc src, std::int64_t cols, Waits after,
+                          const HbmSrc* keep, Bytes keep_row);
     // Op i's HBM buffer of `bytes` for an intermediate of its own (allocated once).
     HbmSrc intermediate(std::size_t i, Bytes bytes);
 

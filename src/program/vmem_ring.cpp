@@ -66,7 +66,9 @@ void VmemRing::use(Addr addr, std::uint32_t instr) {
     if (it->second.end <= addr) return;
     auto& u = it->second.users;
     // Later users of one buffer supersede earlier ones only if they depend on them; keep all,
-    // but bounded: a buffer has a handful of users.
+    // but bounded: a buffer has a handful of users (room for a few at once: one allocation,
+    // not one per doubling).
+    if (u.capacity() == 0) u.reserve(4);
     u.push_back(instr);
 }
 

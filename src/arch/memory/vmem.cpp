@@ -62,15 +62,23 @@ void VmemAllocator::check_range(Addr addr, Bytes bytes, const std::string& what)
 }
 
 Cycle VmemPort::reserve(Cycle now, Bytes bytes, Cycle horizon) {
-    while (!booked_.empty() && booked_.begin()->second <= horizon) booked_.erase(booked_.begin());
+    while (head_ < booked_.size() && booked_[head_].second <= horizon) ++head_;
+    if (head_ >= 64 && 2 * head_ >= booked_.size()) {
+        booked_.erase(booked_.begin(), booked_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+    }
     const Cycle busy = ceil_div(bytes, bytes_per_cycle_);
     busy_cycles_ += busy;
     bytes_ += bytes;
     if (busy == 0) return now;
+    const auto first = booked_.begin() + static_cast<std::ptrdiff_t>(head_);
+    const auto by_start = [](const std::pair<Cycle, Cycle>& b, Cycle c) { return b.first < c; };
     // The first stretch from `now` on that no booking overlaps.
     Cycle start = now;
-    auto it = booked_.upper_bound(start);
-    if (it != booked_.begin()) {
+    auto it =
+        std::upper_bound(first, booked_.end(), start,
+                         [](Cycle c, const std::pair<Cycle, Cycle>& b) { return c < b.first; });
+    if (it != first) {
         const auto prev = std::prev(it);
         if (prev->second > start) start = prev->second;
     }
@@ -80,21 +88,21 @@ Cycle VmemPort::reserve(Cycle now, Bytes bytes, Cycle horizon) {
     }
     const Cycle end = start + busy;
     // Book [start, end), merged with the bookings it touches so that a stream stays one entry.
-    Cycle lo = start, hi = end;
-    auto next = booked_.lower_bound(start);
-    if (next != booked_.begin()) {
-        const auto prev = std::prev(next);
-        if (prev->second == start) {
-            lo = prev->first;
-            booked_.erase(prev);
-        }
-    }
-    next = booked_.find(end);
-    if (next != booked_.end()) {
-        hi = next->second;
+    // No booking overlaps [start, end): the one before ends by start, the one after (if any)
+    // starts at end or later.
+    const auto next = std::lower_bound(first, booked_.end(), start, by_start);
+    const bool join_prev = next != first && std::prev(next)->second == start;
+    const bool join_next = next != booked_.end() && next->first == end;
+    if (join_prev && join_next) {
+        std::prev(next)->second = next->second;
         booked_.erase(next);
+    } else if (join_prev) {
+        std::prev(next)->second = end;
+    } else if (join_next) {
+        next->first = start;
+    } else {
+        booked_.emplace(next, start, end);
     }
-    booked_.emplace(lo, hi);
     free_at_ = std::max(free_at_, end);
     return end;
 }

@@ -96,9 +96,16 @@ bool VectorCostModel::BodyKey::operator<(const BodyKey& o) const {
            std::tie(o.op, o.saved_mask, o.row_cols, o.in_bytes, o.out_bytes);
 }
 
-bool VectorCostModel::ShapeKey::operator<(const ShapeKey& o) const {
-    return std::tie(op, saved_mask, rows, cols, in_bytes, out_bytes) <
+bool VectorCostModel::ShapeKey::operator==(const ShapeKey& o) const {
+    return std::tie(op, saved_mask, rows, cols, in_bytes, out_bytes) ==
            std::tie(o.op, o.saved_mask, o.rows, o.cols, o.in_bytes, o.out_bytes);
+}
+
+std::size_t VectorCostModel::ShapeHash::operator()(const ShapeKey& k) const {
+    std::uint64_t h = static_cast<std::uint64_t>(k.op) * 2 + (k.saved_mask ? 1 : 0);
+    for (const std::int64_t v : {k.rows, k.cols, k.in_bytes, k.out_bytes})
+        h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ULL;  // FNV-1a style mixing
+    return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
 VectorCostModel::VectorCostModel(const VpuConfig& vpu, const VmemConfig& vmem)

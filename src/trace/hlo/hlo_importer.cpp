@@ -48,15 +48,16 @@ Trace Importer::run() {
 }
 
 int Importer::line_of(std::uint32_t offset) const {
-    // Lines are counted once per op; the text is scanned forward from the last position.
     const std::string& t = *m_.text;
-    if (offset < line_pos_) {
-        line_pos_ = 0;
-        line_no_ = 1;
+    if (!newlines_found_) {
+        for (std::size_t p = t.find('\n'); p != std::string::npos; p = t.find('\n', p + 1))
+            newlines_.push_back(static_cast<std::uint32_t>(p));
+        newlines_found_ = true;
     }
-    for (; line_pos_ < offset && line_pos_ < t.size(); ++line_pos_)
-        if (t[line_pos_] == '\n') ++line_no_;
-    return line_no_;
+    // 1 + the newlines before the offset.
+    const auto end = static_cast<std::uint32_t>(std::min<std::size_t>(offset, t.size()));
+    return 1 + static_cast<int>(std::lower_bound(newlines_.begin(), newlines_.end(), end) -
+                                newlines_.begin());
 }
 
 std::optional<HloModule> Importer::prepared(const HloModule& m, const HloImportOptions& o,

@@ -98,8 +98,10 @@ class Importer {
     std::uint32_t mof_floor_ = 0;
     bool in_loop_ = false;  // walking the body of a repeated loop: inner loops are unrolled
     bool has_fusions_ = false, pass_ = false;
-    mutable std::size_t line_pos_ = 0;
-    mutable int line_no_ = 1;
+    // Offsets of the text's newlines, found on the first line_of (ops are not met in text
+    // order, so a forward scan would restart from the top for each op that goes back).
+    mutable std::vector<std::uint32_t> newlines_;
+    mutable bool newlines_found_ = false;
 };
 
 }  // namespace tpusim::hlo_detail

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tpusim/common/types.h"
 #include "tpusim/config/memory_config.h"
@@ -55,7 +57,11 @@ class VmemPort {
  private:
     Bytes bytes_per_cycle_;
     Cycle free_at_ = 0;
-    std::map<Cycle, Cycle> booked_;  // start -> end, disjoint; touching bookings merged
+    // Bookings [start, end), sorted by start, disjoint, touching ones merged; those before
+    // head_ are forgotten (ended by the horizon) and dropped in batches. A sorted vector, not a
+    // map: bookings come and go at the ends almost always, and a reserve allocates nothing.
+    std::vector<std::pair<Cycle, Cycle>> booked_;
+    std::size_t head_ = 0;
     std::uint64_t busy_cycles_ = 0, bytes_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "tpusim/arch/vpu/vpu.h"
@@ -78,14 +79,18 @@ class VectorCostModel {
         VectorOp op;
         bool saved_mask;
         std::int64_t rows, cols, in_bytes, out_bytes;
-        bool operator<(const ShapeKey& o) const;
+        bool operator==(const ShapeKey& o) const;
+    };
+    struct ShapeHash {
+        std::size_t operator()(const ShapeKey& k) const;
     };
     const VectorSteadyState& steady_state(const VectorOpDesc& op);
 
     VpuConfig vpu_;
     VmemConfig vmem_;
     std::map<BodyKey, std::unique_ptr<const VectorSteadyState>> bodies_;
-    std::map<ShapeKey, VectorOpCost> costs_;
+    // Looked up once per vector instruction a core issues: hashed (references stay valid).
+    std::unordered_map<ShapeKey, VectorOpCost, ShapeHash> costs_;
 };
 
 // One op's cost by a model of its own: for tests and one-off queries (a simulation asks its
