@@ -12,6 +12,7 @@ are f32 (mixed precision as in the MLPerf TPU submissions); activations are bf16
   gen_trace.py resnet-unet --batch 128 --cores 8 -o resnet_unet.json
   gen_trace.py examples traces/     (the small committed examples)
   gen_trace.py mlperf resnet50 --round v0.6 --cores 32 -o rn50.json
+  gen_trace.py mlperf resnet50 --round v0.5 --inference --scenario offline --cores 8
                                     (an MLPerf benchmark as Google's TPU submission ran it:
                                     scripts/tracegen/mlperf.py)
 
@@ -206,6 +207,9 @@ def main(argv=None):
                    help="TensorCores of the slice the submission ran on (v3-32: 32)")
     p.add_argument("--per-core-batch", type=int, default=None,
                    help="what-if: this per-core batch instead of the submission's")
+    p.add_argument("--inference", action="store_true",
+                   help="the MLPerf Inference benchmark instead (v0.5: resnet50)")
+    p.add_argument("--scenario", default=None, help="with --inference: offline")
     p.add_argument("--bucket", type=int, default=None,
                    help="GNMT: the length bucket of the step, 0 (sentences under 10 tokens) "
                    "to 4 (40 to 47, the default)")

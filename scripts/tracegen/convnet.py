@@ -12,8 +12,12 @@ def out_dim(x, stride):
 
 
 class ConvNet:
-    def __init__(self, t, b):
+    def __init__(self, t, b, inference=False):
         self.t, self.b = t, b
+        # Inference: batch norm with its frozen statistics, a per-channel affine in the
+        # convolution's epilogue (written as its bias_add), instead of training's batch
+        # statistics.
+        self.inference = inference
         self.tape = []  # (name, state) in forward order
         self.params = {}
         self.size = {}  # activation id -> elements (for gradient sums)
@@ -32,8 +36,8 @@ class ConvNet:
                  dtype=BF16)
         pre = y
         if bn:
-            y = t.vector(f"{name}.bn", "batchnorm", [y], rows=b * oh * ow, cols=c_out,
-                         fused=True)
+            y = t.vector(f"{name}.bn", "bias_add" if self.inference else "batchnorm", [y],
+                         rows=b * oh * ow, cols=c_out, fused=True)
         if relu:
             y = t.vector(f"{name}.relu", "relu", [y], elements=b * oh * ow * c_out, fused=True)
         self.params[group] = self.params.get(group, 0) + k * k * c_in * c_out + (
@@ -153,19 +157,31 @@ def backward_convnet(net, dy, extra_grad_of=None, dys=None):
 
 
 def gen_resnet50(a):
+    """`a.inference` (the MLPerf inference generators): batch norm with frozen statistics,
+    the image infed as 8-bit pixels and widened to bf16 on the chip, argmax instead of the
+    softmax; forward only."""
     b = a.batch
-    fwd = a.forward_only
-    t = Trace(a.name or ("resnet50_eval_step" if fwd else "resnet50_train_step"), a.cores,
-              f"ResNet-50 v1.5 {'eval' if fwd else 'training'} step, {a.image}x{a.image} images,"
+    inference = getattr(a, "inference", False)
+    fwd = a.forward_only or inference
+    kind = "inference" if inference else ("eval" if fwd else "training")
+    t = Trace(a.name or (f"resnet50_{'inference' if inference else 'eval'}_step" if fwd
+                         else "resnet50_train_step"), a.cores,
+              f"ResNet-50 v1.5 {kind} step, {a.image}x{a.image} images,"
               f" batch {b} per core x {a.cores} cores: " + (FWD_ONLY if fwd else
               "forward, backward, gradient all-reduce per stage, "
               + ("LARS" if getattr(a, "optimizer", "momentum") == "lars" else "SGD momentum")),
               {"generator": "scripts/gen_trace.py resnet50", "batch_per_core": b,
                "image": a.image, **({"forward_only": True} if fwd else {})})
-    net = ConvNet(t, b)
-    x = t.op("input", "infeed", bytes=b * a.image * a.image * 3 * SIZE[BF16])
+    net = ConvNet(t, b, inference=inference)
+    pixels = b * a.image * a.image * 3
+    x = t.op("input", "infeed", bytes=pixels * (SIZE["u8"] if inference else SIZE[BF16]))
+    if inference:
+        # The packed 8-bit pixels unpacked, transposed to NHWC, cast to bf16 and the mean
+        # subtracted: one elementwise kernel over the batch.
+        x = t.vector("input.unpack", "convert", [x], elements=pixels, dtype="u8",
+                     out_dtype=BF16)
     net.no_grad.add(x)
-    net.size[x] = b * a.image * a.image * 3
+    net.size[x] = pixels
     if a.space_to_depth:
         # MLPerf's TPU ResNet-50 feeds the stem a space-to-depth image: 2 x 2 pixel blocks
         # folded into channels (224x224x3 -> 112x112x12), so the 7x7 stride-2 conv becomes a
@@ -217,6 +233,9 @@ def gen_resnet50(a):
     gap = t.vector("head.avgpool", "reduce_sum", [x], rows=b * c, cols=hw[0] * hw[1])
     fc, s_fc = dense_fwd(t, "head.fc", gap, b, c, 1000)
     net.params["head"] = 0
+    if inference:
+        t.vector("head.argmax", "reduce_max", [fc], rows=b, cols=1000)
+        return t
     sm = t.vector("head.softmax", "softmax", [fc], rows=b, cols=1000, out_dtype=F32)
     if fwd:
         return t

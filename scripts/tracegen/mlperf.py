@@ -15,6 +15,10 @@ mechanisms of issue #37 to use): the `iterations_per_loop` host round trip (one 
 hundreds of steps), distributed batch norm groups (`distributed_group_size`), evaluation
 inside the training loop.
 
+`--inference --scenario offline` writes an MLPerf Inference v0.5 benchmark instead, as Google's
+closed submission ran it on one v3-8 (mlcommons/inference_results_v0.5, commit 4191ca07):
+resnet50 only (INFERENCE_BENCHES; SSD-large and GNMT are not built).
+
 `--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
 so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. A slice
 that the submission did not run, or ran with spatial partitioning, is an MlperfError
@@ -944,6 +948,43 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
 
 
 # ---------------------------------------------------------------------------------------------
+# MLPerf Inference v0.5, offline scenario, on one v3-8 (closed/Google, "tpu-v3.8x1")
+
+INF05 = "mlcommons/inference_results_v0.5@4191ca07"
+
+RESNET50_INFERENCE = {
+    # closed/Google/measurements/tpu-v3.8x1/resnet/offline/README.md, the table's "resnet 1x
+    # Offline" row: batch_size 256, space_to_depth_block_size 0 (the 7x7 stem on 3 channels).
+    # code/resnet/tpu-resnet/.../resnet/model/backend_tf.py: each predict() runs its whole
+    # batch on one TensorCore (TPUPartitionedCall with tpu_ordinal_selector), bf16
+    # (use_bfloat16), batch norm with frozen statistics (is_training=False), the images 8-bit
+    # pixels gathered on the host and infed packed, unpacked, transposed to NHWC, cast and
+    # mean-subtracted on the chip, argmax of the logits; main.py: 200 worker threads keep the
+    # eight cores busy with batches of their own. So a step is every core running one batch
+    # of 256: 2048 images, no collective.
+    "v0.5": {8: Slice(8, 2048, None, f"{INF05} closed/Google/measurements/tpu-v3.8x1/resnet/"
+                      "offline/README.md (batch_size 256, space_to_depth_block_size 0); "
+                      "code/resnet/tpu-resnet/third_party/mlperf/inference/resnet/model/"
+                      "backend_tf.py")},
+}
+
+
+def gen_mlperf_resnet50_inference(rnd, sl, per_core):
+    """ResNet-50 v1.5 inference (resnet_model.resnet_v1, depth 50, 1000 classes), bf16, one
+    batch per core: gen_resnet50 with `inference` (frozen batch norm, 8-bit input, argmax)."""
+    a = argparse.Namespace(batch=per_core, cores=sl.cores, image=224, space_to_depth=False,
+                           forward_only=True, inference=True,
+                           name=f"mlperf_{rnd}_inference_resnet50_offline_{sl.cores}")
+    return gen_resnet50(a), {"scenario": "offline", "precision": "bf16",
+                             "batching": "one batch per TensorCore (tpu_ordinal_selector)"}
+
+
+INFERENCE_BENCHES = {
+    "resnet50": (RESNET50_INFERENCE, gen_mlperf_resnet50_inference, "images"),
+}
+
+
+# ---------------------------------------------------------------------------------------------
 # The table of benchmarks and the CLI entry
 
 
@@ -962,8 +1003,20 @@ class MlperfError(Exception):
 
 
 def gen_mlperf(a):
-    where = f"gen_trace.py mlperf {a.bench} --round {a.round}"
-    table, make, unit = BENCHES[a.bench]
+    inference = getattr(a, "inference", False)
+    where = f"gen_trace.py mlperf {a.bench} --round {a.round}" + (
+        f" --inference --scenario {a.scenario}" if inference else "")
+    if inference:
+        if a.scenario != "offline":
+            raise MlperfError(f"{where}: only the offline scenario is modelled")
+        if a.bench not in INFERENCE_BENCHES:
+            raise MlperfError(f"{where}: no inference generator for {a.bench} (inference: "
+                              f"{', '.join(sorted(INFERENCE_BENCHES))})")
+        table, make, unit = INFERENCE_BENCHES[a.bench]
+    else:
+        if getattr(a, "scenario", None) is not None:
+            raise MlperfError(f"{where}: --scenario goes with --inference")
+        table, make, unit = BENCHES[a.bench]
     if a.round not in table:
         raise MlperfError(f"{where}: no Google TPU submission of {a.bench} in round {a.round} "
                           f"(rounds: {', '.join(sorted(table))})")
@@ -995,7 +1048,8 @@ def gen_mlperf(a):
     t.samples_per_step = per_core * sl.cores
     t.metadata = {
         "generator": f"scripts/gen_trace.py mlperf {a.bench} --round {a.round} --cores "
-                     f"{sl.cores}" + (f" --per-core-batch {per_core}" if what_if else "")
+                     f"{sl.cores}" + (f" --inference --scenario {a.scenario}" if inference
+                                      else "") + (f" --per-core-batch {per_core}" if what_if else "")
                      + (f" --bucket {extra['bucket']}" if extra else ""),
         "source": sl.source, "samples": unit, "global_batch": t.samples_per_step,
         "batch_per_core": per_core, "iterations_per_loop": sl.iterations_per_loop,

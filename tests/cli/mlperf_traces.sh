@@ -117,10 +117,49 @@ for pair in "v_rn resnet50_v0.6_32" "v_bert bert_v0.7_32"; do
     fi
 done
 
+# MLPerf Inference v0.5 ResNet-50, offline, one v3-8: every core runs its own batch of 256,
+# forward only, no collective; its matrix FLOPs are the forward convolutions and the classifier
+# of 2048 images (2 x 4.09 GMAC per image, counted here from the architecture), and it runs.
+$gen mlperf resnet50 --round v0.5 --inference --scenario offline --cores 8 -o "$tmp/inf.json" ||
+    fatal "mlperf resnet50 --inference"
+python3 - "$tmp/inf.json" <<'PY' && passes=$((passes + 1)) || fail "the inference trace"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["samples_per_step"] == 2048, t["samples_per_step"]
+kinds = {o["kind"] for o in t["ops"]}
+assert "all_reduce" not in kinds and not any("grad" in o["id"] for o in t["ops"]), kinds
+assert sum(o["kind"] == "infeed" for o in t["ops"]) == 1
+B = 256
+macs = 0
+hw, c = 112, 64
+macs += hw * hw * 7 * 7 * 3 * 64
+hw = 56
+for si, (w, n) in enumerate([(64, 3), (128, 4), (256, 6), (512, 3)]):
+    for b in range(n):
+        s = 2 if b == 0 and si > 0 else 1
+        o = hw // s
+        if b == 0:
+            macs += o * o * c * 4 * w
+        macs += hw * hw * c * w + o * o * 9 * w * w + o * o * w * 4 * w
+        hw, c = o, 4 * w
+macs += 2048 * 1000
+mm = sum(2 * o["batch"] * o["c_out"] * o["kh"] * o["kw"] * o["c_in"] *
+         -(-o["h"] // o["stride_h"]) * -(-o["w"] // o["stride_w"])
+         for o in t["ops"] if o["kind"] == "conv2d")
+mm += sum(2 * o["m"] * o["k"] * o["n"] for o in t["ops"] if o["kind"] == "matmul")
+assert mm == 2 * B * macs, (mm, 2 * B * macs)
+PY
+"$bin" run --config configs/tpu_v3_8.json --trace "$tmp/inf.json" -q > /dev/null ||
+    fail "run of the inference trace"
+
 # Bad input: one located error line, exit 2 (not argparse's usage).
 for args in "bert --round v0.7 --cores 8" "resnet50 --round v0.9 --cores 32" \
     "transformer --round v0.6 --cores 32 --per-core-batch 0" "gnmt --round v0.6 --cores 32 --bucket 5" \
-    "bert --round v0.7 --cores 32 --bucket 1"; do
+    "bert --round v0.7 --cores 32 --bucket 1" \
+    "resnet50 --round v0.5 --inference --scenario server --cores 8" \
+    "bert --round v0.7 --inference --scenario offline --cores 32" \
+    "resnet50 --round v0.5 --inference --scenario offline --cores 32" \
+    "resnet50 --round v0.6 --scenario offline --cores 32"; do
     # shellcheck disable=SC2086
     err=$($gen mlperf $args -o "$tmp/bad.json" 2>&1 >/dev/null)
     rc=$?
