@@ -80,7 +80,8 @@ class ConvNet:
 
     def residual(self, p, main, sc, n):
         """relu(main + sc), both fused into main's kernel, with its backward on the tape: the
-        ReLU's gradient goes to both branches. Returns the output."""
+        ReLU's gradient goes to both branches (not to a shortcut that needs no gradient).
+        Returns the output."""
         t = self.t
         add = t.vector(f"{p}.add", "add", [main, sc], elements=n, fused=True)
         out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
@@ -89,7 +90,7 @@ class ConvNet:
         def bwd(g):
             dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
                           fused=fusable(t, g))
-            return [(main, dg), (sc, dg)]
+            return [(main, dg), (sc, dg)] if sc not in self.no_grad else [(main, dg)]
 
         self.tape.append(("add", p, {"out": out, "bwd": bwd}))
         return out

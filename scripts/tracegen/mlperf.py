@@ -26,7 +26,7 @@ that the submission did not run, or ran with spatial partitioning, is an MlperfE
 """
 import argparse
 
-from .convnet import ConvNet, backward_convnet, fusable, gen_resnet50, out_dim
+from .convnet import ConvNet, backward_convnet, gen_resnet50, out_dim
 from .core import BF16, F32, SIZE, GlobalNormClip, Trace, dense_bwd, dense_fwd
 from .core import grad_sync_and_update, layernorm_bwd, layernorm_fwd
 from .lstm import lstm_cell_bwd, lstm_cell_fwd
@@ -621,32 +621,10 @@ def gen_mlperf_ssd(rnd, sl, per_core):
     net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
     x, hw, c = pool, pool_hw, 64
     for gi, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 1)]):
-        grp = f"group{gi + 1}"
         for bi in range(blocks):
-            p = f"g{gi + 1}b{bi}"
-            stride = stride0 if bi == 0 else 1
-            sc = x
-            if bi == 0 and (stride != 1 or c != width):
-                sc, _ = net.conv(f"{p}.proj", x, hw, c, width, 1, stride=stride, relu=False,
-                                 group=grp)
-            y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 3, stride=stride, group=grp)
-            net.size[y1] = b * hw1[0] * hw1[1] * width
-            y2, _ = net.conv(f"{p}.c2", y1, hw1, width, width, 3, relu=False, group=grp)
-            n = b * hw1[0] * hw1[1] * width
-            net.size[y2] = n
-            if sc is not x:
-                net.size[sc] = n
-            add = t.vector(f"{p}.add", "add", [y2, sc], elements=n, fused=True)
-            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
-            net.size[out] = n
-
-            def add_bwd(g, p=p, out=out, y2=y2, sc=sc, n=n):
-                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
-                              fused=fusable(t, g))
-                return [(y2, dg), (sc, dg)]
-
-            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
-            x, hw, c = out, hw1, width
+            x, hw = net.basic_block(f"g{gi + 1}b{bi}", x, hw, c, width,
+                                    stride0 if bi == 0 else 1, f"group{gi + 1}")
+            c = width
     feats = [(x, hw, c)]
     for i, (mid, out_c, stride, pad) in enumerate([(256, 512, 2, "same"),
                                                     (256, 512, 2, "same"),
@@ -768,17 +746,7 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
             net.size[y3] = n
             if bi == 0:
                 net.size[sc] = n
-            add = t.vector(f"{p}.add", "add", [y3, sc], elements=n, fused=True)
-            out = t.vector(f"{p}.relu", "relu", [add], elements=n, fused=True)
-            net.size[out] = n
-
-            def add_bwd(g, p=p, out=out, y3=y3, sc=sc, n=n):
-                dg = t.vector(f"{p}.relu_grad", "relu_grad", [g, out], elements=n,
-                              fused=fusable(t, g))
-                return [(y3, dg), (sc, dg)] if sc not in net.no_grad else [(y3, dg)]
-
-            net.tape.append(("add", p, {"out": out, "bwd": add_bwd}))
-            x, hw, c = out, hw2, 4 * width
+            x, hw, c = net.residual(p, y3, sc, n), hw2, 4 * width
         feats[si + 2] = (x, hw, c)
         if si == 0:
             net.no_grad.add(x)  # frozen below: nothing needs the gradient of C2
