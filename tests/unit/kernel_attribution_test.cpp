@@ -21,6 +21,12 @@ PathNode path_node(Cycle start, Cycle end, std::vector<std::size_t> deps = {},
     return n;
 }
 
+// `n` on the units of the bit mask `units` (bit 0 the VPU, 1 the MXU, 3 the ICI).
+PathNode on(PathNode n, std::uint32_t units) {
+    n.units = units;
+    return n;
+}
+
 Cycle self_total(const std::vector<Cycle>& v) {
     return std::accumulate(v.begin(), v.end(), Cycle{0});
 }
@@ -66,10 +72,6 @@ TEST_CASE("critical path: a kernel that waited for its issue follows the kernels
     // waited for its issue: the kernel issued before it that ended last by A's start, B2, is
     // its predecessor. A gets 1300 - 1000 = 300, B2 400, B1 500, G 100; without the issue
     // wait A would take 1200 and B1 and B2 none.
-    auto on = [](PathNode n, std::uint32_t units) {
-        n.units = units;
-        return n;
-    };
     const std::uint32_t vpu = 1u << 0, ici = 1u << 3;
     const auto s = tpusim::critical_path_split(
         {on(path_node(0, 100), vpu), on(path_node(100, 600, {0}), vpu),
@@ -160,10 +162,6 @@ TEST_CASE("critical path: an overlapped collective is not a predecessor of unrel
     // reads X. Y's predecessors: X (its dep, and the last MXU node before it), not C, which
     // was issued just before it but on another unit. Y gets 800 - 500 = 300, X 500 - 100 =
     // 400, A 100; C overlapped the MXU work: 0.
-    auto on = [](PathNode n, std::uint32_t units) {
-        n.units = units;
-        return n;
-    };
     const std::uint32_t mxu = 1u << 1, ici = 1u << 3;
     const auto s = tpusim::critical_path_split(
         {on(path_node(0, 100), mxu), on(path_node(100, 500, {0}), mxu),
