@@ -7,6 +7,9 @@ times of their public result logs (validation/mlperf.md, validation/measured/mlp
   mlperf.py --check                      exit 1 if a scored point is off by more than its guard
   mlperf.py --write                      the table into docs/VALIDATION.md (between its markers)
 
+The MLPerf Inference v0.5 offline results on one v3-8
+(validation/measured/mlperf_inference_offline.csv) follow as a second table: held out, no guard.
+
 Each point is `scripts/gen_trace.py mlperf BENCH --round R --cores N` run with `tpusim run` on
 the config of the submission's slice; throughput = the trace's samples_per_step / the simulated
 step. Error = simulated throughput / measured - 1. GNMT's step depends on the length bucket of
@@ -24,6 +27,9 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASURED = os.path.join(ROOT, "validation", "measured", "mlperf_tpu_steps.csv")
+# MLPerf Inference v0.5 offline throughput on one v3-8: held out, printed, never guarded.
+MEASURED_INFERENCE = os.path.join(ROOT, "validation", "measured",
+                                  "mlperf_inference_offline.csv")
 GNMT_BUCKETS = 5  # scripts/tracegen/mlperf.py: the input pipeline's length buckets
 
 # Per scored point (bench, round, cores): the |error| in % above which --check fails. Where
@@ -57,13 +63,38 @@ def points(path=MEASURED):
     return out
 
 
-def simulate(tpusim, p, tmp, bucket=None):
+def inference_points(path=MEASURED_INFERENCE):
+    """The held-out inference points (offline samples/s of the public performance logs)."""
+    with open(path) as f:
+        body = [line for line in f if line.strip() and not line.startswith("#")]
+    return [{"bench": r["bench"], "round": r["round"], "cores": int(r["cores"]),
+             "config": r["config"], "per_s": float(r["samples_per_s"])}
+            for r in csv.DictReader(body)]
+
+
+def inference_table(tpusim, pts, tmp):
+    """Simulated vs published offline throughput: the trace of `gen_trace.py mlperf BENCH
+    --inference --scenario offline`, samples_per_step / simulated step. Held out: no guard."""
+    lines = ["| inference benchmark (round, board), offline | simulated step | simulated /s | "
+             "published /s | error (held out) |", "|---|---:|---:|---:|---:|"]
+    for p in pts:
+        sim, samples = simulate(tpusim, p, tmp, inference=True)
+        err = (samples / sim / p["per_s"] - 1) * 100
+        lines.append(f"| {label(p)} | {sim * 1e3:.2f} ms | {samples / sim:,.0f} | "
+                     f"{p['per_s']:,.0f} | {err:+.1f}% |")
+    return "\n".join(lines)
+
+
+def simulate(tpusim, p, tmp, bucket=None, inference=False):
     """Simulated seconds per step and the trace's samples_per_step for point p."""
-    trace = os.path.join(tmp, f"{p['bench']}_{p['round']}_{p['cores']}.json")
+    trace = os.path.join(tmp, f"{p['bench']}_{p['round']}_{p['cores']}"
+                         + ("_inference" if inference else "") + ".json")
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "gen_trace.py"), "mlperf", p["bench"],
            "--round", p["round"], "--cores", str(p["cores"]), "-o", trace]
     if bucket is not None:
         cmd += ["--bucket", str(bucket)]
+    if inference:
+        cmd += ["--inference", "--scenario", "offline"]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     with open(trace) as f:
         samples = json.load(f)["samples_per_step"]
@@ -132,8 +163,11 @@ def main():
     pts = [p for p in points() if not only or p["bench"] in only]
     if not pts:
         ap.error(f"--only {a.only}: no such benchmark in {MEASURED}")
+    inf = [p for p in inference_points() if not only or p["bench"] in only]
     with tempfile.TemporaryDirectory() as tmp:
         text, failed = table(evaluate(a.tpusim, pts, tmp))
+        if inf:
+            text += "\n\n" + inference_table(a.tpusim, inf, tmp)
     print(text)
     if a.write:
         if only:
