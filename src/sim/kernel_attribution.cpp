@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
+#include <utility>
 
 namespace tpusim {
 
@@ -105,6 +107,27 @@ PathSplit critical_path_split(const std::vector<PathNode>& nodes, Cycle run_end)
     }
     Cycle t = run_end;
     std::vector<Cycle> step_self(steps.size(), 0);
+    // The step issued before `limit` that ended last by `at` (the first of equals), or
+    // steps.size(). The walk's cursor only moves to earlier-issued steps, so the set of
+    // candidates (by end, then issue order) only loses its tail: built at the first query,
+    // it answers each in log time.
+    std::set<std::pair<Cycle, std::size_t>> ended;
+    std::size_t in_set = 0;  // steps [0, in_set) that ran are in `ended`
+    bool built = false;
+    auto ended_before = [&](std::size_t limit, Cycle at) {
+        if (!built) {
+            for (std::size_t s = 0; s < limit; ++s)
+                if (steps[s].ran) ended.emplace(steps[s].end, s);
+            in_set = limit;
+            built = true;
+        }
+        for (; in_set > limit; --in_set)
+            if (steps[in_set - 1].ran) ended.erase({steps[in_set - 1].end, in_set - 1});
+        auto it = ended.upper_bound({at, steps.size()});
+        if (it == ended.begin()) return steps.size();
+        const Cycle end = std::prev(it)->first;
+        return ended.lower_bound({end, 0})->second;
+    };
     while (cur < steps.size() && t > 0) {
         // 2. The last-arriving predecessor that ended before t.
         auto latest = [&](auto&& candidates) {
@@ -135,11 +158,8 @@ PathSplit critical_path_split(const std::vector<PathNode>& nodes, Cycle run_end)
             std::iota(earlier.begin(), earlier.end(), std::size_t{0});
             best = latest(earlier);
         } else if (steps[best].end < steps[cur].start) {
-            for (std::size_t p = 0; p < cur; ++p) {
-                if (steps[p].ran && steps[p].end <= steps[cur].start &&
-                    steps[p].end > steps[best].end)
-                    best = p;
-            }
+            const std::size_t p = ended_before(cur, steps[cur].start);
+            if (p < steps.size() && steps[p].end > steps[best].end) best = p;
         }
         const Cycle from = best < steps.size() ? steps[best].end : 0;
         step_self[cur] += t - from;
