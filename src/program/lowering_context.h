@@ -25,7 +25,6 @@ inline void append_waits(Waits& to, const Waits& from) {
     to.insert(to.end(), from.begin(), from.end());
 }
 
-// An HBM buffer an op reads: where it starts and how many bytes it holds.
 // A VMEM buffer that found no room beside the buffers held at the time (pinned accumulators
 // and weight tiles fragment the ring). lower_ops retries the op that owns the pipeline with a
 // smaller tile plan; past that it is the located input error it derives from.
@@ -39,6 +38,7 @@ class VmemExhausted : public InputError {
     std::size_t op_;
 };
 
+// An HBM buffer an op reads: where it starts and how many bytes it holds.
 struct HbmSrc {
     Addr addr = 0;
     Bytes size = 0;
