@@ -28,6 +28,7 @@ ROWS = [
     ("roberta_base_quest_dp8.after_spmd_partitioning", "tpu_v3_8", 64, "seq"),
     ("roberta_base_quest_dp8.after_spmd_partitioning", "tpu_v2_8", 64, "seq"),
     ("resnet_unet_dp8.after_spmd_partitioning", "tpu_v3_8", 1024, "img"),
+    ("resnet_unet_dp8.after_spmd_partitioning", "tpu_v2_8", 1024, "img"),
     ("lstm_imdb_dp8.after_spmd_partitioning", "tpu_v3_8", 1024, "seq"),
     ("lstm_imdb_dp8.after_spmd_partitioning", "tpu_v2_8", 1024, "seq"),
 ]

@@ -112,12 +112,17 @@ TEST_CASE("HLO fusions read each operand once; independent siblings share the re
     REQUIRE(once.ops.size() == 2);
     CHECK(hbm_in(once) == x_bytes);
     // sum(x) and sum(x * x): two reductions of x that do not depend on each other, one
-    // multi-output kernel that reads x once; the second's ops read nothing from HBM.
-    const Trace siblings = import(head +
-                                  "  r1 = f32[1024]{0} reduce(x, z), dimensions={1}, to_apply=add\n"
-                                  "  m = f32[1024,512]{1,0} multiply(x, x)\n"
-                                  "  r2 = f32[1024]{0} reduce(m, z), dimensions={1}, to_apply=add\n"
-                                  "  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(r1, r2)\n}\n");
+    // multi-output kernel that reads x once; the second's ops read nothing from HBM (in the
+    // text's order: the memory scheduler may run either first, the other then joins it).
+    HloImportOptions text_order;
+    text_order.memory_scheduler = false;
+    const Trace siblings =
+        import(head +
+                   "  r1 = f32[1024]{0} reduce(x, z), dimensions={1}, to_apply=add\n"
+                   "  m = f32[1024,512]{1,0} multiply(x, x)\n"
+                   "  r2 = f32[1024]{0} reduce(m, z), dimensions={1}, to_apply=add\n"
+                   "  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(r1, r2)\n}\n",
+               8, text_order);
     CHECK(hbm_in(siblings) == x_bytes);
     CHECK(op_named(siblings, "m").vmem_operands == std::vector<int>{0});
     // The variance after the mean: the second reduction needs the first, so they are two
@@ -194,7 +199,11 @@ TEST_CASE("HLO fusion pass: only vector ops are written as fused; the lowering h
 TEST_CASE("HLO fusions: a fused op reads its other operand from the op that holds it", "[hlo]") {
     // y = exp(x2) is stored (two fusions read it, and an exponential is not duplicated).
     // In the fusion {q = negate(x), r = add(q, y)}, r runs on q's tiles and reads y from HBM:
-    // it waits for y's op and its operand names it, not a parameter of its own.
+    // it waits for y's op and its operand names it, not a parameter of its own. In the text's
+    // order: the memory scheduler runs t first, on y's tiles, and r then joins that kernel as
+    // t's sibling and finds y on chip.
+    HloImportOptions text_order;
+    text_order.memory_scheduler = false;
     const Trace t = import(
         "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
         "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n"
@@ -202,7 +211,8 @@ TEST_CASE("HLO fusions: a fused op reads its other operand from the op that hold
         "  z = f32[] constant(0)\n  y = f32[1024,512]{1,0} exponential(x2)\n"
         "  q = f32[1024,512]{1,0} negate(x)\n  r = f32[1024,512]{1,0} add(q, y)\n"
         "  t = f32[1024]{0} reduce(y, z), dimensions={1}, to_apply=add\n"
-        "  ROOT o = (f32[1024,512]{1,0}, f32[1024]{0}) tuple(r, t)\n}\n");
+        "  ROOT o = (f32[1024,512]{1,0}, f32[1024]{0}) tuple(r, t)\n}\n",
+        8, text_order);
     const TraceOp& r = op_named(t, "r");
     REQUIRE(r.fused);
     std::size_t y = 0;

@@ -298,6 +298,10 @@ struct HloImportOptions {
     // 2-D convolutions without dilation as `conv2d` (the input read once, the taps applied in
     // VMEM) instead of their implicit GEMM (an im2col matrix streamed from HBM).
     bool direct_convolutions = true;
+    // Run a fused computation's kernels in the order XLA's default memory scheduler picks
+    // (the lowest peak of live buffers of its list, DFS and post-order schedules), not in the
+    // module's text order; modules XLA scheduled (is_scheduled=true) keep theirs.
+    bool memory_scheduler = true;
     std::int64_t while_trips = 0;  // trips of a while whose count cannot be found; 0: error
     // Write every trip of a while loop out as trace ops ("<name>@t"), as before trace loops;
     // otherwise a loop of 2 or more trips is one trace loop (its body once).
@@ -317,7 +321,9 @@ std::string hlo_pass_names();
 // The fusion pass written out (hlo_print.cpp): each fusion cluster of the computations the
 // import walks becomes a fusion calling fused_computation.N, duplicated producers inside each
 // of them, broadcasts / iotas / constants cloned in, no-op copies removed.
-HloModule apply_fusion_pass(const HloModule& m);
+// Each computation's instructions are written in memory_schedule's order when
+// `memory_scheduler` (and the module is not is_scheduled), the order the import runs them in.
+HloModule apply_fusion_pass(const HloModule& m, bool memory_scheduler = true);
 // The module as tpusim runs it under opts: defused when is_foreign_fused, SPMD-partitioned when
 // opts.spmd_partitioner and spmd_state is Global, then the fusion pass
 // when opts.fusion and it has no fusions (what `--after-passes FILE` writes, printed).
@@ -333,7 +339,12 @@ struct HloImportStats {
     std::int64_t producer_fusions = 0;  // kernels that take an operand from its producer's tiles
     std::int64_t inlined_calls = 0;     // calls replaced by their computations (call-inliner)
     std::int64_t defused_fusions = 0;   // fusions of another backend's module inlined back
-    bool spmd_partitioned = false;      // the SPMD partitioning pass ran
+    // The memory scheduler on the entry computation: its algorithm ("list", "dfs",
+    // "post-order"; empty when it did not run) and the peak of live HBM buffers in its order
+    // and in the text's (the scheduler's own count: results only, no fragmentation).
+    std::string entry_schedule;
+    std::int64_t entry_schedule_peak_bytes = 0, entry_text_peak_bytes = 0;
+    bool spmd_partitioned = false;               // the SPMD partitioning pass ran
     std::int64_t spmd_collectives_inserted = 0;  // collectives it wrote
     std::int64_t spmd_fallbacks = 0;             // values it replicated (located warnings)
     std::vector<std::string> warnings;           // located, one line per instruction (custom-calls)

@@ -22,7 +22,9 @@ using hlo_detail::OpClass;
 
 class PassWriter {
  public:
-    explicit PassWriter(const HloModule& m) : m_(m) {
+    // `schedule`: write each fused computation's instructions in memory_schedule's order (the
+    // order the import runs its kernels in), else in the text's.
+    PassWriter(const HloModule& m, bool schedule) : m_(m), schedule_(schedule) {
         for (const auto& c : m.computations) comp_names_.insert(std::string(c.name));
     }
 
@@ -159,7 +161,10 @@ class PassWriter {
                 read[static_cast<std::size_t>(resolve(c, o).instr)] = true;
         }
         std::vector<Line> lines;
-        for (std::size_t i = 0; i < n; ++i) {
+        std::vector<std::int32_t> order;
+        if (schedule_) order = hlo_detail::memory_schedule(c, cluster).order;
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::size_t i = schedule_ ? static_cast<std::size_t>(order[k]) : k;
             if (!keep[i]) continue;
             const HloInstr& in = c.instrs[i];
             const auto ii = static_cast<std::int32_t>(i);
@@ -268,6 +273,7 @@ class PassWriter {
     }
 
     const HloModule& m_;
+    bool schedule_ = true;
     std::unordered_set<std::string> comp_names_;
     std::map<std::int32_t, std::pair<std::string, std::string>> fusion_names_;
     std::map<std::int32_t, std::vector<std::int32_t>> fusion_members_;
@@ -276,8 +282,10 @@ class PassWriter {
 
 }  // namespace hlo_print
 
-HloModule apply_fusion_pass(const HloModule& m) {
-    return parse_hlo(hlo_print::PassWriter(m).run(), m.path);
+HloModule apply_fusion_pass(const HloModule& m, bool memory_scheduler) {
+    const HloAttr* scheduled = m.attr("is_scheduled");
+    const bool schedule = memory_scheduler && !(scheduled && scheduled->value == "true");
+    return parse_hlo(hlo_print::PassWriter(m, schedule).run(), m.path);
 }
 
 HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts) {
@@ -299,7 +307,8 @@ HloModule hlo_after_passes(const HloModule& m, const HloImportOptions& opts) {
             cur = &*d;
         }
     }
-    if (opts.fusion && !hlo_detail::has_fusions(*cur)) return apply_fusion_pass(*cur);
+    if (opts.fusion && !hlo_detail::has_fusions(*cur))
+        return apply_fusion_pass(*cur, opts.memory_scheduler);
     return parse_hlo(print_hlo(*cur), m.path);
 }
 

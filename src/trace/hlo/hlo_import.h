@@ -174,6 +174,20 @@ std::optional<TraceOp> collective_op(const HloInstr& in, const CostContext& ctx,
 // cluster, control flow, collectives). Roots list only themselves.
 std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& comp);
 
+// The order a fused computation's kernels run in (hlo_schedule.cpp), as XLA's default memory
+// scheduler picks it: of a greedy list schedule, a DFS post-order and the plain post-order,
+// the one with the lowest peak of live HBM buffers. `order` holds every instruction once (the
+// members of a fusion just before the first fusion that holds them); `algorithm` is "list",
+// "dfs" or "post-order" ("text" if the graph had a cycle and the text order is kept);
+// `peak_bytes` and `text_peak_bytes`: the peak of the chosen order and of the text's.
+struct MemorySchedule {
+    std::vector<std::int32_t> order;
+    const char* algorithm = "text";
+    std::int64_t peak_bytes = 0, text_peak_bytes = 0;
+};
+MemorySchedule memory_schedule(const HloComputation& comp,
+                               const std::vector<std::vector<std::int32_t>>& cluster);
+
 // The value an operand reads, as one number: its instruction and tuple element.
 inline std::int64_t read_key(const HloOperand& o) {
     return static_cast<std::int64_t>(o.instr) * (std::int64_t{1} << 20) + (o.tuple_index + 1);

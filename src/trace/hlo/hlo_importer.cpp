@@ -21,6 +21,9 @@ Importer::Importer(const HloModule& m, const HloImportOptions& o, std::int64_t c
     // Another backend's optimised module has had its fusions inlined back (defused): the
     // pass runs on it as on a module written before optimisation.
     pass_ = opts_.fusion && !has_fusions_;
+    // A module XLA scheduled runs in its text order (its schedule).
+    const HloAttr* scheduled = m_.attr("is_scheduled");
+    schedule_ = pass_ && opts_.memory_scheduler && !(scheduled && scheduled->value == "true");
 }
 
 Trace Importer::run() {
@@ -129,11 +132,24 @@ Value Importer::walk(std::int32_t ci, const std::vector<Value>& args, const std:
     std::vector<std::vector<std::int32_t>> cluster;
     std::unordered_map<std::int32_t, std::vector<std::int32_t>> members;
     SiblingFusions siblings;
+    const std::vector<std::int32_t>* order = nullptr;  // null: text order
     if (pass_) {
         cluster = fusion_clusters(c);
         for (std::size_t j = 0; j < cluster.size(); ++j)
             for (std::int32_t r : cluster[j]) members[r].push_back(static_cast<std::int32_t>(j));
         siblings.init(c);
+        if (schedule_) {
+            auto it = schedules_.find(ci);
+            if (it == schedules_.end()) {
+                it = schedules_.emplace(ci, memory_schedule(c, cluster)).first;
+                if (ci == m_.entry) {
+                    stats_.entry_schedule = it->second.algorithm;
+                    stats_.entry_schedule_peak_bytes = it->second.peak_bytes;
+                    stats_.entry_text_peak_bytes = it->second.text_peak_bytes;
+                }
+            }
+            order = &it->second.order;
+        }
     }
     auto val = [&](const HloOperand& o) -> const Value& {
         return element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index);
@@ -143,7 +159,8 @@ Value Importer::walk(std::int32_t ci, const std::vector<Value>& args, const std:
         for (const auto& o : in.operands) vs.push_back(&val(o));
         return merged(vs);
     };
-    for (std::size_t i = 0; i < c.instrs.size(); ++i) {
+    for (std::size_t k = 0; k < c.instrs.size(); ++k) {
+        const auto i = order ? static_cast<std::size_t>((*order)[k]) : k;
         const HloInstr& in = c.instrs[i];
         if (++stats_.instructions > opts_.max_instructions)
             m_.fail(in.offset, fmt::format("the module expands to more than {} instructions (loop "

@@ -161,6 +161,7 @@ constexpr HloPass kHloPasses[] = {
     {"direct-convolutions", &HloImportOptions::direct_convolutions},
     {"fusion", &HloImportOptions::fusion},
     {"kernel-graphs", &HloImportOptions::kernel_graphs},
+    {"memory-scheduler", &HloImportOptions::memory_scheduler},
     {"producer-fusion", &HloImportOptions::producer_fusion},
     {"spmd-partitioner", &HloImportOptions::spmd_partitioner},
     {"tile-padding", &HloImportOptions::tile_padding},
