@@ -112,19 +112,24 @@ TEST_CASE("HLO fusions read each operand once; independent siblings share the re
     REQUIRE(once.ops.size() == 2);
     CHECK(hbm_in(once) == x_bytes);
     // sum(x) and sum(x * x): two reductions of x that do not depend on each other, one
-    // multi-output kernel that reads x once; the second's ops read nothing from HBM (in the
-    // text's order: the memory scheduler may run either first, the other then joins it).
+    // multi-output kernel that reads x once; the second's ops read nothing from HBM. The group
+    // is formed in text order and scheduled as one kernel, with or without the memory
+    // scheduler.
     HloImportOptions text_order;
     text_order.memory_scheduler = false;
-    const Trace siblings =
-        import(head +
-                   "  r1 = f32[1024]{0} reduce(x, z), dimensions={1}, to_apply=add\n"
-                   "  m = f32[1024,512]{1,0} multiply(x, x)\n"
-                   "  r2 = f32[1024]{0} reduce(m, z), dimensions={1}, to_apply=add\n"
-                   "  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(r1, r2)\n}\n",
-               8, text_order);
-    CHECK(hbm_in(siblings) == x_bytes);
-    CHECK(op_named(siblings, "m").vmem_operands == std::vector<int>{0});
+    for (const HloImportOptions& opts : {HloImportOptions{}, text_order}) {
+        HloImportStats st;
+        const Trace siblings = hlo_to_trace(
+            parse_hlo(head + "  r1 = f32[1024]{0} reduce(x, z), dimensions={1}, to_apply=add\n"
+                             "  m = f32[1024,512]{1,0} multiply(x, x)\n"
+                             "  r2 = f32[1024]{0} reduce(m, z), dimensions={1}, to_apply=add\n"
+                             "  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(r1, r2)\n}\n",
+                      "t.hlo"),
+            opts, 8, &st);
+        CHECK(hbm_in(siblings) == x_bytes);
+        CHECK(op_named(siblings, "m").vmem_operands == std::vector<int>{0});
+        CHECK(st.multi_output_fusions == 1);
+    }
     // The variance after the mean: the second reduction needs the first, so they are two
     // kernels and each reads x.
     const Trace dependent =

@@ -76,3 +76,26 @@ TEST_CASE("HLO memory scheduler: the module written after the passes is in its o
     CHECK(ids(hlo_to_trace(text, HloImportOptions{}, 8)) ==
           std::vector<std::string>{"d1", "d2", "d3", "r1", "r2", "r3"});
 }
+
+TEST_CASE("HLO memory scheduler: a sibling multi-output group is scheduled as one kernel",
+          "[hlo]") {
+    // sum(x) and sum(x * x) share x's read (one kernel, formed in text order); the scalar
+    // s = sum(sum(x * x)) is ready once the second is done and comes first in the list
+    // schedule (scalars first). Scheduled apart, the two reductions would be split by s and
+    // the second could not find x on chip; as one node they run back to back.
+    const std::string m =
+        "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\nENTRY e {\n"
+        "  x = f32[1024,512]{1,0} parameter(0)\n  z = f32[] constant(0)\n"
+        "  r1 = f32[1024]{0} reduce(x, z), dimensions={1}, to_apply=add\n"
+        "  m = f32[1024,512]{1,0} multiply(x, x)\n"
+        "  r2 = f32[1024]{0} reduce(m, z), dimensions={1}, to_apply=add\n"
+        "  s = f32[] reduce(r2, z), dimensions={0}, to_apply=add\n"
+        "  ROOT t = (f32[1024]{0}, f32[]) tuple(r1, s)\n}\n";
+    HloImportStats st;
+    const Trace t = hlo_to_trace(parse_hlo(m, "t.hlo"), HloImportOptions{}, 8, &st);
+    CHECK(ids(t) == std::vector<std::string>{"r1", "m", "r2", "s"});
+    CHECK(st.multi_output_fusions == 1);
+    for (const auto& op : t.ops)
+        if (op.id == "m") CHECK(op.vmem_operands == std::vector<int>{0});
+}

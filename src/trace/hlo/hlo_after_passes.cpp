@@ -162,7 +162,9 @@ class PassWriter {
         }
         std::vector<Line> lines;
         std::vector<std::int32_t> order;
-        if (schedule_) order = hlo_detail::memory_schedule(c, cluster).order;
+        if (schedule_)
+            order = hlo_detail::memory_schedule(c, cluster, hlo_detail::sibling_groups(c, cluster))
+                        .order;
         for (std::size_t k = 0; k < n; ++k) {
             const std::size_t i = schedule_ ? static_cast<std::size_t>(order[k]) : k;
             if (!keep[i]) continue;

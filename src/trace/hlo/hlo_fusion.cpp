@@ -168,6 +168,19 @@ std::unordered_set<std::int64_t>* SiblingFusions::join(
         (reduce ? c.instrs[static_cast<std::size_t>(r.operands[0].instr)].shape : r.shape)
             .elements_count();
     if (space <= 0) return nullptr;
+    if (!forced.empty()) {  // the groups sibling_groups found in text order
+        const std::int32_t gid = forced[static_cast<std::size_t>(root)];
+        const auto it = gid >= 0 ? live_.find(gid) : live_.end();
+        if (it != live_.end()) {
+            current = it->second;
+            joined = true;
+            return &groups[current].read;
+        }
+        groups.push_back({{}, space, {}});
+        current = groups.size() - 1;
+        if (gid >= 0) live_[gid] = current;
+        return &groups.back().read;
+    }
     const std::unordered_set<std::int32_t> in(mem.begin(), mem.end());
     for (std::int32_t j : mem) {
         for (const auto& o : c.instrs[static_cast<std::size_t>(j)].operands) {
@@ -195,6 +208,55 @@ void SiblingFusions::record(const std::unordered_set<std::int64_t>& read,
         if (std::find(r.begin(), r.end(), current) == r.end()) r.push_back(current);
     }
     g.members.insert(g.members.end(), mem.begin(), mem.end());
+}
+
+bool on_chip_operand(const HloComputation& c, const HloOperand& o, bool copies) {
+    const HloInstr* x = &c.instrs[static_cast<std::size_t>(o.instr)];
+    while (is_view(c, *x, copies)) x = &c.instrs[static_cast<std::size_t>(x->operands[0].instr)];
+    const bool vmem = !x->shape.tuple && x->shape.memory_space == 1;
+    return x->op == HloOpcode::Constant || op_class(x->op) == OpClass::Generated || vmem;
+}
+
+std::vector<std::int32_t> sibling_groups(const HloComputation& c,
+                                         const std::vector<std::vector<std::int32_t>>& cluster) {
+    const std::size_t n = c.instrs.size();
+    std::vector<std::vector<std::int32_t>> members(n);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::int32_t r : cluster[i])
+            members[static_cast<std::size_t>(r)].push_back(static_cast<std::int32_t>(i));
+    SiblingFusions sib;
+    sib.init(c);
+    std::vector<std::int32_t> group(n, -1);
+    auto in_hbm = [&](const HloOperand& o) { return !on_chip_operand(c, o, true); };
+    for (std::size_t i = 0; i < n; ++i) {
+        if (cluster[i].empty() || cluster[i][0] != static_cast<std::int32_t>(i)) continue;
+        const auto& mem = members[i];
+        bool joined = false;
+        std::unordered_set<std::int64_t>* read =
+            sib.join(c, mem, static_cast<std::int32_t>(i), in_hbm, joined);
+        if (!read) continue;
+        // What the fusion's kernel reads from HBM, as emit_cluster adds it: each operand from
+        // outside (through the fusion's bitcasts and reshapes) that is not made on chip.
+        const std::unordered_set<std::int32_t> in(mem.begin(), mem.end());
+        for (std::int32_t j : mem) {
+            for (HloOperand o : c.instrs[static_cast<std::size_t>(j)].operands) {
+                while (in.count(o.instr) &&
+                       is_view(c, c.instrs[static_cast<std::size_t>(o.instr)], true))
+                    o = c.instrs[static_cast<std::size_t>(o.instr)].operands[0];
+                if (in.count(o.instr) || on_chip_operand(c, o, true)) continue;
+                read->insert(read_key(o));
+            }
+        }
+        sib.record(*read, mem);
+        group[i] = static_cast<std::int32_t>(sib.current);
+    }
+    // Groups of one fusion are none.
+    std::vector<std::int32_t> size(n, 0);
+    for (std::int32_t g : group)
+        if (g >= 0) ++size[static_cast<std::size_t>(g)];
+    for (auto& g : group)
+        if (g >= 0 && size[static_cast<std::size_t>(g)] < 2) g = -1;
+    return group;
 }
 
 }  // namespace tpusim::hlo_detail

@@ -180,13 +180,18 @@ std::vector<std::vector<std::int32_t>> fusion_clusters(const HloComputation& com
 // members of a fusion just before the first fusion that holds them); `algorithm` is "list",
 // "dfs" or "post-order" ("text" if the graph had a cycle and the text order is kept);
 // `peak_bytes` and `text_peak_bytes`: the peak of the chosen order and of the text's.
+// `sibling_groups` (from sibling_groups(); empty: none): the fusions of one sibling
+// multi-output group are one kernel, scheduled as one node and emitted one after another
+// (`siblings_merged`; false when merging them made a cycle and they were scheduled apart).
 struct MemorySchedule {
     std::vector<std::int32_t> order;
     const char* algorithm = "text";
     std::int64_t peak_bytes = 0, text_peak_bytes = 0;
+    bool siblings_merged = false;
 };
 MemorySchedule memory_schedule(const HloComputation& comp,
-                               const std::vector<std::vector<std::int32_t>>& cluster);
+                               const std::vector<std::vector<std::int32_t>>& cluster,
+                               const std::vector<std::int32_t>& sibling_groups = {});
 
 // The value an operand reads, as one number: its instruction and tuple element.
 inline std::int64_t read_key(const HloOperand& o) {
@@ -226,12 +231,28 @@ struct SiblingFusions {
                                            bool& joined);
     // The fusion `mem` joined groups[current] and its kernel reads `read`.
     void record(const std::unordered_set<std::int64_t>& read, const std::vector<std::int32_t>& mem);
+    // Set: the group of each fusion root as sibling_groups found them (-1: its own kernel);
+    // join then joins the group given, not the first that would take it.
+    std::vector<std::int32_t> forced;
 
  private:
     std::vector<std::vector<std::int32_t>> users_;
     std::vector<std::uint32_t> seen_, target_;  // search stamps
     std::uint32_t stamp_ = 0;
+    std::unordered_map<std::int32_t, std::size_t> live_;  // forced group -> groups index
 };
+
+// Whether operand `o` is on chip wherever it is read: a constant, a value made in registers
+// (broadcast, iota) or one in VMEM (S(1)), looking through views (with `copies`, also copies
+// that keep shape and layout).
+bool on_chip_operand(const HloComputation& c, const HloOperand& o, bool copies);
+// The sibling multi-output groups of a computation's fusion clusters (fusion_clusters), as
+// the walker forms them when it emits the fusions in text order (SiblingFusions::join), by
+// fusion root: a group id shared by the fusions of one kernel, -1 for a fusion on its own.
+// XLA forms multi-output fusions before it schedules, so the memory scheduler takes each
+// group as one kernel (memory_schedule) and the walker joins them as found here.
+std::vector<std::int32_t> sibling_groups(const HloComputation& c,
+                                         const std::vector<std::vector<std::int32_t>>& cluster);
 
 // The trip count of a while instruction, or nullopt when neither its backend_config nor its
 // condition tells.

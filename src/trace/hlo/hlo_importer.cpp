@@ -141,14 +141,18 @@ Value Importer::walk(std::int32_t ci, const std::vector<Value>& args, const std:
         if (schedule_) {
             auto it = schedules_.find(ci);
             if (it == schedules_.end()) {
-                it = schedules_.emplace(ci, memory_schedule(c, cluster)).first;
+                std::vector<std::int32_t> groups = sibling_groups(c, cluster);
+                MemorySchedule ms = memory_schedule(c, cluster, groups);
+                if (!ms.siblings_merged) groups.clear();  // scheduled apart: joined as met
+                it = schedules_.emplace(ci, Schedule{std::move(ms), std::move(groups)}).first;
                 if (ci == m_.entry) {
-                    stats_.entry_schedule = it->second.algorithm;
-                    stats_.entry_schedule_peak_bytes = it->second.peak_bytes;
-                    stats_.entry_text_peak_bytes = it->second.text_peak_bytes;
+                    stats_.entry_schedule = it->second.ms.algorithm;
+                    stats_.entry_schedule_peak_bytes = it->second.ms.peak_bytes;
+                    stats_.entry_text_peak_bytes = it->second.ms.text_peak_bytes;
                 }
             }
-            order = &it->second.order;
+            order = &it->second.ms.order;
+            siblings.forced = it->second.groups;
         }
     }
     auto val = [&](const HloOperand& o) -> const Value& {

@@ -99,7 +99,11 @@ class Importer {
     bool in_loop_ = false;  // walking the body of a repeated loop: inner loops are unrolled
     bool has_fusions_ = false, pass_ = false;
     bool schedule_ = false;  // run fused computations in memory_schedule's order
-    std::unordered_map<std::int32_t, MemorySchedule> schedules_;  // by computation
+    struct Schedule {
+        MemorySchedule ms;
+        std::vector<std::int32_t> groups;  // sibling groups it merged (SiblingFusions::forced)
+    };
+    std::unordered_map<std::int32_t, Schedule> schedules_;  // by computation
     // Offsets of the text's newlines, found on the first line_of (ops are not met in text
     // order, so a forward scan would restart from the top for each op that goes back).
     mutable std::vector<std::uint32_t> newlines_;

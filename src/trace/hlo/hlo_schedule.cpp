@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "hlo_import.h"
 
@@ -28,7 +29,10 @@ namespace tpusim::hlo_detail {
 namespace {
 
 struct KernelGraph {
-    std::vector<std::int32_t> instr;                 // node -> instruction, in text order
+    std::vector<std::int32_t> instr;                 // node -> its first instruction
+    std::vector<std::vector<std::int32_t>> roots;    // node -> instructions emitted, text order
+    std::vector<std::int32_t> topo;                  // nodes in a topological order
+    bool cyclic = false;                             // merged siblings made a cycle
     std::vector<std::int32_t> node;                  // instruction -> node, -1 for members
     std::vector<std::vector<std::int32_t>> preds;    // distinct producer nodes, operand order
     std::vector<std::vector<std::int32_t>> succs;    // distinct user nodes
@@ -52,16 +56,30 @@ void add_unique(std::vector<std::int32_t>& v, std::int32_t x) {
     if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
-KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::int32_t>>& cluster) {
+// `groups`: the sibling multi-output group of each fusion root (-1: none); a group's fusions
+// are one node, as they are one kernel. Empty: no groups.
+KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::int32_t>>& cluster,
+                  const std::vector<std::int32_t>& groups) {
     const std::size_t n = c.instrs.size();
     KernelGraph g;
     g.node.assign(n, -1);
     std::vector<std::vector<std::int32_t>> members(n);
+    std::unordered_map<std::int32_t, std::int32_t> group_node;
     for (std::size_t i = 0; i < n; ++i) {
         const auto& cl = cluster[i];
         if (cl.empty() || cl[0] == static_cast<std::int32_t>(i)) {
-            g.node[i] = static_cast<std::int32_t>(g.instr.size());
-            g.instr.push_back(static_cast<std::int32_t>(i));
+            const auto ii = static_cast<std::int32_t>(i);
+            const std::int32_t gid = groups.empty() ? -1 : groups[i];
+            const auto it = gid >= 0 ? group_node.find(gid) : group_node.end();
+            if (it != group_node.end()) {
+                g.node[i] = it->second;
+                g.roots[static_cast<std::size_t>(it->second)].push_back(ii);
+            } else {
+                g.node[i] = static_cast<std::int32_t>(g.instr.size());
+                g.instr.push_back(ii);
+                g.roots.push_back({ii});
+                if (gid >= 0) group_node[gid] = g.node[i];
+            }
         }
         for (std::int32_t r : cl)
             members[static_cast<std::size_t>(r)].push_back(static_cast<std::int32_t>(i));
@@ -85,7 +103,7 @@ KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::in
         const std::int32_t k = g.node[i];
         if (k < 0) continue;  // a member: its value stays inside its fusions
         const auto kk = static_cast<std::size_t>(k);
-        g.scalar[kk] = !in.shape.tuple && in.shape.elements_count() <= 1;
+        g.scalar[kk] = g.roots[kk].size() == 1 && !in.shape.tuple && in.shape.elements_count() <= 1;
         const OpClass cls = op_class(in.op);
         auto& p = pts[i];
         if (in.op == HloOpcode::Parameter || in.op == HloOpcode::Constant ||
@@ -118,10 +136,13 @@ KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::in
     g.preds.assign(nodes, {});
     g.uses.assign(nodes, {});
     for (std::size_t k = 0; k < nodes; ++k) {
-        const auto i = static_cast<std::size_t>(g.instr[k]);
         ++stamp;
-        std::vector<std::int32_t> mine =
-            members[i].empty() ? std::vector<std::int32_t>{g.instr[k]} : members[i];
+        std::vector<std::int32_t> mine;
+        for (std::int32_t r : g.roots[k]) {
+            const auto& mem = members[static_cast<std::size_t>(r)];
+            if (mem.empty()) mine.push_back(r);
+            mine.insert(mine.end(), mem.begin(), mem.end());
+        }
         for (std::int32_t m : mine) seen[static_cast<std::size_t>(m)] = stamp;
         std::vector<const HloOperand*> stack;
         for (std::int32_t m : mine)
@@ -154,6 +175,19 @@ KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::in
     for (std::size_t k = 0; k < nodes; ++k)
         for (std::int32_t b : g.uses[k])
             g.readers[static_cast<std::size_t>(b)].push_back(static_cast<std::int32_t>(k));
+    // A topological order (Kahn's, lowest node first); nodes left out mean a cycle.
+    std::vector<std::size_t> waiting(nodes);
+    std::set<std::int32_t> ready;
+    for (std::size_t k = 0; k < nodes; ++k)
+        if ((waiting[k] = g.preds[k].size()) == 0) ready.insert(static_cast<std::int32_t>(k));
+    while (!ready.empty()) {
+        const std::int32_t k = *ready.begin();
+        ready.erase(ready.begin());
+        g.topo.push_back(k);
+        for (std::int32_t u : g.succs[static_cast<std::size_t>(k)])
+            if (--waiting[static_cast<std::size_t>(u)] == 0) ready.insert(u);
+    }
+    g.cyclic = g.topo.size() != nodes;
     g.live_out.assign(g.bytes.size(), false);
     if (c.root >= 0) {
         g.root = g.node[static_cast<std::size_t>(c.root)];
@@ -301,7 +335,8 @@ std::vector<std::int32_t> dfs_schedule(const KernelGraph& g, const HloComputatio
     std::vector<std::int64_t> extra(nodes, 0), total(nodes, 0);
     std::int64_t cumulative = 0;
     const auto count = static_cast<std::int64_t>(nodes);
-    for (std::size_t k = 0; k < nodes; ++k) {  // text order is topological
+    for (const std::int32_t kn : g.topo) {
+        const auto k = static_cast<std::size_t>(kn);
         if (g.ignored[k]) continue;
         extra[k] = g.succs[k].empty() ? 0 : static_cast<std::int64_t>(g.succs[k].size()) - 1;
         std::int64_t own = 0;
@@ -327,39 +362,45 @@ std::vector<std::int32_t> dfs_schedule(const KernelGraph& g, const HloComputatio
 }  // namespace
 
 MemorySchedule memory_schedule(const HloComputation& c,
-                               const std::vector<std::vector<std::int32_t>>& cluster) {
-    const KernelGraph g = build(c, cluster);
+                               const std::vector<std::vector<std::int32_t>>& cluster,
+                               const std::vector<std::int32_t>& sibling_groups) {
     MemorySchedule best;
-    best.text_peak_bytes = peak_bytes(g, [&] {
-        std::vector<std::int32_t> o(g.instr.size());
-        for (std::size_t k = 0; k < o.size(); ++k) o[k] = static_cast<std::int32_t>(k);
-        return o;
-    }());
+    const KernelGraph plain = build(c, cluster, {});
+    std::vector<std::int32_t> text(plain.instr.size());
+    for (std::size_t k = 0; k < text.size(); ++k) text[k] = static_cast<std::int32_t>(k);
+    best.text_peak_bytes = peak_bytes(plain, text);
+    KernelGraph merged;
+    if (!sibling_groups.empty()) merged = build(c, cluster, sibling_groups);
+    best.siblings_merged = !sibling_groups.empty() && !merged.cyclic;
+    const KernelGraph& g = best.siblings_merged ? merged : plain;
     std::vector<std::int32_t> chosen;
-    const std::pair<const char*, std::vector<std::int32_t>> candidates[] = {
-        {"list", list_schedule(g)},
-        {"dfs", dfs_schedule(g, c)},
-        {"post-order", post_order(g, false, [](std::int32_t, std::int32_t) { return false; })},
-    };
     best.peak_bytes = std::numeric_limits<std::int64_t>::max();
-    for (const auto& [name, order] : candidates) {
-        if (order.size() != g.instr.size()) continue;  // a cycle would leave nodes out
-        const std::int64_t peak = peak_bytes(g, order);
-        if (peak < best.peak_bytes) {
-            best.peak_bytes = peak;
-            best.algorithm = name;
-            chosen = order;
+    if (!g.cyclic) {
+        const std::pair<const char*, std::vector<std::int32_t>> candidates[] = {
+            {"list", list_schedule(g)},
+            {"dfs", dfs_schedule(g, c)},
+            {"post-order", post_order(g, false, [](std::int32_t, std::int32_t) { return false; })},
+        };
+        for (const auto& [name, order] : candidates) {
+            if (order.size() != g.instr.size()) continue;
+            const std::int64_t peak = peak_bytes(g, order);
+            if (peak < best.peak_bytes) {
+                best.peak_bytes = peak;
+                best.algorithm = name;
+                chosen = order;
+            }
         }
     }
     if (chosen.empty()) {  // not a DAG: keep the text order
         best.peak_bytes = best.text_peak_bytes;
         best.algorithm = "text";
+        best.siblings_merged = false;
         for (std::size_t i = 0; i < c.instrs.size(); ++i)
             best.order.push_back(static_cast<std::int32_t>(i));
         return best;
     }
     // Every instruction once: a fusion's members (which the walker skips) just before the
-    // first of their fusions.
+    // first of their fusions, a sibling group's fusions one after another in text order.
     std::vector<bool> placed(c.instrs.size(), false);
     std::vector<std::vector<std::int32_t>> members(c.instrs.size());
     for (std::size_t i = 0; i < c.instrs.size(); ++i)
@@ -367,14 +408,15 @@ MemorySchedule memory_schedule(const HloComputation& c,
             for (std::int32_t r : cluster[i])
                 members[static_cast<std::size_t>(r)].push_back(static_cast<std::int32_t>(i));
     best.order.reserve(c.instrs.size());
-    for (std::int32_t k : chosen) {
-        const std::int32_t i = g.instr[static_cast<std::size_t>(k)];
-        for (std::int32_t m : members[static_cast<std::size_t>(i)]) {
-            if (placed[static_cast<std::size_t>(m)]) continue;
-            placed[static_cast<std::size_t>(m)] = true;
-            best.order.push_back(m);
+    for (const std::int32_t k : chosen) {
+        for (const std::int32_t i : g.roots[static_cast<std::size_t>(k)]) {
+            for (const std::int32_t m : members[static_cast<std::size_t>(i)]) {
+                if (placed[static_cast<std::size_t>(m)]) continue;
+                placed[static_cast<std::size_t>(m)] = true;
+                best.order.push_back(m);
+            }
+            best.order.push_back(i);
         }
-        best.order.push_back(i);
     }
     return best;
 }
