@@ -52,9 +52,20 @@ std::int64_t hbm_bytes(const HloShape& s) {
     return b;
 }
 
-void add_unique(std::vector<std::int32_t>& v, std::int32_t x) {
-    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
-}
+// Appends x to v unless it is there: stamps instead of a search, so that an instruction with
+// thousands of operands (a concatenate, a tuple) costs its operands, not their square.
+struct Unique {
+    std::vector<std::uint32_t> mark;
+    std::uint32_t stamp = 0;
+    void start() { ++stamp; }
+    void add(std::vector<std::int32_t>& v, std::int32_t x) {
+        const auto i = static_cast<std::size_t>(x);
+        if (i >= mark.size()) mark.resize(std::max(i + 1, 2 * mark.size()), 0);
+        if (mark[i] == stamp) return;
+        mark[i] = stamp;
+        v.push_back(x);
+    }
+};
 
 // `groups`: the sibling multi-output group of each fusion root (-1: none); a group's fusions
 // are one node, as they are one kernel. Empty: no groups.
@@ -87,6 +98,7 @@ KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::in
     const std::size_t nodes = g.instr.size();
     // What each instruction's value points to: buffers defined by nodes.
     std::vector<std::vector<std::int32_t>> pts(n);
+    Unique uniq;
     auto operand_pts = [&](const HloOperand& o) -> const std::vector<std::int32_t>& {
         const HloInstr& p = c.instrs[static_cast<std::size_t>(o.instr)];
         if (o.tuple_index >= 0 && p.op == HloOpcode::Tuple &&
@@ -120,8 +132,9 @@ KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::in
         } else if ((is_view(c, in, true) || cls == OpClass::PassThrough) && !in.operands.empty()) {
             p = operand_pts(in.operands[0]);
         } else if (cls == OpClass::Free) {  // tuple, after-all, opt-barrier, ...
+            uniq.start();
             for (const auto& o : in.operands)
-                for (std::int32_t b : operand_pts(o)) add_unique(p, b);
+                for (std::int32_t b : operand_pts(o)) uniq.add(p, b);
         } else {
             const auto b = static_cast<std::int32_t>(g.bytes.size());
             g.bytes.push_back(hbm_bytes(in.shape));
@@ -133,10 +146,13 @@ KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::in
     // value never leaves its fusions, so this only guards odd graphs).
     std::vector<std::uint32_t> seen(n, 0);
     std::uint32_t stamp = 0;
+    Unique pred_set, use_set;
     g.preds.assign(nodes, {});
     g.uses.assign(nodes, {});
     for (std::size_t k = 0; k < nodes; ++k) {
         ++stamp;
+        pred_set.start();
+        use_set.start();
         std::vector<std::int32_t> mine;
         for (std::int32_t r : g.roots[k]) {
             const auto& mem = members[static_cast<std::size_t>(r)];
@@ -154,10 +170,9 @@ KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::in
             stack.pop_back();
             const auto p = static_cast<std::size_t>(o.instr);
             if (g.node[p] >= 0) {
-                if (seen[p] != stamp || g.node[p] != static_cast<std::int32_t>(k)) {
-                    if (g.node[p] != static_cast<std::int32_t>(k))
-                        add_unique(g.preds[k], g.node[p]);
-                    for (std::int32_t b : operand_pts(o)) add_unique(g.uses[k], b);
+                if (g.node[p] != static_cast<std::int32_t>(k)) {  // else one of its own fusions
+                    pred_set.add(g.preds[k], g.node[p]);
+                    for (std::int32_t b : operand_pts(o)) use_set.add(g.uses[k], b);
                 }
                 continue;
             }
@@ -170,7 +185,7 @@ KernelGraph build(const HloComputation& c, const std::vector<std::vector<std::in
     g.succs.assign(nodes, {});
     for (std::size_t k = 0; k < nodes; ++k)
         for (std::int32_t p : g.preds[k])
-            add_unique(g.succs[static_cast<std::size_t>(p)], static_cast<std::int32_t>(k));
+            g.succs[static_cast<std::size_t>(p)].push_back(static_cast<std::int32_t>(k));
     g.readers.assign(g.bytes.size(), {});
     for (std::size_t k = 0; k < nodes; ++k)
         for (std::int32_t b : g.uses[k])
