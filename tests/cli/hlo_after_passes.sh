@@ -38,7 +38,7 @@ for spec in "tests/data/hlo/jax_seed_workloads/lstm_imdb_dp8.after_spmd_partitio
     # Producer-consumer multi-output fusion is not written as fusions: the original's kernels
     # are compared without it.
     "$bin" import hlo "$f" --config $v3 --after-passes "$tmp/a.hlo" -o "$tmp/o.json" \
-        --hlo-passes fusion,kernel-graphs,direct-convolutions,tile-padding 2>/dev/null ||
+        --hlo-passes fusion,kernel-graphs,direct-convolutions,tile-padding,memory-scheduler 2>/dev/null ||
         fail "import --after-passes $f"
     "$bin" trace check --config $v3 --hlo "$tmp/a.hlo" >/dev/null || fail "trace check $f"
     "$bin" import hlo "$tmp/a.hlo" --config $v3 -o "$tmp/w.json" 2>/dev/null || fail "import $f"

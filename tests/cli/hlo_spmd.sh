@@ -36,7 +36,7 @@ local=$(python3 tests/cli/hlo_flops.py "$tmp/after.hlo")
 grep -q 'num_partitions=8' "$tmp/after.hlo" || fail "num_partitions not kept"
 
 # Turned off: the global module on every core (no pass, more work per core).
-"$bin" run --config $v3 --hlo $mlp --hlo-passes fusion,kernel-graphs,producer-fusion,tile-padding,direct-convolutions \
+"$bin" run --config $v3 --hlo $mlp --hlo-passes fusion,kernel-graphs,producer-fusion,tile-padding,direct-convolutions,memory-scheduler \
     --report "$tmp/off.json" --quiet >/dev/null 2>&1 || fatal "run with the pass off"
 [ "$(field "$tmp/off.json" spmd_partitioned)" = false ] || fail "the pass ran although off"
 # The board's matrix FLOPs: per device the global count once over the 8 cores when
@@ -71,7 +71,7 @@ g=$(python3 tests/cli/hlo_flops.py "$tmp/mt8.hlo")
 l=$(python3 tests/cli/hlo_flops.py "$tmp/mt8.after.hlo")
 [ $((l * 8)) -eq "$g" ] || fail "MaxText per-device FLOPs $l x 8 != $g"
 "$bin" trace check --config $v3 --hlo "$tmp/mt8.hlo" >/dev/null 2>&1 || fail "the partitioned MaxText step does not fit a v3 core"
-"$bin" trace check --config $v3 --hlo "$tmp/mt8.hlo" --hlo-passes fusion,kernel-graphs,producer-fusion,tile-padding,direct-convolutions \
+"$bin" trace check --config $v3 --hlo "$tmp/mt8.hlo" --hlo-passes fusion,kernel-graphs,producer-fusion,tile-padding,direct-convolutions,memory-scheduler \
     2>&1 | grep -q "resource exhausted" || fail "the unpartitioned MaxText step fits a v3 core"
 
 # Bad shardings: one located error, exit 2.
