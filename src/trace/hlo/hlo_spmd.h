@@ -1,7 +1,8 @@
 #pragma once
 // The SPMD partitioning pass (private to src/trace/hlo; docs/hlo.md, "SPMD and collectives"):
 // XLA's HloSharding as written in `sharding={...}` (hlo_spmd_sharding.cpp) and the pass that
-// turns a module with global shapes into the per-device module (hlo_spmd.cpp).
+// turns a module with global shapes into the per-device module (hlo_spmd.cpp and the files
+// of its Partitioner, hlo_spmd_partitioner.h).
 #include <cstdint>
 #include <optional>
 #include <string>
