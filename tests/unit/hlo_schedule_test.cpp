@@ -1,6 +1,7 @@
 // The memory scheduler (docs/hlo.md, "Passes", memory-scheduler): a fused computation's
 // kernels run in the order of XLA's default memory scheduler, the lowest peak of live buffers
 // of its list, DFS and post-order schedules, not in the module's text order.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -98,4 +99,47 @@ TEST_CASE("HLO memory scheduler: a sibling multi-output group is scheduled as on
     CHECK(st.multi_output_fusions == 1);
     for (const auto& op : t.ops)
         if (op.id == "m") CHECK(op.vmem_operands == std::vector<int>{0});
+}
+
+TEST_CASE("HLO memory scheduler: a while loop's body is scheduled too", "[hlo]") {
+    // Two products of the loop's x and w, each summed: in text order both products are live
+    // at once (2d + r); any order with the lower peak (d + 2r) sums each product before the
+    // next is made. The trace loop keeps the body's order and its 10 trips.
+    const std::string m =
+        "HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\n"
+        "body {\n  p = (s32[], f32[256,256]{1,0}, f32[256,256]{1,0}, f32[256]{0}) parameter(0)\n"
+        "  i = s32[] get-tuple-element(p), index=0\n"
+        "  x = f32[256,256]{1,0} get-tuple-element(p), index=1\n"
+        "  w = f32[256,256]{1,0} get-tuple-element(p), index=2\n  z = f32[] constant(0)\n"
+        "  d1 = f32[256,256]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  d2 = f32[256,256]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "  r1 = f32[256]{0} reduce(d1, z), dimensions={1}, to_apply=add\n"
+        "  r2 = f32[256]{0} reduce(d2, z), dimensions={1}, to_apply=add\n"
+        "  s = f32[256]{0} add(r1, r2)\n  one = s32[] constant(1)\n  n = s32[] add(i, one)\n"
+        "  ROOT t = (s32[], f32[256,256]{1,0}, f32[256,256]{1,0}, f32[256]{0}) tuple(n, x, w, s)\n"
+        "}\ncond {\n  p = (s32[], f32[256,256]{1,0}, f32[256,256]{1,0}, f32[256]{0}) parameter(0)\n"
+        "  i = s32[] get-tuple-element(p), index=0\n  k = s32[] constant(10)\n"
+        "  ROOT c = pred[] compare(i, k), direction=LT\n}\n"
+        "ENTRY e {\n  x = f32[256,256]{1,0} parameter(0)\n  w = f32[256,256]{1,0} parameter(1)\n"
+        "  zero = s32[] constant(0)\n  zf = f32[] constant(0)\n"
+        "  zs = f32[256]{0} broadcast(zf), dimensions={}\n"
+        "  init = (s32[], f32[256,256]{1,0}, f32[256,256]{1,0}, f32[256]{0}) tuple(zero, x, w, "
+        "zs)\n"
+        "  l = (s32[], f32[256,256]{1,0}, f32[256,256]{1,0}, f32[256]{0}) while(init), "
+        "condition=cond, body=body\n"
+        "  ROOT o = f32[256]{0} get-tuple-element(l), index=3\n}\n";
+    auto at = [](const std::vector<std::string>& v, const char* id) {
+        return std::find(v.begin(), v.end(), id) - v.begin();
+    };
+    const Trace t = import(m);
+    REQUIRE(t.loops.size() == 1);
+    CHECK(t.loops[0].trips == 10);
+    const std::vector<std::string> v = ids(t);
+    CHECK(at(v, "r1") == at(v, "d1") + 1);
+    CHECK(at(v, "r2") == at(v, "d2") + 1);
+    HloImportOptions off;
+    off.memory_scheduler = false;
+    const std::vector<std::string> text = ids(import(m, 8, off));
+    CHECK(at(text, "d2") == at(text, "d1") + 1);  // the text's order: both products first
 }
