@@ -175,14 +175,25 @@ void add_run_command(CLI::App& app) {
         bool long_loop = false;
         for (const auto& l : trace.loops) long_loop |= l.trips > kReuseTrips;
         reuse = reuse && long_loop;
-        const Program program = lower_with_progress(trace, cfg, !o->quiet, reuse ? kReuseTrips : 0);
-        if (!reuse) print_warnings(program.warnings);
+        Program program = lower_with_progress(trace, cfg, !o->quiet, reuse ? kReuseTrips : 0);
         RunOptions ro;
         ro.timeline = !o->timeline.empty();
         ro.progress = !o->quiet;
         ro.symmetry = !o->no_symmetry;
         ro.hbm_cache = !o->no_cache;
         Simulator sim(cfg, ro);
+        // A refusal known from the lowering alone: lower every trip now, in this process (a
+        // refusal after the run needs a fresh process: SystemC elaborates one board).
+        if (reuse) {
+            const std::string why = sim.reuse_refusal(program);
+            if (!why.empty()) {
+                std::cerr << "note: loop reuse: " << why
+                          << "; simulating every trip (--no-reuse)\n";
+                reuse = false;
+                program = lower_with_progress(trace, cfg, !o->quiet, 0);
+            }
+        }
+        if (!reuse) print_warnings(program.warnings);
         if (ro.timeline) sim.timeline().limit(timeline_limits(*o, cfg));
         RunResult r = sim.run(program);
         if (!r.loop_reuse.refused.empty())

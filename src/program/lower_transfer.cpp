@@ -58,12 +58,8 @@ void TransferLowering::lower(std::size_t i) {
     c_.state(i).done.push_back(c_.emit(std::move(in)));
 }
 
-void CollectiveLowering::lower(std::size_t i) {
-    const OpSpec& op = c_.op(i);
-    Instr in;
-    in.op = static_cast<std::uint32_t>(i);
-    in.waits = c_.dep_waits(op);
-    in.unit = Unit::Ici;
+CollectiveInstr collective_instr(const OpSpec& op, std::size_t i, std::int64_t core,
+                                 std::int64_t cores) {
     CollectiveInstr coll;
     if (op.kind == OpKind::Send || op.kind == OpKind::Recv) {
         coll.role =
@@ -75,19 +71,29 @@ void CollectiveLowering::lower(std::size_t i) {
     coll.bytes = op.bytes;
     // This core's replica group (the last that holds it, should a malformed list repeat the
     // core; program_signature agrees).
-    if (const std::ptrdiff_t g = replica_group_of(op, c_.core()); g >= 0)
+    if (const std::ptrdiff_t g = replica_group_of(op, core); g >= 0)
         coll.group = op.replica_groups[static_cast<std::size_t>(g)];
     if (coll.group.empty()) {
         coll.group = op.cores;
         if (coll.group.empty()) {
-            for (std::int64_t c = 0; c < c_.opts().cores; ++c) coll.group.push_back(c);
+            for (std::int64_t c = 0; c < cores; ++c) coll.group.push_back(c);
         }
     }
     coll.peer = op.peer;
     coll.pairs = op.pairs;
     coll.element_bytes = op.in_bytes;
     coll.instance = i;
-    in.coll = std::make_shared<const CollectiveInstr>(std::move(coll));
+    return coll;
+}
+
+void CollectiveLowering::lower(std::size_t i) {
+    const OpSpec& op = c_.op(i);
+    Instr in;
+    in.op = static_cast<std::uint32_t>(i);
+    in.waits = c_.dep_waits(op);
+    in.unit = Unit::Ici;
+    in.coll = std::make_shared<const CollectiveInstr>(
+        collective_instr(op, i, c_.core(), c_.opts().cores));
     c_.state(i).done.push_back(c_.emit(std::move(in)));
 }
 

@@ -143,7 +143,12 @@ Program lower_ops_once(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
     // Lower once per distinct per-core program: cores that run the same ops in the same
     // collective groups get the same stream (addresses are relative to the core's HBM share),
     // shared read-only. An op's per-core HBM bytes come from the first core that runs it.
-    std::map<std::vector<std::int64_t>, std::pair<SharedInstrs, std::vector<LoopTrips>>> streams;
+    struct Stream {
+        SharedInstrs instrs;
+        std::vector<LoopTrips> loops;
+        std::shared_ptr<const std::vector<CollectiveInstr>> collectives;
+    };
+    std::map<std::vector<std::int64_t>, Stream> streams;
     StreamInputs shared{nullptr, nullptr, nullptr};
     std::vector<bool> counted(ops.size(), false);
     const Bytes hbm_share = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
@@ -172,12 +177,18 @@ Program lower_ops_once(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
                         static_cast<Bytes>(l.trips - l.lowered()) * lowering.trip_hbm_bytes(i);
                 }
             }
-            it =
-                streams.emplace(std::move(key), std::make_pair(std::move(s), lowering.loop_trips()))
-                    .first;
+            auto collectives = std::make_shared<std::vector<CollectiveInstr>>();
+            for (std::size_t i = 0; i < ops.size(); ++i)
+                if (key[i] != -1 && is_collective(ops[i].kind))
+                    collectives->push_back(collective_instr(ops[i], i, c, opts.cores));
+            it = streams
+                     .emplace(std::move(key),
+                              Stream{std::move(s), lowering.loop_trips(), std::move(collectives)})
+                     .first;
         }
-        cp.instrs = it->second.first;
-        cp.loops = it->second.second;
+        cp.instrs = it->second.instrs;
+        cp.loops = it->second.loops;
+        cp.collectives = it->second.collectives;
         prog.cores.push_back(std::move(cp));
     }
     return prog;

@@ -81,7 +81,8 @@ std::unique_ptr<StatGroup> Chip::stats_as(std::int64_t index) const {
 }
 
 Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
-             HbmCalibrationCache& calibrations, std::int64_t built_chips)
+             HbmCalibrationCache& calibrations, std::int64_t built_chips,
+             std::int64_t program_chips)
     : sc_module(name),
       cfg_(cfg),
       topology_(cfg.board, cfg.chip),
@@ -92,20 +93,25 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
     rendezvous_ = std::make_unique<CollectiveRendezvous>("ici_rendezvous", *ici_);
     if (timeline_ && timeline_->enabled()) ici_->engine().fabric().attach_timeline(timeline_);
     stats_.add_child(ici_->engine().fabric().stats());
-    const std::int64_t built = built_chips > 0 ? std::min(built_chips, cfg.chips()) : cfg.chips();
-    if (built < cfg.chips()) rendezvous_->simulate_only(built * cfg.chip.cores_per_chip);
+    const std::int64_t program =
+        program_chips > 0 ? std::min(program_chips, cfg.chips()) : cfg.chips();
+    const std::int64_t built = built_chips > 0 ? std::min(built_chips, program) : program;
+    if (built < program) rendezvous_->simulate_only(built * cfg.chip.cores_per_chip);
     const HbmCalibration* hbm_calibration =
         cfg.sim.hbm_model != HbmModel::Burst
             ? &calibrations.get(cfg.hbm, cfg.chip.clock_mhz, cfg.chip.cores_per_chip)
             : nullptr;
-    for (std::int64_t c = 0; c < built; ++c) {
-        chips_.push_back(std::make_unique<Chip>(chip_name(c).c_str(), c, cfg, *rendezvous_,
-                                                timeline, hbm_calibration));
-        stats_.add_child(chips_.back()->stats());
-    }
-    for (std::int64_t c = built; c < cfg.chips(); ++c) {
-        chip_copies_.push_back(chips_[static_cast<std::size_t>(c % built)]->stats_as(c));
-        stats_.add_child(*chip_copies_.back());
+    // In chip order, each built or a copy of the built chip it stands for.
+    for (std::int64_t c = 0; c < cfg.chips(); ++c) {
+        if (c < built || c >= program) {
+            chips_.push_back(std::make_unique<Chip>(chip_name(c).c_str(), c, cfg, *rendezvous_,
+                                                    timeline, hbm_calibration));
+            stats_.add_child(chips_.back()->stats());
+        } else {
+            chips_.push_back(nullptr);
+            chip_copies_.push_back(chips_[static_cast<std::size_t>(c % built)]->stats_as(c));
+            stats_.add_child(*chip_copies_.back());
+        }
     }
 }
 
@@ -121,6 +127,7 @@ void Board::collect(RunResult& r) {
     // A built chip's HBM counts once for every chip it stands for.
     const auto copies = stats_.multiplicities();
     for (const auto& chip : chips_) {
+        if (!chip) continue;
         const std::uint64_t n = copies.at(&chip->hbm_stats());
         r.hbm_bytes_read += chip->hbm_bytes_read() * n;
         r.hbm_bytes_written += chip->hbm_bytes_written() * n;

@@ -57,15 +57,17 @@ class Chip : public sc_core::sc_module {
 class Board : public sc_core::sc_module {
  public:
     // Builds chips 0 .. built_chips - 1 (0: all of them) and the whole ICI fabric. With fewer
-    // chips (SPMD symmetry) the built chips stand for all: chip c's stat group is a copy of
-    // chip c % built_chips's (StatGroup), so stats(), collect() and stats_json() count and
-    // report every chip of the board.
+    // chips (SPMD symmetry) the built chips stand for the chips that run the program, 0 ..
+    // program_chips - 1 (0: all of them): chip c's stat group is a copy of chip c %
+    // built_chips's (StatGroup), so stats(), collect() and stats_json() count and report every
+    // chip of the board. The chips after them run nothing and are built as they are (idle).
     // The calibrated HBM's calibration comes from `calibrations`, once for all chips.
     Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
-          HbmCalibrationCache& calibrations, std::int64_t built_chips = 0);
+          HbmCalibrationCache& calibrations, std::int64_t built_chips = 0,
+          std::int64_t program_chips = 0);
     ~Board() override;
+    // A core of a built chip.
     TensorCore& core(std::int64_t c);
-    std::int64_t built_chips() const { return static_cast<std::int64_t>(chips_.size()); }
     // Adds the memory and interconnect totals to `r`; closes the ICI timeline tracks.
     void collect(RunResult& r);
     // The board's stat tree: the ICI fabric and every chip, built or copied.
@@ -81,10 +83,10 @@ class Board : public sc_core::sc_module {
     AnalyticalReductionCost reduction_cost_;
     std::unique_ptr<IciNetwork> ici_;
     std::unique_ptr<CollectiveRendezvous> rendezvous_;
-    std::vector<std::unique_ptr<Chip>> chips_;
+    std::vector<std::unique_ptr<Chip>> chips_;  // by chip id; null for a chip stood for
     Timeline* timeline_;
     StatGroup stats_{"board", "the whole board"};
-    std::vector<std::unique_ptr<StatGroup>> chip_copies_;  // the chips not built, as copies
+    std::vector<std::unique_ptr<StatGroup>> chip_copies_;  // the chips stood for, as copies
 };
 
 // The module hierarchy of `obj` and below, one line per module, port, export or socket: its

@@ -111,6 +111,11 @@ std::string Simulator::module_tree() {
     return tpusim::module_tree(*board_);
 }
 
+std::string Simulator::reuse_refusal(const Program& program) const {
+    const SymmetryPlan plan = plan_symmetry(program, cfg_, opts_.symmetry, opts_.timeline);
+    return LoopReuse::refusal(program, plan.simulated_cores);
+}
+
 RunResult Simulator::run(const Program& program) {
     const auto ncores = static_cast<std::int64_t>(program.cores.size());
     if (ncores > cfg_.cores()) {
@@ -120,8 +125,8 @@ RunResult Simulator::run(const Program& program) {
     // the same instructions at the same cycles, so its figures are theirs (its chip's stat
     // group is a copy, and the totals below count each simulated core once per copy).
     const SymmetryPlan plan = plan_symmetry(program, cfg_, opts_.symmetry, opts_.timeline);
-    board_ =
-        std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_, plan.simulated_chips);
+    board_ = std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_,
+                                     plan.simulated_chips, plan.program_chips);
     const std::int64_t nsim = plan.simulated_cores;
     RunResult r;
     std::unique_ptr<LoopReuse> reuse;

@@ -43,12 +43,17 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
     if (!allowed) return full(program, cfg, "--no-symmetry");
     if (timeline) return full(program, cfg, "a timeline was asked for (it shows every core)");
-    if (ncores != cfg.cores()) {
-        return full(
-            program, cfg,
-            fmt::format("the program runs on {} of the board's {} cores", ncores, cfg.cores()));
+    if (ncores % per_chip != 0) {
+        return full(program, cfg,
+                    fmt::format("the program runs on {} of the board's {} cores, not on whole "
+                                "chips of {}",
+                                ncores, cfg.cores(), per_chip));
     }
-    if (cfg.chips() < 2) return full(program, cfg, "the board has one chip");
+    const std::int64_t program_chips = ncores / per_chip;
+    if (program_chips < 2) {
+        return full(program, cfg,
+                    cfg.chips() < 2 ? "the board has one chip" : "the program runs on one chip");
+    }
     const CoreProgram& first = program.cores.front();
     for (std::int64_t c = 1; c < ncores; ++c) {
         const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
@@ -64,20 +69,28 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
                 fmt::format("core {} uses other HBM addresses than core {}", c, c % per_chip));
         }
     }
-    if (first.instrs.streamed()) {
+    if (first.collectives) {
+        for (const CollectiveInstr& c : *first.collectives) {
+            std::string why = collective_breaks_symmetry(c, ncores, program,
+                                                         static_cast<std::uint32_t>(c.instance));
+            if (!why.empty()) return full(program, cfg, std::move(why));
+        }
+    } else if (first.instrs.streamed()) {
         return full(program, cfg,
                     "the program is streamed (longer than sim.stream_above_instructions), so its "
                     "collectives are not read before the run");
-    }
-    for (const Instr& in : first.instrs) {
-        if (in.unit != Unit::Ici || !in.coll) continue;
-        std::string why = collective_breaks_symmetry(*in.coll, ncores, program, in.op);
-        if (!why.empty()) return full(program, cfg, std::move(why));
+    } else {
+        for (const Instr& in : first.instrs) {
+            if (in.unit != Unit::Ici || !in.coll) continue;
+            std::string why = collective_breaks_symmetry(*in.coll, ncores, program, in.op);
+            if (!why.empty()) return full(program, cfg, std::move(why));
+        }
     }
     SymmetryPlan p;
     p.used = true;
     p.simulated_chips = 1;
     p.simulated_cores = per_chip;
+    p.program_chips = program_chips;
     return p;
 }
 

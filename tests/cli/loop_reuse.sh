@@ -9,6 +9,9 @@
 #  2. A loop whose trips overlap (no carried value: the next trip's loads start while a trip
 #     computes) never starts a trip on an idle board: run says so on stderr, simulates every
 #     trip (re-running itself with --no-reuse) and reports no `loop_reuse`.
+#  2b. A loop whose trips lower differently (the VMEM ring's layout does not repeat) is refused
+#     from the lowering alone, before the run: lowered again with every trip in the same
+#     process, one note, the report of --no-reuse.
 #  3. --timeline (per-trip spans) simulates every trip (the same cycles and ops; the symmetry
 #     note differs: a timeline shows every core).
 #  4. A billion trips: cycles = c(N) + (10^9 - N) x (c(N + 1) - c(N)) from two runs that
@@ -91,6 +94,18 @@ grep -q '^note: loop reuse: the trips of the loop of op "mm" did not repeat in 8
     "$tmp/pipe.err" || fail "pipelined: no note on stderr: $(cat "$tmp/pipe.err")"
 out=$(same_reports "$tmp/pipe.reuse.json" "$tmp/pipe.all.json" 0 2>&1) ||
     fail "pipelined: reports differ: $out"
+
+# 2b. Trips that lower differently (the VMEM ring's layout does not repeat): refused before
+# the run, from the lowering; the loop lowered again with every trip in the same process.
+"$bin" run --config $v3 --trace "$data/ring_laps.json" --report "$tmp/laps.reuse.json" \
+    > /dev/null 2> "$tmp/laps.err"
+"$bin" run --config $v3 --trace "$data/ring_laps.json" --report "$tmp/laps.all.json" --no-reuse \
+    > /dev/null 2>&1
+grep -q '^note: loop reuse: the loop of op "mm": its trips may come round the VMEM ring to their own buffers and the ring.s layout did not repeat from one trip to the next; simulating every trip (--no-reuse)$' \
+    "$tmp/laps.err" || fail "ring laps: no note on stderr: $(cat "$tmp/laps.err")"
+[ "$(grep -c '^note: loop reuse' "$tmp/laps.err")" = 1 ] || fail "ring laps: the note twice"
+out=$(same_reports "$tmp/laps.reuse.json" "$tmp/laps.all.json" 0 2>&1) ||
+    fail "ring laps: reports differ: $out"
 
 # 3. A timeline: every trip simulated.
 "$bin" run --config $v3 --trace "$data/rnn_compute.json" --report "$tmp/tl.json" \

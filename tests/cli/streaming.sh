@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Streamed programs (sim.stream_above_instructions = 0: every core's program lowered on demand
 # while it runs) give the same report as held ones: cycles, per-op cycles and every counter.
-# The BERT training step runs 8 SPMD cores on one shared stream, with collectives. The held run
-# uses SPMD symmetry (one chip simulated, docs/pods.md) and the streamed one cannot, so this
-# also compares a symmetric run with a full one.
+# The BERT training step runs 8 SPMD cores on one shared stream, with collectives; both runs
+# use SPMD symmetry (one chip simulated, docs/pods.md; tests/cli/symmetry.sh compares a
+# streamed symmetric run with a full one).
 # Usage: streaming.sh path/to/tpusim (run from the source root).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -22,8 +22,8 @@ for t in bert_base_train_step data_parallel_step; do
 import json, sys
 d, t = sys.argv[1], sys.argv[2]
 held, streamed = (json.load(open(f"{d}/{m}.json")) for m in ("held", "streamed"))
-# What may differ: the wall time of the run, the config key that chose the mode and whether
-# SPMD symmetry was used (streamed programs run every core).
+# What may differ: the wall time of the run, the config key that chose the mode and the
+# symmetry field.
 def strip(r):
     r = dict(r)
     r.pop("symmetry", None)

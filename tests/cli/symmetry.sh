@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPMD symmetry (docs/pods.md): a data-parallel step simulated on one representative chip (the
-# default) gives the same report as the full run (--no-symmetry) on v3-8 and v3-32: cycles,
-# every op's cycles and busy counts, every unit and link counter. Only the wall time and the
-# `symmetry` field itself may differ. Programs that break the conditions run in full and say
+# default) gives the same report as the full run (--no-symmetry) on v3-8 and v3-32, on the
+# whole board and on its first chips only (4 of a v3-8's cores, 16 of a v3-32's; the other
+# chips idle), and with the program streamed (sim.stream_above_instructions): cycles, every
+# op's cycles and busy counts, every unit and link counter, the idle chips' zeros. Only the
+# wall time and the `symmetry` field itself may differ. Programs that break the conditions run in full and say
 # why (report field and one info line on stderr).
 # Usage: symmetry.sh path/to/tpusim (run from the source root).
 set -u
@@ -13,28 +15,34 @@ fail() {
     status=1
 }
 
-# A one-layer BERT training step, data-parallel (an all-reduce per gradient group).
-for cores in 8 32; do
+# A one-layer BERT training step, data-parallel (an all-reduce per gradient group): on the
+# whole board, on its first chips, and streamed (a window of 500 instructions).
+for spec in "8 8" "32 32" "4 8" "16 32" "32 32 stream"; do
+    read -r cores board stream <<<"$spec"
+    name=$cores${stream:+s}
     python3 scripts/gen_trace.py bert --layers 1 --seq 128 --batch 1 --hidden 256 --heads 4 \
         --ffn 1024 --vocab 1024 --predictions 20 --cores "$cores" -o "$tmp/bert$cores.json" \
         > /dev/null || fail "gen_trace bert --cores $cores"
     for mode in symmetric full; do
         extra=()
         [[ $mode == full ]] && extra=(--no-symmetry)
-        "$bin" run --config "configs/tpu_v3_$cores.json" --trace "$tmp/bert$cores.json" \
-            "${extra[@]}" --quiet --json > "$tmp/$mode$cores.json" 2> "$tmp/$mode$cores.err" ||
-            fail "v3-$cores $mode: exit $?"
+        [[ -n $stream ]] && extra+=(--set sim.stream_above_instructions=500)
+        "$bin" run --config "configs/tpu_v3_$board.json" --trace "$tmp/bert$cores.json" \
+            "${extra[@]}" --quiet --json > "$tmp/$mode$name.json" 2> "$tmp/$mode$name.err" ||
+            fail "v3-$board ($cores cores $stream) $mode: exit $?"
     done
-    python3 - "$tmp" "$cores" <<'PY' || status=1
+    python3 - "$tmp" "$name" "$board" <<'PY' || status=1
 import json, sys
-d, cores = sys.argv[1], sys.argv[2]
-sym, full = (json.load(open(f"{d}/{m}{cores}.json")) for m in ("symmetric", "full"))
-chips = int(cores) // 2
+d, name, board = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cores = name.rstrip("s")
+sym, full = (json.load(open(f"{d}/{m}{name}.json")) for m in ("symmetric", "full"))
+chips = board // 2
 if not sym["symmetry"]["used"] or sym["symmetry"]["simulated_cores"] != 2:
     print(f"FAIL v3-{cores}: symmetry not used: {sym['symmetry']}"); sys.exit(1)
 if full["symmetry"]["used"] or full["symmetry"]["reason"] != "--no-symmetry":
     print(f"FAIL v3-{cores}: --no-symmetry still symmetric: {full['symmetry']}"); sys.exit(1)
-if full["cycles"] <= 0 or full["ici"]["bytes"] <= 0 or len(full["stats"]) < chips + 1:
+if full["cores"] != int(cores) or full["cycles"] <= 0 or full["ici"]["bytes"] <= 0 \
+        or len(full["stats"]) != chips + 1:
     print(f"FAIL v3-{cores}: the full run has no cycles, ICI traffic or chips"); sys.exit(1)
 def strip(r):
     return {k: v for k, v in r.items() if "wall" not in k and k != "symmetry"}
@@ -55,9 +63,11 @@ def diff(a, b, path=""):
     return "" if a == b else f"{path}: {a} (symmetric) vs {b} (full)"
 d = diff(strip(sym), strip(full))
 if d:
-    print(f"FAIL v3-{cores}: the symmetric report differs from the full one at {d}"); sys.exit(1)
-print(f"ok v3-{cores}: {full['cycles']} cycles, {len(full['ops'])} ops, "
-      f"{full['ici']['bytes']} ICI bytes, the same with one chip simulated and with all")
+    print(f"FAIL v3-{board} ({name}): the symmetric report differs from the full one at {d}")
+    sys.exit(1)
+print(f"ok v3-{board}, {cores} cores{' streamed' if name.endswith('s') else ''}: "
+      f"{full['cycles']} cycles, {len(full['ops'])} ops, {full['ici']['bytes']} ICI bytes, "
+      "the same with one chip simulated and with all")
 PY
 done
 grep -q "info: SPMD symmetry" "$tmp/symmetric32.err" "$tmp/full32.err" &&
@@ -92,4 +102,22 @@ json.dump({"format": "tpusim.trace", "version": 1, "name": "groups", "cores": 32
 PY
 expect_full groups "runs another instruction stream" --trace "$tmp/groups_trace.json"
 expect_full timeline "timeline" --trace "$tmp/bert32.json" --timeline "$tmp/t.json"
+# Cores that are not whole chips, and one chip.
+for n in 3 2; do
+    python3 - "$tmp/part$n.json" "$n" <<'PY'
+import json, sys
+ops = [{"id": "mm", "kind": "matmul", "m": 256, "k": 256, "n": 256, "dtype": "bf16"},
+       {"id": "ar", "kind": "all_reduce", "bytes": 65536, "dtype": "f32", "deps": ["mm"]}]
+json.dump({"format": "tpusim.trace", "version": 1, "name": "part", "cores": int(sys.argv[2]),
+           "ops": ops}, open(sys.argv[1], "w"))
+PY
+done
+expect_full cores3 "not on whole chips of 2" --trace "$tmp/part3.json"
+# One chip: nothing to share, so no info line either.
+"$bin" run --config configs/tpu_v3_32.json --quiet --json --trace "$tmp/part2.json" \
+    > "$tmp/cores2.json" 2> "$tmp/cores2.err" || fail "cores2: exit $?"
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["symmetry"]
+sys.exit(0 if not s["used"] and s["reason"] == "the program runs on one chip" else 1)' \
+    "$tmp/cores2.json" || fail "cores2: expected a full run on one chip"
+grep -q "info: SPMD symmetry" "$tmp/cores2.err" && fail "cores2: an info line for a one-chip program"
 exit $status

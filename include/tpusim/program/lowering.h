@@ -107,6 +107,10 @@ std::int64_t vector_output_bytes(const OpSpec& op, std::int64_t k);
 
 // The index in op.replica_groups of the last group that holds `core`, or -1 for none.
 std::ptrdiff_t replica_group_of(const OpSpec& op, std::int64_t core);
+// The ICI instruction of collective (or send / recv) op `i` on `core` of a program on `cores`
+// cores: its role, kind, bytes and this core's replica group (or op.cores, or every core).
+CollectiveInstr collective_instr(const OpSpec& op, std::size_t i, std::int64_t core,
+                                 std::int64_t cores);
 
 // Extra reads of its input that XLA's separate statistics fusions add to an unfused row
 // normalisation (layernorm, softmax: 2; rmsnorm: 1; other ops: 0). docs/program.md.

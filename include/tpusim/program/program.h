@@ -158,6 +158,10 @@ struct CoreProgram {
     // the core adds hbm_base at issue (the only core-specific part of a shared stream).
     Addr hbm_base = 0;
     SharedInstrs instrs;
+    // The ICI instruction of each collective op it runs, in op order (one per op: every trip
+    // of a loop issues the same), shared by the cores that share `instrs`. What SPMD symmetry
+    // checks without reading the stream (which may be streamed).
+    std::shared_ptr<const std::vector<CollectiveInstr>> collectives;
 };
 
 // Per-op accounting the program layer knows before simulation.

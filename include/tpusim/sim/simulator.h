@@ -101,6 +101,11 @@ class Simulator {
     Simulator(const TpuConfig& cfg, RunOptions opts);
     ~Simulator();
     RunResult run(const Program& program);
+    // Why loop reuse cannot watch the loops `program` lowers short, known before the run (a
+    // loop whose trips lower differently, or a simulated core without it): lower it again
+    // with every trip instead (no second board needed). Empty: run() may still refuse after
+    // the run, from what the trips did (RunResult::loop_reuse).
+    std::string reuse_refusal(const Program& program) const;
     // Elaborates the board (without running it) and lists its module hierarchy, one module,
     // port, export or socket a line: "board.chip0.core1.dma_out  (sc_port)". Contract: instead of
     // run(), not before it.

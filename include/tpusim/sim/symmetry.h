@@ -1,10 +1,12 @@
 #pragma once
-// SPMD symmetry: when every core of the board runs the same instruction stream and meets the
-// others only in collectives over all cores, every chip follows the same timeline (a
-// collective ends at one cycle for all its cores, so they leave it together and reach the
-// next one together). The simulator then builds and runs one representative chip, runs every
-// collective on the full ICI fabric, and scales the chip's figures to the board. The exact
-// conditions are in docs/pods.md ("SPMD symmetry"); plan_symmetry checks them.
+// SPMD symmetry: when every core of the program runs the same instruction stream and meets
+// the others only in collectives over all of them, every chip that runs it follows the same
+// timeline (a collective ends at one cycle for all its cores, so they leave it together and
+// reach the next one together). The program may run on the board's first chips only (a
+// 4-core program on a v3-8): the chips after them run nothing. The simulator then builds and runs
+// one representative chip, runs every collective on the full ICI fabric, and scales the chip's
+// figures to the board. The exact conditions are in docs/pods.md ("SPMD symmetry"); plan_symmetry
+// checks them.
 #include <cstdint>
 #include <string>
 
@@ -17,7 +19,10 @@ struct SymmetryPlan {
     bool used = false;
     std::int64_t simulated_chips = 0;  // chips built and simulated (all of them when not used)
     std::int64_t simulated_cores = 0;  // cores 0 .. simulated_cores - 1
-    std::string reason;                // why every core is simulated; empty when used
+    // Chips 0 .. program_chips - 1 run the program (the simulated ones stand for them when
+    // used); the board's other chips run nothing. 0: every chip of the board.
+    std::int64_t program_chips = 0;
+    std::string reason;  // why every core is simulated; empty when used
 };
 
 // `allowed`: false for --no-symmetry; `timeline`: a timeline (every core's tracks) was asked
