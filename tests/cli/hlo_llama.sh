@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Llama-3 8B 1x4 (a JAX training step after SPMD partitioning, 4 partitions) on a v2-8 and a
-# v3-8. One device's shard needs 45.5 GiB of HBM at its peak (22.4 GiB of f32 weights and
+# v3-8. One device's shard needs 53.6 GiB of HBM at its peak (22.4 GiB of f32 weights and
 # optimizer state, the rest live activations), more than a v2 core (8 GiB) or a v3 core
 # (16 GiB) holds: on the real boards it is the located "resource exhausted" error, and it
 # replays on configs/tpu_v{2,3}_8_hbm128.json, the same chips with 128 GiB of HBM per chip
@@ -8,7 +8,7 @@
 # no unknown opcode, the module's 4 partitions on 4 cores, and the matrix FLOPs per core
 # equal to tests/cli/hlo_flops.py's count from the dot and convolution shapes alone. The
 # check is `trace check` (import, lowering, HBM check: about a second); the full simulation
-# takes about 32 s per board, so scripts/hlo_replay.sh runs it (docs/hlo.md has its figures).
+# takes about 11 s per board, so scripts/hlo_replay.sh runs it (docs/hlo.md has its figures).
 # Usage: hlo_llama.sh path/to/tpusim (from the source root).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
