@@ -43,6 +43,12 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
     const std::int64_t per_chip = cfg.chip.cores_per_chip;
     if (!allowed) return full(program, cfg, "--no-symmetry");
     if (timeline) return full(program, cfg, "a timeline was asked for (it shows every core)");
+    if (ncores <= per_chip) {
+        return full(program, cfg,
+                    cfg.chips() < 2 ? "the board has one chip"
+                                    : fmt::format("the program runs on {} of the board's {} cores",
+                                                  ncores, cfg.cores()));
+    }
     if (ncores % per_chip != 0) {
         return full(program, cfg,
                     fmt::format("the program runs on {} of the board's {} cores, not on whole "
@@ -50,10 +56,6 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
                                 ncores, cfg.cores(), per_chip));
     }
     const std::int64_t program_chips = ncores / per_chip;
-    if (program_chips < 2) {
-        return full(program, cfg,
-                    cfg.chips() < 2 ? "the board has one chip" : "the program runs on one chip");
-    }
     const CoreProgram& first = program.cores.front();
     for (std::int64_t c = 1; c < ncores; ++c) {
         const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
