@@ -12,7 +12,9 @@
 # - the gradient all-reduce's type: bf16 where bfloat16_grads_all_reduce is set (Transformer
 #   v3-32), f32 elsewhere, over the same parameters;
 # - a slice whose flags set neither has no grouped collective and its fused batch norm;
-# - the SSD v3-32 step runs (every core simulated: its collectives are not over all cores).
+# - the SSD v3-32 step runs (every core simulated: its collectives are not over all cores);
+# - the iterations_per_loop host round trip: scripts/mlperf.py --loop-round-trip-us US adds
+#   US / iterations_per_loop (the trace's metadata) to the step, and 0 by default.
 # Usage: mlperf_pod_mechanisms.sh path/to/tpusim (from the source root).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -131,4 +133,18 @@ rows = list(csv.DictReader(open(sys.argv[2])))
 ids = {row.get("id") or row.get("op") for row in rows}
 assert "stem.bn_allreduce" in ids and "stem.bn_grad_allreduce" in ids, sorted(ids)[:5]
 PY
+
+# The per-loop host round trip: one loop of the v3-32 Transformer's steps (its metadata's
+# iterations_per_loop) x 1 ms, so the step grows by 1 ms exactly (the table rounds to 0.01 ms).
+ipl=$(python3 -c "import json; print(json.load(open('$tmp/transformer_v0.6_32.json'))['metadata']['iterations_per_loop'])")
+step() {
+    python3 scripts/mlperf.py --only transformer --tpusim "$bin" "$@" |
+        python3 -c 'import sys; print(next(l for l in sys.stdin if l.startswith("| transformer")).split("|")[2].split()[0])'
+}
+s0=$(step) s1=$(step --loop-round-trip-us $((ipl * 1000)))
+if python3 -c "import sys; sys.exit(abs(float('$s1') - float('$s0') - 1.0) > 0.0101)"; then
+    passes=$((passes + 1))
+else
+    fail "loop round trip: ${s0} ms without, ${s1} ms with $((ipl * 1000)) us per loop of $ipl"
+fi
 finish
