@@ -22,6 +22,11 @@ class ConvNet:
         self.params = {}
         self.size = {}  # activation id -> elements (for gradient sums)
         self.no_grad = set()  # activations that need no gradient (the input)
+        # Distributed batch norm (DistributedBatchNorm): the statistics of every batch-norm
+        # layer summed over groups of cores between the statistics and the normalisation,
+        # and their gradients in the backward pass. None: per-core batch norm (the fused
+        # `batchnorm` op).
+        self.dbn = None
 
     def conv(self, name, x, hw, c_in, c_out, k, stride=1, bn=True, relu=True, deps=(),
              group="g", padding="same"):
@@ -35,7 +40,9 @@ class ConvNet:
                  c_out=c_out, kh=k, kw=k, stride_h=stride, stride_w=stride, padding=padding,
                  dtype=BF16)
         pre = y
-        if bn:
+        if bn and self.dbn and not self.inference:
+            y = self.dbn.forward(t, name, y, b * oh * ow, c_out)
+        elif bn:
             y = t.vector(f"{name}.bn", "bias_add" if self.inference else "batchnorm", [y],
                          rows=b * oh * ow, cols=c_out, fused=True)
         if relu:
@@ -58,7 +65,9 @@ class ConvNet:
         if s["relu"]:
             dy = t.vector(f"{name}.relu_grad", "relu_grad", [dy, s["out"]],
                           elements=pix * s["c_out"], fused=fuse)
-        if s["bn"]:
+        if s["bn"] and self.dbn:
+            dy = self.dbn.backward(t, name, dy, s["pre"], pix, s["c_out"])
+        elif s["bn"]:
             dy = t.vector(f"{name}.bn_grad", "batchnorm_grad", [dy, s["pre"]], rows=pix,
                           cols=s["c_out"], fused=fuse or bool(s["relu"]))
         k, c_in, c_out = s["k"], s["c_in"], s["c_out"]
@@ -112,6 +121,93 @@ class ConvNet:
         if sc is not x:
             self.size[sc] = n
         return self.residual(p, y2, sc, n), hw1
+
+
+class DistributedBatchNorm:
+    """Batch norm whose statistics are summed over groups of cores, as the MLPerf v0.6 TPU
+    submissions do where `distributed_group_size` > 1 (mlcommons/training_results_v0.6
+    @ f312518c): `distributed_batch_norm` in
+    Google/benchmarks/resnet/implementations/tpu-v3-2048-resnet/resnet/resnet_model.py and in
+    Google/benchmarks/ssd/implementations/tpu-v3-N-ssd/ssd/distributed_batch_norm.py. Forward:
+    the input cast to f32, `tf.nn.sufficient_statistics` over N, H, W (the per-channel sum of x
+    and of x^2: two f32 vectors of C), `cross_replica_average` (a `cross_replica_sum` over the
+    group, divided by its size) of each, then `batch_normalization` with those moments. ResNet
+    sums the two vectors in two cross_replica_sums (`split` = 2); SSD concatenates them and
+    sums one vector of 2C (`split` = 1). Backward: TF's gradient of a CrossReplicaSum is a
+    CrossReplicaSum of the gradient over the same groups (tpu_ops.py), so the gradients of the
+    two moment vectors are summed over the group in the same shape(s) before the input's
+    gradient can be formed.
+
+    In the trace a batch-norm layer becomes: the statistics (`reduce_sum` over the pixels,
+    f32 out; the conv's output is written to HBM and read back, as the statistics must be
+    complete before any pixel is normalised), the group all-reduce(s), the normalisation as a
+    per-channel affine (`bias_add`, as the frozen batch norm of inference) with the ReLU fused
+    into it. Backward: the ReLU's gradient as before, the two gradient sums over the pixels
+    (sum of dy, and of dy x: one `reduce_sum` reading dy, one reading x), the group
+    all-reduce(s), then dx from dy and x (an elementwise op on both). The FLOPs of the squares
+    and of the affine's multiply are not counted (each op is written as the cheapest vector op
+    that reads the same arrays)."""
+
+    def __init__(self, groups, split, source):
+        self.groups, self.split, self.source = groups, split, source
+
+    def _sums(self, t, name, stats, c):
+        """The group all-reduces of `stats` (the f32 sums of one layer); returns their ids."""
+        per = 2 * c // self.split
+        return [t.op(f"{name}{'' if self.split == 1 else k}", "all_reduce", stats,
+                     bytes=per * SIZE[F32], dtype=F32, replica_groups=self.groups)
+                for k in range(self.split)]
+
+    def forward(self, t, name, x, pix, c):
+        stats = t.vector(f"{name}.bn_stats", "reduce_sum", [x], rows=c, cols=pix, out_dtype=F32)
+        ars = self._sums(t, f"{name}.bn_allreduce", [stats], c)
+        return t.vector(f"{name}.bn", "bias_add", [x, *ars], rows=pix, cols=c)
+
+    def backward(self, t, name, dy, x, pix, c):
+        s_dy = t.vector(f"{name}.bn_grad_sum_dy", "reduce_sum", [dy], rows=c, cols=pix,
+                        out_dtype=F32)
+        s_dyx = t.vector(f"{name}.bn_grad_sum_dyx", "reduce_sum", [dy, x], rows=c, cols=pix,
+                         out_dtype=F32, operands=[x])
+        ars = self._sums(t, f"{name}.bn_grad_allreduce", [s_dy, s_dyx], c)
+        return t.vector(f"{name}.bn_grad", "mul", [dy, x, *ars], rows=pix, cols=c,
+                        operands=[dy, x])
+
+
+def consecutive_groups(cores, size):
+    """Groups of `size` consecutive replicas, as resnet_model.py's cross_replica_average builds
+    them (replica_ids = g * group_size + i); replica r is tpusim's core r."""
+    return [list(range(g * size, (g + 1) * size)) for g in range(cores // size)]
+
+
+def _ring_2d(m, n):
+    """The ring order of an m x n mesh (distributed_batch_norm.py's _ring_2d)."""
+    if m == 1:
+        return [(0, i) for i in range(n)]
+    if n == 1:
+        return [(i, 0) for i in range(m)]
+    ret = [(0, 0)]
+    for i in range(m // 2):
+        ret += [(2 * i, j) for j in range(1, n)]
+        ret += [(2 * i + 1, j) for j in range(n - 1, 0, -1)]
+    ret += [(i, 0) for i in range(m - 1, 0, -1)]
+    return ret
+
+
+def tile_groups(slice_rows, slice_cols, tile_rows, tile_cols):
+    """SSD's groups where tpu_slice_row/col and dbn_tile_row/col are set
+    (distributed_batch_norm.py, normal_group_assignment): each group the two cores of every
+    chip of a tile_rows x tile_cols tile of the slice_rows x slice_cols chip grid, the tiles
+    row by row. The submission lists a group in ring order (_ring_2d_tile_id) and translates
+    row-major core ids to TF replica ids (the ring order of the whole slice, _ring_2d_id);
+    the cores are the same, and here a core is named by its tpusim id: chip (row * slice_cols
+    + col), core 2 chip + k (docs/ici.md: chip id y * chips_x + x, rows along y)."""
+    groups = []
+    for g in range((slice_rows // tile_rows) * (slice_cols // tile_cols)):
+        tiles_per_row = slice_cols // tile_cols
+        r0, c0 = g // tiles_per_row * tile_rows, g % tiles_per_row * tile_cols
+        groups.append([2 * ((r0 + r) * slice_cols + c0 + col) + k
+                       for r, col in _ring_2d(tile_rows, tile_cols) for k in (0, 1)])
+    return groups
 
 
 def fusable(t, op_id):
@@ -174,6 +270,7 @@ def gen_resnet50(a):
               {"generator": "scripts/gen_trace.py resnet50", "batch_per_core": b,
                "image": a.image, **({"forward_only": True} if fwd else {})})
     net = ConvNet(t, b, inference=inference)
+    net.dbn = getattr(a, "dbn", None)
     pixels = b * a.image * a.image * 3
     x = t.op("input", "infeed", bytes=pixels * (SIZE["u8"] if inference else SIZE[BF16]))
     if inference:

@@ -10,10 +10,12 @@ generator's docstring the model files it follows, and the trace's metadata repea
 trace records the global batch as its top-level `samples_per_step` (docs/trace-format.md):
 throughput = samples_per_step / step time.
 
-Not in the traces (recorded in the metadata where a submission sets them, for the pod-scale
-mechanisms of issue #37 to use): the `iterations_per_loop` host round trip (one per loop of
-hundreds of steps), distributed batch norm groups (`distributed_group_size`), evaluation
-inside the training loop.
+Distributed batch norm (`distributed_group_size` > 1: ResNet-50 on v3-2048, SSD on v3-32 to
+v3-512): the statistics of every batch-norm layer are all-reduced over the submission's groups
+of cores in the forward and the backward pass (convnet.DistributedBatchNorm names the code).
+Not in the traces (recorded in the metadata where a submission sets them): the
+`iterations_per_loop` host round trip (one per loop of hundreds of steps), evaluation inside
+the training loop.
 
 `--inference --scenario offline` writes an MLPerf Inference v0.5 benchmark instead, as Google's
 closed submission ran it on one v3-8 (mlcommons/inference_results_v0.5, commit 4191ca07):
@@ -26,7 +28,8 @@ that the submission did not run, or ran with spatial partitioning, is an MlperfE
 """
 import argparse
 
-from .convnet import ConvNet, backward_convnet, gen_resnet50, out_dim
+from .convnet import (ConvNet, DistributedBatchNorm, backward_convnet, consecutive_groups,
+                      gen_resnet50, out_dim, tile_groups)
 from .core import BF16, F32, SIZE, GlobalNormClip, Trace, dense_bwd, dense_fwd
 from .core import grad_sync_and_update, layernorm_bwd, layernorm_fwd
 from .lstm import lstm_cell_bwd, lstm_cell_fwd
@@ -78,8 +81,13 @@ def gen_mlperf_resnet50(rnd, sl, per_core):
     (no space-to-depth in these rounds); v0.5 SGD + Nesterov momentum, v0.6 LARS
     (--enable_lars=True)."""
     opt = "lars" if rnd == "v0.6" else "momentum"
+    group = sl.flags.get("distributed_group_size", 1)
+    # --distributed_group_size > 1: resnet_model.py's distributed_batch_norm, two
+    # cross_replica_sums (mean_ss, variance_ss) per layer over consecutive replicas.
+    dbn = DistributedBatchNorm(consecutive_groups(sl.cores, group), 2,
+                               "resnet_model.py distributed_batch_norm") if group > 1 else None
     a = argparse.Namespace(batch=per_core, cores=sl.cores, image=224, space_to_depth=False,
-                           optimizer=opt, forward_only=False,
+                           optimizer=opt, forward_only=False, dbn=dbn,
                            name=f"mlperf_{rnd}_resnet50_{sl.cores}")
     return gen_resnet50(a), {"optimizer": "LARS" if opt == "lars" else "SGD Nesterov momentum",
                              "precision": "bf16 activations, f32 weights and gradients"}
@@ -542,8 +550,11 @@ def _partitioned(dims):
             "per core (issue #37, pod-scale mechanisms)")
 
 
-def _ssd_v06(cores, batch, ipl, s2d, group, partition=None):
+def _ssd_v06(cores, batch, ipl, s2d, group, partition=None, tiles=None):
     flags = {"conv0_space_to_depth": s2d, "distributed_group_size": group}
+    if tiles:  # --hparams tpu_slice_row, tpu_slice_col, dbn_tile_row, dbn_tile_col
+        flags.update(zip(("tpu_slice_row", "tpu_slice_col", "dbn_tile_row", "dbn_tile_col"),
+                         tiles))
     if partition:
         flags["unsupported"] = _partitioned(partition)
     return Slice(cores, batch, ipl, f"{V06} Google/benchmarks/ssd/tpu-v3-{cores}/run_and_time.sh",
@@ -562,16 +573,17 @@ SSD = {
                       distributed_group_size=1)},
     # v0.6: Google/benchmarks/ssd/tpu-v3-N/run_and_time.sh: --train_batch_size,
     # --iterations_per_loop, --num_shards, --hparams use_bfloat16=true, conv0_space_to_depth,
-    # distributed_group_size, and on 1024 and 2048 cores --input_partition_dims=1,4,1,1;
+    # distributed_group_size (with tpu_slice_row/col and dbn_tile_row/col: the groups are
+    # tiles of chips) and on 1024 and 2048 cores --input_partition_dims=1,4,1,1;
     # implementations/tpu-v3-N-ssd/ssd: ssd_constants.py (IMAGE_SIZE 300, NUM_CLASSES 81,
     # FEATURE_SIZES 38, 19, 10, 5, 3, 1, NUM_DEFAULTS 4, 6, 6, 6, 4, 4: 8,732 anchors,
     # NEGS_PER_POSITIVE 3), ssd_architecture.py (the network), ssd_model.py (the loss:
     # softmax cross entropy with hard negative mining by topk_mask.py, smooth L1;
     # MomentumOptimizer under CrossShardOptimizer).
     "v0.6": {s.cores: s for s in (_ssd_v06(32, 1024, 625, False, 2),
-                                  _ssd_v06(128, 1024, 625, True, 8),
-                                  _ssd_v06(256, 1024, 625, True, 16),
-                                  _ssd_v06(512, 2048, 313, True, 16),
+                                  _ssd_v06(128, 1024, 625, True, 8, tiles=(8, 8, 2, 2)),
+                                  _ssd_v06(256, 1024, 625, True, 16, tiles=(16, 8, 2, 4)),
+                                  _ssd_v06(512, 2048, 313, True, 16, tiles=(16, 16, 2, 4)),
                                   _ssd_v06(1024, 2048, 313, True, 8, "1,4,1,1"),
                                   _ssd_v06(2048, 2048, 313, True, 16, "1,4,1,1"))},
 }
@@ -591,14 +603,24 @@ def gen_mlperf_ssd(rnd, sl, per_core):
     conv0_space_to_depth=true the 4x4 convolution on the 2x2 space-to-depth image
     (conv0_space_to_depth in ssd_architecture.py). Anchor matching and box encoding run in the
     host's input pipeline (dataloader.py): the step's input is the image with its per-anchor
-    labels and box targets. Batch norm is per core here; distributed_group_size (statistics
-    over groups of cores) is recorded in the metadata, not modelled."""
+    labels and box targets. With distributed_group_size > 1 the batch-norm statistics are
+    summed over groups of cores (distributed_batch_norm.py: sum and sum of squares
+    concatenated, one cross_replica_sum of 2C f32 per layer and one in its gradient), the
+    groups consecutive replicas or, where tpu_slice_row/col and dbn_tile_row/col are set,
+    tiles of chips (convnet.tile_groups)."""
     b = per_core
     t = Trace(f"mlperf_{rnd}_ssd_{sl.cores}", sl.cores,
               f"SSD-ResNet34 300x300 training step, batch {b} per core x {sl.cores} cores: "
               "forward, backward, hard negative mining, gradient all-reduce per stage, SGD "
               "momentum")
     net = ConvNet(t, b)
+    group, f = sl.flags.get("distributed_group_size", 1), sl.flags
+    if group > 1:
+        groups = (tile_groups(f["tpu_slice_row"], f["tpu_slice_col"], f["dbn_tile_row"],
+                              f["dbn_tile_col"]) if "dbn_tile_row" in f
+                  else consecutive_groups(sl.cores, group))
+        assert all(len(g) == group for g in groups), (group, groups[0])
+        net.dbn = DistributedBatchNorm(groups, 1, "distributed_batch_norm.py")
     img = t.op("input", "infeed", bytes=b * SSD_IMAGE * SSD_IMAGE * 3 * SIZE[BF16])
     t.op("targets", "infeed", bytes=b * SSD_ANCHORS * (1 + 4) * SIZE[F32])
     net.no_grad.add(img)
