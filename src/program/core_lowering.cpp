@@ -193,6 +193,19 @@ InstrList CoreLowering::run(std::vector<OpInfo>& infos) {
             lower_loop(l, loop_trips_[li]);
             allocations_after[li] = ctx_.vmem().totals().allocations;
             i = l.first + l.count;
+            // A loop lowered short that cannot be reused refuses loop reuse for the whole
+            // program (LoopReuse::refusal names the first such loop, by index, on any core):
+            // the rest is not lowered, as the program is lowered again with every trip.
+            // Exact only while no earlier loop can still be refused by the check below.
+            if (l.lowered() < l.trips && loop_trips_[li].first_alike == 0) {
+                bool settled = true;
+                for (std::size_t lj = 0; lj < li; ++lj)
+                    settled &= loop_trips_[lj].first_alike == 0 || loop_trips_[lj].ring_periodic;
+                if (settled) {
+                    stopped_ = true;
+                    break;
+                }
+            }
             continue;
         }
         lower_op(i++);

@@ -31,6 +31,9 @@ class CoreLowering {
     Bytes trip_hbm_bytes(std::size_t i) const { return i < trip_hbm_.size() ? trip_hbm_[i] : 0; }
     // Per loop of the options, where its lowered trips lie in the stream (after run()).
     const std::vector<LoopTrips>& loop_trips() const { return loop_trips_; }
+    // run() stopped after a loop lowered short that cannot be reused (LoopTrips::first_alike
+    // 0): the stream and figures end there, and only loop_trips() up to that loop holds.
+    bool stopped() const { return stopped_; }
 
  private:
     void lower_op(std::size_t i);
@@ -43,6 +46,7 @@ class CoreLowering {
     CollectiveLowering collective_{ctx_};
     std::vector<Bytes> trip_hbm_;
     std::vector<LoopTrips> loop_trips_;
+    bool stopped_ = false;
 };
 
 }  // namespace tpusim

@@ -162,6 +162,7 @@ Program lower_ops_once(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
             CoreLowering lowering(cfg, opts, c, ops, trace_name);
             lowering.hold_at_most(static_cast<std::size_t>(cfg.sim.stream_above_instructions));
             InstrList held = lowering.run(prog.ops);
+            prog.refused_loop_reuse |= lowering.stopped();
             SharedInstrs s = lowering.overflowed() ? streamed(shared, ops, cfg, prog.ops, opts, c,
                                                               trace_name, lowering.count())
                                                    : SharedInstrs(std::move(held));

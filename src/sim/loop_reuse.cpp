@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "tpusim/common/sim_time.h"
 
@@ -23,6 +24,8 @@ std::string LoopReuse::refusal(const Program& program, std::int64_t nsim) {
                                    cp.loops[li].not_reusable);
         }
     }
+    if (program.refused_loop_reuse)
+        throw std::logic_error("a lowering stopped at a loop no simulated core refuses");
     return "";
 }
 

@@ -121,6 +121,9 @@ RunResult Simulator::run(const Program& program) {
     if (ncores > cfg_.cores()) {
         throw std::logic_error("program has more cores than the board");
     }
+    if (program.refused_loop_reuse) {
+        throw std::logic_error("program lowered only as far as a loop that refuses loop reuse");
+    }
     // Under SPMD symmetry cores 0 .. nsim - 1 (one chip) stand for all: every other core runs
     // the same instructions at the same cycles, so its figures are theirs (its chip's stat
     // group is a copy, and the totals below count each simulated core once per copy).

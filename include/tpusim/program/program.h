@@ -195,6 +195,9 @@ struct Program {
     // For the user, located: "<trace>: op \"x\": what" (e.g. a `fused` flag with no effect).
     std::vector<std::string> warnings;
     std::size_t rematerialized_ops = 0;  // ops recomputed to fit the HBM (program/remat.h)
+    // The lowering stopped at a loop lowered short that cannot be reused (CoreLowering::run):
+    // the program is only good for LoopReuse::refusal, which refuses it; not to be simulated.
+    bool refused_loop_reuse = false;
 };
 
 }  // namespace tpusim
