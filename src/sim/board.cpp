@@ -101,15 +101,18 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
         cfg.sim.hbm_model != HbmModel::Burst
             ? &calibrations.get(cfg.hbm, cfg.chip.clock_mhz, cfg.chip.cores_per_chip)
             : nullptr;
-    // In chip order, each built or a copy of the built chip it stands for.
+    // In chip order, each built or a copy of the built chip it stands for. Under symmetry the
+    // idle chips (after the program's) are alike too: the first is built, the others copy it.
+    const bool symmetric = built < program;
     for (std::int64_t c = 0; c < cfg.chips(); ++c) {
-        if (c < built || c >= program) {
+        const std::int64_t like = c < program ? c % built : program;
+        if (c < built || (c >= program && (!symmetric || c == program))) {
             chips_.push_back(std::make_unique<Chip>(chip_name(c).c_str(), c, cfg, *rendezvous_,
                                                     timeline, hbm_calibration));
             stats_.add_child(chips_.back()->stats());
         } else {
             chips_.push_back(nullptr);
-            chip_copies_.push_back(chips_[static_cast<std::size_t>(c % built)]->stats_as(c));
+            chip_copies_.push_back(chips_[static_cast<std::size_t>(like)]->stats_as(c));
             stats_.add_child(*chip_copies_.back());
         }
     }

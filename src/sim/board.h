@@ -60,7 +60,8 @@ class Board : public sc_core::sc_module {
     // chips (SPMD symmetry) the built chips stand for the chips that run the program, 0 ..
     // program_chips - 1 (0: all of them): chip c's stat group is a copy of chip c %
     // built_chips's (StatGroup), so stats(), collect() and stats_json() count and report every
-    // chip of the board. The chips after them run nothing and are built as they are (idle).
+    // chip of the board. The chips after them run nothing: the first is built as it is (idle)
+    // and, under symmetry, the others are copies of it.
     // The calibrated HBM's calibration comes from `calibrations`, once for all chips.
     Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
           HbmCalibrationCache& calibrations, std::int64_t built_chips = 0,

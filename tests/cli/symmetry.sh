@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPMD symmetry (docs/pods.md): a data-parallel step simulated on one representative chip (the
 # default) gives the same report as the full run (--no-symmetry) on v3-8 and v3-32, on the
-# whole board and on its first chips only (4 of a v3-8's cores, 16 of a v3-32's; the other
+# whole board and on its first chips only (4 of a v3-8's cores, 16 of a v3-32's, 8 of the full
+# v3 pod's; the other
 # chips idle), and with the program streamed (sim.stream_above_instructions): cycles, every
 # op's cycles and busy counts, every unit and link counter, the idle chips' zeros. Only the
 # wall time and the `symmetry` field itself may differ. Programs that break the conditions run in full and say
@@ -17,7 +18,7 @@ fail() {
 
 # A one-layer BERT training step, data-parallel (an all-reduce per gradient group): on the
 # whole board, on its first chips, and streamed (a window of 500 instructions).
-for spec in "8 8" "32 32" "4 8" "16 32" "32 32 stream"; do
+for spec in "8 8" "32 32" "4 8" "16 32" "8 2048" "32 32 stream"; do
     read -r cores board stream <<<"$spec"
     name=$cores${stream:+s}
     python3 scripts/gen_trace.py bert --layers 1 --seq 128 --batch 1 --hidden 256 --heads 4 \
