@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace tpusim {
 
@@ -71,22 +72,12 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
                 fmt::format("core {} uses other HBM addresses than core {}", c, c % per_chip));
         }
     }
-    if (first.collectives) {
-        for (const CollectiveInstr& c : *first.collectives) {
-            std::string why = collective_breaks_symmetry(c, ncores, program,
-                                                         static_cast<std::uint32_t>(c.instance));
-            if (!why.empty()) return full(program, cfg, std::move(why));
-        }
-    } else if (first.instrs.streamed()) {
-        return full(program, cfg,
-                    "the program is streamed (longer than sim.stream_above_instructions), so its "
-                    "collectives are not read before the run");
-    } else {
-        for (const Instr& in : first.instrs) {
-            if (in.unit != Unit::Ici || !in.coll) continue;
-            std::string why = collective_breaks_symmetry(*in.coll, ncores, program, in.op);
-            if (!why.empty()) return full(program, cfg, std::move(why));
-        }
+    // The lowering lists each stream's collectives (one per op), held or streamed.
+    if (!first.collectives) throw std::logic_error("plan_symmetry: a program not from lower_ops");
+    for (const CollectiveInstr& c : *first.collectives) {
+        std::string why =
+            collective_breaks_symmetry(c, ncores, program, static_cast<std::uint32_t>(c.instance));
+        if (!why.empty()) return full(program, cfg, std::move(why));
     }
     SymmetryPlan p;
     p.used = true;

@@ -195,6 +195,20 @@ bool is_noop_copy(const HloComputation& comp, const HloInstr& in) {
     return layout(a) == layout(b);
 }
 
+const HloInstr& viewed(const HloComputation& comp, const HloOperand& o, bool copies) {
+    const HloInstr* x = &comp.instrs[static_cast<std::size_t>(o.instr)];
+    while (is_view(comp, *x, copies))
+        x = &comp.instrs[static_cast<std::size_t>(x->operands[0].instr)];
+    return *x;
+}
+
+std::int64_t hbm_bytes(const HloShape& s) {
+    if (!s.tuple) return s.memory_space == 0 ? s.bytes() : 0;
+    std::int64_t b = 0;
+    for (const auto& e : s.elements) b += hbm_bytes(e);
+    return b;
+}
+
 bool is_view(const HloComputation& comp, const HloInstr& in, bool copies) {
     if (in.operands.empty()) return false;
     return in.op == HloOpcode::Bitcast || in.op == HloOpcode::Reshape ||

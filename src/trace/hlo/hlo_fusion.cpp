@@ -36,11 +36,9 @@ namespace {
 // The bytes of an operand that a copy of its user reads from HBM: none for values made in
 // registers (broadcast, iota, constants), looking through bitcasts and reshapes.
 std::int64_t read_bytes(const HloComputation& comp, std::int32_t operand) {
-    const HloInstr* x = &comp.instrs[static_cast<std::size_t>(operand)];
-    const std::int64_t bytes = x->shape.bytes();
-    while (is_view(comp, *x, true))
-        x = &comp.instrs[static_cast<std::size_t>(x->operands[0].instr)];
-    if (x->op == HloOpcode::Constant || op_class(x->op) == OpClass::Generated) return 0;
+    const std::int64_t bytes = comp.instrs[static_cast<std::size_t>(operand)].shape.bytes();
+    const HloInstr& x = viewed(comp, HloOperand{operand, -1}, true);
+    if (x.op == HloOpcode::Constant || op_class(x.op) == OpClass::Generated) return 0;
     return bytes;
 }
 
@@ -211,10 +209,9 @@ void SiblingFusions::record(const std::unordered_set<std::int64_t>& read,
 }
 
 bool on_chip_operand(const HloComputation& c, const HloOperand& o, bool copies) {
-    const HloInstr* x = &c.instrs[static_cast<std::size_t>(o.instr)];
-    while (is_view(c, *x, copies)) x = &c.instrs[static_cast<std::size_t>(x->operands[0].instr)];
-    const bool vmem = !x->shape.tuple && x->shape.memory_space == 1;
-    return x->op == HloOpcode::Constant || op_class(x->op) == OpClass::Generated || vmem;
+    const HloInstr& x = viewed(c, o, copies);
+    const bool vmem = !x.shape.tuple && x.shape.memory_space == 1;
+    return x.op == HloOpcode::Constant || op_class(x.op) == OpClass::Generated || vmem;
 }
 
 std::vector<std::int32_t> sibling_groups(const HloComputation& c,

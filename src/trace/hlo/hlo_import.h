@@ -66,6 +66,11 @@ bool is_noop_copy(const HloComputation& comp, const HloInstr& in);
 // Whether `in` is its operand's value under another name: a bitcast, a reshape, or (where
 // `copies`, the fusion pass's modules) a copy that keeps shape and layout (is_noop_copy).
 bool is_view(const HloComputation& comp, const HloInstr& in, bool copies);
+// The instruction whose value `o` reads, looking through views (is_view).
+const HloInstr& viewed(const HloComputation& comp, const HloOperand& o, bool copies);
+// Bytes a value takes in HBM: its arrays' (every tuple leaf's) in memory space 0; none for
+// those in VMEM (S(1)) or host memory (S(5)).
+std::int64_t hbm_bytes(const HloShape& s);
 
 // The program's cores (devices): the SPMD partitions, else the replicas, else the devices its
 // replica groups name (modules written after partitioning without the header attributes)

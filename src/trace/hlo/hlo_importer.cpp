@@ -83,13 +83,6 @@ std::optional<HloModule> Importer::prepared(const HloModule& m, const HloImportO
     return d;
 }
 
-std::int64_t Importer::hbm_bytes(const HloShape& s) {
-    if (!s.tuple) return s.memory_space == 0 ? s.bytes() : 0;
-    std::int64_t b = 0;
-    for (const auto& e : s.elements) b += hbm_bytes(e);
-    return b;
-}
-
 std::string Importer::unique_id(std::string_view name, const std::string& suffix) {
     std::string id = std::string(name) + suffix;
     if (ids_.insert(id).second) return id;
@@ -252,11 +245,9 @@ Place Importer::outside(const HloComputation& c, const HloOperand& o,
     Place p;
     const Value& v = element(vals[static_cast<std::size_t>(o.instr)], o.tuple_index);
     flatten(v, p.external);
-    const HloInstr* x = &c.instrs[static_cast<std::size_t>(o.instr)];
-    while (is_view(c, *x, pass_)) x = &c.instrs[static_cast<std::size_t>(x->operands[0].instr)];
-    const OpClass cls = op_class(x->op);
-    p.vmem = !x->shape.tuple && x->shape.memory_space == 1;
-    p.on_chip = x->op == HloOpcode::Constant || cls == OpClass::Generated || p.vmem;
+    const HloInstr& x = viewed(c, o, pass_);
+    p.vmem = !x.shape.tuple && x.shape.memory_space == 1;
+    p.on_chip = on_chip_operand(c, o, pass_);
     return p;
 }
 

@@ -32,8 +32,6 @@ class Importer {
     static std::optional<HloModule> prepared(const HloModule& m, const HloImportOptions& o,
                                              HloImportStats& st);
 
-    static std::int64_t hbm_bytes(const HloShape& s);
-
     std::string unique_id(std::string_view name, const std::string& suffix);
 
     // A copy the fusion pass treats as its operand (is_noop_copy); modules that XLA has

@@ -45,13 +45,6 @@ struct KernelGraph {
     std::int32_t root = -1;                          // node of the computation's root
 };
 
-std::int64_t hbm_bytes(const HloShape& s) {
-    if (!s.tuple) return s.memory_space == 0 ? s.bytes() : 0;
-    std::int64_t b = 0;
-    for (const auto& e : s.elements) b += hbm_bytes(e);
-    return b;
-}
-
 // Appends x to v unless it is there: stamps instead of a search, so that an instruction with
 // thousands of operands (a concatenate, a tuple) costs its operands, not their square.
 struct Unique {
