@@ -82,7 +82,7 @@ SharedInstrs streamed(StreamInputs& in, const std::vector<OpSpec>& ops, const Tp
         lowering.set_sink(push);
         lowering.run(own);
     };
-    return SharedInstrs(std::make_shared<InstrStream>(produce, kStreamWindow), count);
+    return SharedInstrs(std::make_shared<InstrStream>(produce, kStreamWindow, count), count);
 }
 
 Program lower_ops_once(const std::vector<OpSpec>& ops, const TpuConfig& cfg,

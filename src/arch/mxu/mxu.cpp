@@ -53,9 +53,11 @@ void Mxu::run() {
         MxuBlockTiming t;
         {
             // Weight tiles of the block in K-major order; each streams the block's m LHS rows.
-            // Scoped so that nothing on the heap is held across the wait below: a simulation
-            // stopped there (a cycle budget) never unwinds this thread's stack.
-            const std::vector<MxuTile> tiles = mxu_gemm_tiles(cfg_, b.mm.m, b.mm.k, b.mm.n);
+            // In a member, reused from block to block, so that nothing on the heap is held by
+            // this thread's stack across the wait below: a simulation stopped there (a cycle
+            // budget) never unwinds it.
+            std::vector<MxuTile>& tiles = tiles_;
+            mxu_gemm_tiles(cfg_, b.mm.m, b.mm.k, b.mm.n, tiles);
             t = block_->run(tiles, now, b.ops);
             if (wave_) {
                 MxuBlockOperands shown = b.ops;

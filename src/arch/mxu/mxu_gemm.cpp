@@ -8,14 +8,22 @@
 
 namespace tpusim {
 
+void mxu_gemm_tiles(const MxuConfig& cfg, std::int64_t m, std::int64_t k, std::int64_t n,
+                    std::vector<MxuTile>& out) {
+    out.clear();
+    out.reserve(static_cast<std::size_t>(((n + cfg.cols - 1) / cfg.cols) *
+                                         ((k + cfg.rows - 1) / cfg.rows)));
+    for (std::int64_t n0 = 0; n0 < n; n0 += cfg.cols) {
+        for (std::int64_t k0 = 0; k0 < k; k0 += cfg.rows) {
+            out.push_back({k0, n0, {std::min(cfg.rows, k - k0), std::min(cfg.cols, n - n0), m}});
+        }
+    }
+}
+
 std::vector<MxuTile> mxu_gemm_tiles(const MxuConfig& cfg, std::int64_t m, std::int64_t k,
                                     std::int64_t n) {
     std::vector<MxuTile> tiles;
-    for (std::int64_t n0 = 0; n0 < n; n0 += cfg.cols) {
-        for (std::int64_t k0 = 0; k0 < k; k0 += cfg.rows) {
-            tiles.push_back({k0, n0, {std::min(cfg.rows, k - k0), std::min(cfg.cols, n - n0), m}});
-        }
-    }
+    mxu_gemm_tiles(cfg, m, k, n, tiles);
     return tiles;
 }
 

@@ -77,6 +77,7 @@ class Mxu : public sc_core::sc_module, public UnitIf {
     std::size_t depth_, index_;
     std::unique_ptr<MxuBlockTimer> block_;
     std::deque<Block> queue_;
+    std::vector<MxuTile> tiles_;  // the running block's passes (storage reused per block)
     sc_core::sc_event pushed_, popped_;
     MxuBlockOperands next_ops_;
     // Waveform mirror (fixed size once traced).

@@ -17,6 +17,9 @@ struct MxuTile {
 // The passes of an M x K x N GEMM in execution order.
 std::vector<MxuTile> mxu_gemm_tiles(const MxuConfig& cfg, std::int64_t m, std::int64_t k,
                                     std::int64_t n);
+// The same into `out` (cleared first), reusing its storage: the MXU's per-block call.
+void mxu_gemm_tiles(const MxuConfig& cfg, std::int64_t m, std::int64_t k, std::int64_t n,
+                    std::vector<MxuTile>& out);
 
 struct PeGemmRun {
     GemmTiming timing;                  // cycles = results_end of the last pass
