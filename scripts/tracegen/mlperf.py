@@ -22,9 +22,12 @@ closed submission ran it on one v3-8 (mlcommons/inference_results_v0.5, commit 4
 resnet50 only (INFERENCE_BENCHES; SSD-large and GNMT are not built).
 
 `--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
-so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. A slice
-that the submission did not run, or ran with spatial partitioning, is an MlperfError
-(gen_trace.py prints one `error:` line, exit 2). Python 3 standard library only.
+so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. Spatial
+partitioning (`--input_partition_dims`: SSD on v3-1024 and v3-2048) splits each replica's
+images by rows over its 4 cores, with halo exchanges (convnet.SpatialPartition, gen_mlperf_ssd).
+A slice that the submission did not run, or ran with a mechanism the traces do not have (Mask
+R-CNN's spatial partitioning on v3-128 and v3-256), is an MlperfError (gen_trace.py prints one
+`error:` line, exit 2). Python 3 standard library only.
 """
 import argparse
 
