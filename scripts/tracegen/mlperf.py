@@ -765,7 +765,8 @@ def gen_mlperf_ssd(rnd, sl, per_core):
         grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp], "sgd_momentum")
     return t, {"optimizer": "SGD momentum (MomentumOptimizer)",
                "precision": "bf16 (use_bfloat16=true), f32 loss, weights and gradients",
-               "anchors": SSD_ANCHORS, "classes": SSD_CLASSES}
+               "anchors": SSD_ANCHORS, "classes": SSD_CLASSES,
+               **({"batch_per_replica": b, "cores_per_replica": P} if part else {})}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -87,6 +87,7 @@ for cores in (1024, 2048):
     replicas = meta["num_shards"]
     assert replicas * P == cores, (replicas, cores)
     b = t["samples_per_step"] // replicas  # the replica's images
+    assert (meta["batch_per_replica"], meta["cores_per_replica"]) == (b, P), meta
     # The topology: a chip is y * X + x (docs/ici.md); a replica is the chips (x, 2r) and
     # (x, 2r + 1), its slices on (y offset, core) in order.
     X = meta["tpu_slice_col"]
