@@ -32,7 +32,9 @@ class ConvNet:
         self.dbn = None
 
     def conv(self, name, x, hw, c_in, c_out, k, stride=1, bn=True, relu=True, deps=(),
-             group="g", padding="same"):
+             group="g", padding="same", pad_before=None):
+        """pad_before: the rows of padding before the first row where the model pads
+        explicitly (only a spatial partition's halo reads it); None: TF's `padding`."""
         t, b = self.t, self.b
         h, w = hw
         if padding == "same":
@@ -40,12 +42,13 @@ class ConvNet:
         else:  # "valid"
             oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
         part, halo, ch, loh, lpad = self.part, [], h, oh, padding
+        if pad_before is None:
+            pad_before = pad_lo(h, oh, k, stride, padding)
         if part:
             # This core's rows: the halo rows its output slice reads from its neighbours,
             # then the convolution over its output slice (part.conv_rows).
             halo = part.exchange(t, f"{name}.halo", x, b, w, c_in,
-                                 part.forward_halo(h, oh, k, stride, pad_lo(h, oh, k, stride,
-                                                                            padding)), h)
+                                 part.forward_halo(h, oh, k, stride, pad_before), h)
             loh = part.rows(oh)
             ch, lpad = part.conv_rows(loh, k, stride, padding)
         y = t.op(f"{name}.conv", "conv2d", [x, *halo, *deps], batch=b, h=ch, w=w, c_in=c_in,
@@ -66,7 +69,7 @@ class ConvNet:
         self.tape.append(("conv", name, dict(x=x, pre=pre, out=y, h=h, w=w, oh=loh, ow=ow,
                                              c_in=c_in, c_out=c_out, k=k, stride=stride,
                                              bn=bn, relu=relu, group=group, halo=halo,
-                                             gh=h, goh=oh, padding=padding)))
+                                             gh=h, goh=oh, pad_before=pad_before)))
         return y, (oh, ow)
 
     def elems(self, hw, c):
@@ -96,8 +99,7 @@ class ConvNet:
             # whose windows reach into the slice.
             part = self.part
             dhalo = part.exchange(t, f"{name}.dx_halo", dy, b, s["ow"], c_out, part.backward_halo(
-                s["gh"], s["goh"], k, s["stride"],
-                pad_lo(s["gh"], s["goh"], k, s["stride"], s["padding"])), s["goh"])
+                s["gh"], s["goh"], k, s["stride"], s["pad_before"]), s["goh"])
         if not need_dx:
             pass
         elif s["stride"] == 1:

@@ -674,7 +674,9 @@ def gen_mlperf_ssd(rnd, sl, per_core):
     net.no_grad.add(img)
     net.size[img] = net.elems(in_hw, in_c)
     if s2d:
-        y, hw = net.conv("stem", img, in_hw, in_c, 64, 4, group="stem")
+        # space_to_depth_fixed_padding pads the 2x2-block image by ((7 - 1) // 2 + 1) // 2 = 2
+        # rows before and (7 - 1) // 2 // 2 = 1 after, then a "VALID" 4x4 convolution.
+        y, hw = net.conv("stem", img, in_hw, in_c, 64, 4, group="stem", pad_before=2)
     else:
         y, hw = net.conv("stem", img, in_hw, in_c, 64, 7, stride=2, group="stem")
     net.size[y] = net.elems(hw, 64)

@@ -48,10 +48,18 @@ def pad_lo(h, oh, k, st, padding):
     return max((oh - 1) * st + k - h, 0) // 2 if padding == "same" else 0
 
 
-def fwd_halo(h, k, st, padding):
+# ssd_architecture.py pads explicitly where TF's "same" would differ: the space-to-depth stem
+# (space_to_depth_fixed_padding, kernel 7, blocks of 2: ((7 - 1) // 2 + 1) // 2 rows before);
+# ResNet's strided convolutions (fixed_padding: (k - 1) // 2 before) pad as "same" does on
+# their odd inputs (75 rows), and the extra layers and the max pool use "same".
+EXPLICIT = {"stem": ((7 - 1) // 2 + 1) // 2}
+
+
+def fwd_halo(h, k, st, padding, p=None):
     """(low, high) rows: enumerate each slice's output rows and the input rows they read."""
     oh = out_rows(h, k, st, padding)
-    s, o, p = ceil(h, P), ceil(oh, P), pad_lo(h, oh, k, st, padding)
+    s, o = ceil(h, P), ceil(oh, P)
+    p = pad_lo(h, oh, k, st, padding) if p is None else p
     lo = hi = 0
     for i in range(P):
         read = [r * st - p + j for r in range(i * o, (i + 1) * o) for j in range(k)]
@@ -62,10 +70,11 @@ def fwd_halo(h, k, st, padding):
     return lo, hi
 
 
-def bwd_halo(h, k, st, padding):
+def bwd_halo(h, k, st, padding, p=None):
     """(low, high) rows of the output gradient whose windows cover each input slice's rows."""
     oh = out_rows(h, k, st, padding)
-    s, o, p = ceil(h, P), ceil(oh, P), pad_lo(h, oh, k, st, padding)
+    s, o = ceil(h, P), ceil(oh, P)
+    p = pad_lo(h, oh, k, st, padding) if p is None else p
     lo = hi = 0
     for i in range(P):
         rows = set(range(i * s, (i + 1) * s))
@@ -141,12 +150,13 @@ for cores in (1024, 2048):
         assert o["batch"] == b and o["w"] == w and o["stride_h"] == st, L
         assert out_rows(o["h"], k, st, o["padding"]) == ceil(oh, P), (L, o["h"], oh)
         assert out_rows(o["w"], k, st, o["padding"]) == out_rows(w, k, st, padding), L
-        fw = check_permutes(L + ".halo", fwd_halo(h, k, st, padding), h, w, g["c_in"], L)
+        fw = check_permutes(L + ".halo", fwd_halo(h, k, st, padding, EXPLICIT.get(L)), h, w,
+                            g["c_in"], L)
         assert all(i in o["deps"] for i in fw), L
         if L + ".dx" in ops:
             ow = out_rows(w, k, st, padding)
-            bw = check_permutes(L + ".dx_halo", bwd_halo(h, k, st, padding), oh, ow,
-                                g["c_out"], L)
+            bw = check_permutes(L + ".dx_halo", bwd_halo(h, k, st, padding, EXPLICIT.get(L)),
+                                oh, ow, g["c_out"], L)
             assert all(i in ops[L + ".dx"]["deps"] for i in bw), L
             permutes |= set(bw)
         # dw reads the input with its forward halo rows
