@@ -12,8 +12,11 @@ def out_dim(x, stride):
 
 
 class ConvNet:
-    def __init__(self, t, b, inference=False):
+    def __init__(self, t, b, inference=False, partition=None):
         self.t, self.b = t, b
+        # Spatial partitioning (SpatialPartition): each core holds its slice of the rows of
+        # every activation; None: every core holds whole images.
+        self.part = partition
         # Inference: batch norm with its frozen statistics, a per-channel affine in the
         # convolution's epilogue (written as its bias_add), instead of training's batch
         # statistics.
@@ -29,30 +32,49 @@ class ConvNet:
         self.dbn = None
 
     def conv(self, name, x, hw, c_in, c_out, k, stride=1, bn=True, relu=True, deps=(),
-             group="g", padding="same"):
+             group="g", padding="same", pad_before=None):
+        """pad_before: the rows of padding before the first row where the model pads
+        explicitly (only a spatial partition's halo reads it); None: TF's `padding`."""
         t, b = self.t, self.b
         h, w = hw
         if padding == "same":
             oh, ow = out_dim(h, stride), out_dim(w, stride)
         else:  # "valid"
             oh, ow = (h - k) // stride + 1, (w - k) // stride + 1
-        y = t.op(f"{name}.conv", "conv2d", [x, *deps], batch=b, h=h, w=w, c_in=c_in,
-                 c_out=c_out, kh=k, kw=k, stride_h=stride, stride_w=stride, padding=padding,
+        part, halo, ch, loh, lpad = self.part, [], h, oh, padding
+        if pad_before is None:
+            pad_before = pad_lo(h, oh, k, stride, padding)
+        if part:
+            # This core's rows: the halo rows its output slice reads from its neighbours,
+            # then the convolution over its output slice (part.conv_rows).
+            halo = part.exchange(t, f"{name}.halo", x, b, w, c_in,
+                                 part.forward_halo(h, oh, k, stride, pad_before), h)
+            loh = part.rows(oh)
+            ch, lpad = part.conv_rows(loh, k, stride, padding)
+        y = t.op(f"{name}.conv", "conv2d", [x, *halo, *deps], batch=b, h=ch, w=w, c_in=c_in,
+                 c_out=c_out, kh=k, kw=k, stride_h=stride, stride_w=stride, padding=lpad,
                  dtype=BF16)
         pre = y
         if bn and self.dbn and not self.inference:
-            y = self.dbn.forward(t, name, y, b * oh * ow, c_out)
+            y = self.dbn.forward(t, name, y, b * loh * ow, c_out)
         elif bn:
+            assert not part or self.inference, "partitioned batch norm needs its statistics " \
+                "summed over the partition: set dbn (DistributedBatchNorm with the partition)"
             y = t.vector(f"{name}.bn", "bias_add" if self.inference else "batchnorm", [y],
-                         rows=b * oh * ow, cols=c_out, fused=True)
+                         rows=b * loh * ow, cols=c_out, fused=True)
         if relu:
-            y = t.vector(f"{name}.relu", "relu", [y], elements=b * oh * ow * c_out, fused=True)
+            y = t.vector(f"{name}.relu", "relu", [y], elements=b * loh * ow * c_out, fused=True)
         self.params[group] = self.params.get(group, 0) + k * k * c_in * c_out + (
             2 * c_out if bn else c_out)
-        self.tape.append(("conv", name, dict(x=x, pre=pre, out=y, h=h, w=w, oh=oh, ow=ow,
+        self.tape.append(("conv", name, dict(x=x, pre=pre, out=y, h=h, w=w, oh=loh, ow=ow,
                                              c_in=c_in, c_out=c_out, k=k, stride=stride,
-                                             bn=bn, relu=relu, group=group)))
+                                             bn=bn, relu=relu, group=group, halo=halo,
+                                             gh=h, goh=oh, pad_before=pad_before)))
         return y, (oh, ow)
+
+    def elems(self, hw, c):
+        """Elements of one core's activation of (global) height and width hw, c channels."""
+        return self.b * (self.part.rows(hw[0]) if self.part else hw[0]) * hw[1] * c
 
     def conv_bwd(self, name, s, dy, need_dx=True):
         t, b = self.t, self.b
@@ -71,19 +93,28 @@ class ConvNet:
             dy = t.vector(f"{name}.bn_grad", "batchnorm_grad", [dy, s["pre"]], rows=pix,
                           cols=s["c_out"], fused=fuse or bool(s["relu"]))
         k, c_in, c_out = s["k"], s["c_in"], s["c_out"]
-        dx = None
+        dx, dhalo = None, []
+        if need_dx and self.part:
+            # The input slice's gradient reads the output gradient's rows of the neighbours
+            # whose windows reach into the slice.
+            part = self.part
+            dhalo = part.exchange(t, f"{name}.dx_halo", dy, b, s["ow"], c_out, part.backward_halo(
+                s["gh"], s["goh"], k, s["stride"], s["pad_before"]), s["goh"])
         if not need_dx:
             pass
         elif s["stride"] == 1:
-            dx = t.op(f"{name}.dx", "conv2d", [dy], batch=b, h=s["oh"], w=s["ow"], c_in=c_out,
-                      c_out=c_in, kh=k, kw=k, padding="same", dtype=BF16)
+            dx = t.op(f"{name}.dx", "conv2d", [dy, *dhalo], batch=b, h=s["oh"], w=s["ow"],
+                      c_in=c_out, c_out=c_in, kh=k, kw=k, padding="same", dtype=BF16)
         else:
             # dy dilated by the stride, convolved with the flipped filter: the same FLOPs as
             # the forward conv, written as its implicit GEMM over the output pixels.
-            dx = t.matmul(f"{name}.dx", pix, k * k * c_out, c_in, deps=[dy],
+            dx = t.matmul(f"{name}.dx", pix, k * k * c_out, c_in, deps=[dy, *dhalo],
                           transpose_rhs=True)
-        dw = t.matmul(f"{name}.dw", k * k * c_in, pix, c_out, deps=[s["x"], dy],
-                      transpose_lhs=True, out_dtype=F32)
+        # dw reads the input with the forward pass's halo rows (the same exchange: XLA's CSE
+        # keeps one); a partitioned core's dw is a partial sum, added in the gradient's
+        # all-reduce (grad_sync_and_update's all-reduce over every core).
+        dw = t.matmul(f"{name}.dw", k * k * c_in, pix, c_out,
+                      deps=[s["x"], dy, *s.get("halo", [])], transpose_lhs=True, out_dtype=F32)
         return dx, dw
 
 
@@ -108,13 +139,12 @@ class ConvNet:
         """ResNet-18/34's basic block: two 3x3 convolutions with BatchNorm (the first strided),
         a 1x1 projection with BatchNorm when the shape changes, the residual add and ReLU.
         Returns (output, its height and width)."""
-        b = self.b
         sc = x
         if stride != 1 or c != width:
             sc, _ = self.conv(f"{p}.proj", x, hw, c, width, 1, stride=stride, relu=False,
                               group=grp)
         y1, hw1 = self.conv(f"{p}.c1", x, hw, c, width, 3, stride=stride, group=grp)
-        n = b * hw1[0] * hw1[1] * width
+        n = self.elems(hw1, width)
         self.size[y1] = n
         y2, _ = self.conv(f"{p}.c2", y1, hw1, width, width, 3, relu=False, group=grp)
         self.size[y2] = n
@@ -148,12 +178,20 @@ class DistributedBatchNorm:
     and of the affine's multiply are not counted (each op is written as the cheapest vector op
     that reads the same arrays)."""
 
-    def __init__(self, groups, split, source):
+    def __init__(self, groups, split, source, partition=None):
         self.groups, self.split, self.source = groups, split, source
+        # Spatial partitioning (SpatialPartition): each core's sums cover its rows only, so
+        # they are first summed over the partition (XLA's all-reduce of a reduction over a
+        # partitioned dimension), then over the group (the groups name one core of each
+        # replica: the cores of the same partition index).
+        self.partition = partition
 
     def _sums(self, t, name, stats, c):
         """The group all-reduces of `stats` (the f32 sums of one layer); returns their ids."""
         per = 2 * c // self.split
+        if self.partition:
+            stats = [t.op(f"{name}_partition", "all_reduce", stats, bytes=2 * c * SIZE[F32],
+                          dtype=F32, replica_groups=self.partition.groups)]
         return [t.op(f"{name}{'' if self.split == 1 else k}", "all_reduce", stats,
                      bytes=per * SIZE[F32], dtype=F32, replica_groups=self.groups)
                 for k in range(self.split)]
@@ -171,6 +209,108 @@ class DistributedBatchNorm:
         ars = self._sums(t, f"{name}.bn_grad_allreduce", [s_dy, s_dyx], c)
         return t.vector(f"{name}.bn_grad", "mul", [dy, x, *ars], rows=pix, cols=c,
                         operands=[dy, x])
+
+
+def pad_lo(n_in, n_out, k, stride, padding):
+    """The rows of padding before the first row (TF's "same": the total padding split with
+    the smaller half first; "valid": none)."""
+    if padding != "same":
+        return 0
+    return max((n_out - 1) * stride + k - n_in, 0) // 2
+
+
+class SpatialPartition:
+    """Spatial partitioning of the activations (TPUEstimator's `input_partition_dims`, as the
+    MLPerf v0.6 SSD runs on v3-1024 and v3-2048 set it: --input_partition_dims=1,4,1,1, the
+    image's height split over the `parts` cores of a replica). Each core holds rows
+    [i s, (i + 1) s) of every activation (s = ceil(H / parts), the last slice padded, as XLA
+    pads uneven shards) for every image of the replica's batch, and computes its slice of
+    every convolution's output. A windowed op reads rows of its neighbours' slices first (the
+    halo), which XLA's partitioner exchanges with collective-permutes (ExchangeHalo in
+    spmd_partitioner_util.cc): one per direction and per distance, each carrying the most rows
+    any slice needs (its shapes are static), from every core to the core `distance` slices
+    below (the low halo) or above (the high halo) in its group, the edge slices padding with
+    zeros instead. The halo rows of slice i of a window of k rows, stride st and padding p
+    before the first row, for an output of n_out rows (slices of o = ceil(n_out / parts)):
+    the slice's window starts at input row i o st - p and ends at ((i + 1) o - 1) st + k - p,
+    against the held rows i s .. (i + 1) s; the low halo is the largest shortfall over the
+    slices 1 .. parts-1, the high halo over 0 .. parts-2 (forward_halo). The input gradient
+    of a convolution reads the output gradient's rows the same way, mirrored
+    (backward_halo). Halos longer than a slice come from slices further away (more than one
+    distance). `groups`: the cores of each replica in the order of their slices (row 0
+    first); every core is in one group."""
+
+    def __init__(self, parts, groups, source):
+        assert all(len(g) == parts for g in groups), (parts, groups[0])
+        self.parts, self.groups, self.source = parts, groups, source
+
+    def rows(self, n):
+        return -(-n // self.parts)
+
+    def forward_halo(self, n_in, n_out, k, stride, pad):
+        s, o, P = self.rows(n_in), self.rows(n_out), self.parts
+        lo = max([i * s - (i * o * stride - pad) for i in range(1, P)], default=0)
+        hi = max([((i + 1) * o - 1) * stride + k - pad - (i + 1) * s for i in range(P - 1)],
+                 default=0)
+        return max(lo, 0), max(hi, 0)
+
+    def backward_halo(self, n_in, n_out, k, stride, pad):
+        """The output gradient's rows (of n_out) that the input slice's gradient reads: the
+        outputs whose windows cover rows i s .. (i + 1) s - 1 of the input."""
+        s, o, P = self.rows(n_in), self.rows(n_out), self.parts
+        lo = max([i * o + (-(i * s - k + 1 + pad) // stride) for i in range(1, P)], default=0)
+        hi = max([((i + 1) * s - 1 + pad) // stride - ((i + 1) * o - 1) for i in range(P - 1)],
+                 default=0)
+        return max(lo, 0), max(hi, 0)
+
+    def conv_rows(self, out_rows, k, stride, padding):
+        """The per-core convolution: its input rows and padding for `out_rows` output rows of
+        the slice (the halo rows its windows read are the exchanges' results)."""
+        if padding == "same":
+            return out_rows * stride, "same"
+        return (out_rows - 1) * stride + k, "valid"
+
+    def exchange(self, t, name, x, b, w, c, halo, n, dtype="bf16"):
+        """The collective-permutes of a halo (low, high rows) of an activation of n rows, w
+        columns and c channels, for b images; returns their ids."""
+        s, P, ops = self.rows(n), self.parts, []
+        for side, rows in zip(("lo", "hi"), halo):
+            for d in range(1, -(-rows // s) + 1):
+                r = min(s, rows - (d - 1) * s)
+                # lo: slice i - d sends its last rows to slice i; hi: slice i + d its first.
+                pairs = [[g[i - d], g[i]] if side == "lo" else [g[i], g[i - d]]
+                         for g in self.groups for i in range(d, P)]
+                ops.append(t.op(f"{name}_{side}{d}", "collective_permute", [x],
+                                bytes=b * r * w * c * SIZE[dtype], dtype=dtype,
+                                source_target_pairs=pairs))
+        return ops
+
+
+def replica_grid(rows, cols, chips_x):
+    """The cores of each replica of a spatially partitioned run on a `rows` x `cols` grid of
+    replicas of two chips each: TPUEstimator's device assignment with computation_shape
+    [1, 2, 2] for 4 cores per replica (_NUM_CORES_TO_COMPUTATION_SHAPE in the SSD
+    submission's train_and_eval_low_level_runner.py): the replica at (row, col) is the chips
+    (x = col, y = 2 row) and (col, 2 row + 1), its logical cores in the order (y, core)
+    (np.indices order of the computation shape, x having extent 1). Rows are along y, a chip
+    is y * chips_x + x and its cores 2 chip, 2 chip + 1 (docs/ici.md). Returns the replicas'
+    core lists row by row (the replica's slices in order: slice i on logical core i)."""
+    return [[2 * ((2 * r + dy) * chips_x + c) + k for dy in (0, 1) for k in (0, 1)]
+            for r in range(rows) for c in range(cols)]
+
+
+def replica_tile_groups(replicas, rows, cols, tile_rows, tile_cols):
+    """SSD's batch-norm groups with spatial partitioning (distributed_batch_norm.py,
+    spatial_partitioning_group_assignment): the replicas of each tile_rows x tile_cols tile
+    of the rows x cols replica grid (tiles row by row, each in _ring_2d order); a group's
+    all-reduce runs among the cores of one partition index of its replicas, so each tile
+    gives one group per slice index. `replicas`: replica_grid's core lists."""
+    groups = []
+    for g in range((rows // tile_rows) * (cols // tile_cols)):
+        r0, c0 = g // (cols // tile_cols) * tile_rows, g % (cols // tile_cols) * tile_cols
+        members = [replicas[(r0 + r) * cols + c0 + c] for r, c in _ring_2d(tile_rows, tile_cols)]
+        groups += [[m[p] for m in members] for p in range(len(members[0]))]
+    return groups
 
 
 def consecutive_groups(cores, size):

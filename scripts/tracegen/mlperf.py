@@ -22,14 +22,18 @@ closed submission ran it on one v3-8 (mlcommons/inference_results_v0.5, commit 4
 resnet50 only (INFERENCE_BENCHES; SSD-large and GNMT are not built).
 
 `--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
-so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. A slice
-that the submission did not run, or ran with spatial partitioning, is an MlperfError
-(gen_trace.py prints one `error:` line, exit 2). Python 3 standard library only.
+so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. Spatial
+partitioning (`--input_partition_dims`: SSD on v3-1024 and v3-2048) splits each replica's
+images by rows over its 4 cores, with halo exchanges (convnet.SpatialPartition, gen_mlperf_ssd).
+A slice that the submission did not run, or ran with a mechanism the traces do not have (Mask
+R-CNN's spatial partitioning on v3-128 and v3-256), is an MlperfError (gen_trace.py prints one
+`error:` line, exit 2). Python 3 standard library only.
 """
 import argparse
 
-from .convnet import (ConvNet, DistributedBatchNorm, backward_convnet, consecutive_groups,
-                      gen_resnet50, out_dim, tile_groups)
+from .convnet import (ConvNet, DistributedBatchNorm, SpatialPartition, backward_convnet,
+                      consecutive_groups, gen_resnet50, out_dim, pad_lo, replica_grid,
+                      replica_tile_groups, tile_groups)
 from .core import BF16, F32, SIZE, GlobalNormClip, Trace, dense_bwd, dense_fwd
 from .core import grad_sync_and_update, layernorm_bwd, layernorm_fwd
 from .lstm import lstm_cell_bwd, lstm_cell_fwd
@@ -544,10 +548,11 @@ def gen_mlperf_gnmt(rnd, sl, per_core, bucket=GNMT_BUCKETS - 1):
 
 
 def _partitioned(dims):
-    """The reason a spatially partitioned run is not written (Slice flag "unsupported")."""
+    """The reason a spatially partitioned Mask R-CNN run is not written (Slice flag
+    "unsupported")."""
     return (f"--input_partition_dims={dims} splits each replica's images spatially over 4 "
-            "cores (with halo exchanges), which is not modelled: the traces are data-parallel "
-            "per core (issue #37, pod-scale mechanisms)")
+            "cores (with halo exchanges); the SSD traces model it (convnet.SpatialPartition), "
+            "the Mask R-CNN trace does not yet (its RoI heads after the partition)")
 
 
 def _ssd_v06(cores, batch, ipl, s2d, group, partition=None, tiles=None):
@@ -555,8 +560,9 @@ def _ssd_v06(cores, batch, ipl, s2d, group, partition=None, tiles=None):
     if tiles:  # --hparams tpu_slice_row, tpu_slice_col, dbn_tile_row, dbn_tile_col
         flags.update(zip(("tpu_slice_row", "tpu_slice_col", "dbn_tile_row", "dbn_tile_col"),
                          tiles))
-    if partition:
-        flags["unsupported"] = _partitioned(partition)
+    if partition:  # --input_partition_dims (N, H, W, C) and --num_shards (the replicas)
+        flags["input_partition_dims"] = partition
+        flags["num_shards"] = cores // partition[1]
     return Slice(cores, batch, ipl, f"{V06} Google/benchmarks/ssd/tpu-v3-{cores}/run_and_time.sh",
                  **flags)
 
@@ -574,7 +580,9 @@ SSD = {
     # v0.6: Google/benchmarks/ssd/tpu-v3-N/run_and_time.sh: --train_batch_size,
     # --iterations_per_loop, --num_shards, --hparams use_bfloat16=true, conv0_space_to_depth,
     # distributed_group_size (with tpu_slice_row/col and dbn_tile_row/col: the groups are
-    # tiles of chips) and on 1024 and 2048 cores --input_partition_dims=1,4,1,1;
+    # tiles of chips) and on 1024 and 2048 cores --input_partition_dims=1,4,1,1 with
+    # --num_shards=256 / 512 replicas of 4 cores (tpu_slice_row/col and dbn_tile_row/col then
+    # count replicas: 16 x 16 in tiles of 2 x 4, 16 x 32 in tiles of 2 x 8);
     # implementations/tpu-v3-N-ssd/ssd: ssd_constants.py (IMAGE_SIZE 300, NUM_CLASSES 81,
     # FEATURE_SIZES 38, 19, 10, 5, 3, 1, NUM_DEFAULTS 4, 6, 6, 6, 4, 4: 8,732 anchors,
     # NEGS_PER_POSITIVE 3), ssd_architecture.py (the network), ssd_model.py (the loss:
@@ -584,8 +592,10 @@ SSD = {
                                   _ssd_v06(128, 1024, 625, True, 8, tiles=(8, 8, 2, 2)),
                                   _ssd_v06(256, 1024, 625, True, 16, tiles=(16, 8, 2, 4)),
                                   _ssd_v06(512, 2048, 313, True, 16, tiles=(16, 16, 2, 4)),
-                                  _ssd_v06(1024, 2048, 313, True, 8, "1,4,1,1"),
-                                  _ssd_v06(2048, 2048, 313, True, 16, "1,4,1,1"))},
+                                  _ssd_v06(1024, 2048, 313, True, 8, [1, 4, 1, 1],
+                                           tiles=(16, 16, 2, 4)),
+                                  _ssd_v06(2048, 2048, 313, True, 16, [1, 4, 1, 1],
+                                           tiles=(16, 32, 2, 8)))},
 }
 SSD_IMAGE, SSD_CLASSES, SSD_ANCHORS = 300, 81, 8732
 SSD_FEATURES = ((38, 4), (19, 6), (10, 6), (5, 6), (3, 4), (1, 4))  # (size, anchors per cell)
@@ -607,38 +617,86 @@ def gen_mlperf_ssd(rnd, sl, per_core):
     summed over groups of cores (distributed_batch_norm.py: sum and sum of squares
     concatenated, one cross_replica_sum of 2C f32 per layer and one in its gradient), the
     groups consecutive replicas or, where tpu_slice_row/col and dbn_tile_row/col are set,
-    tiles of chips (convnet.tile_groups)."""
-    b = per_core
+    tiles of chips (convnet.tile_groups).
+
+    With --input_partition_dims (v3-1024, v3-2048: 1,4,1,1) each replica of 4 cores takes
+    train_batch_size / num_shards images, and each of its cores a quarter of their rows
+    (convnet.SpatialPartition: every convolution and the max pool exchange halo rows with
+    the neighbouring cores, forward and backward; the batch-norm sums are summed over the
+    replica's cores, then over the group, whose members are the cores of the same slice in
+    the replicas of a tile: replica_tile_groups). The infeed is partitioned alike: the image
+    (dataloader.py transposes it to H, W, N, C for replicas of at most 8 images, so the
+    partition splits H) and the per-level labels (train_and_eval_low_level_runner.py reshapes
+    them to each level's H x W x anchors and splits H); num_matched_boxes is not split. The
+    loss (ssd_model.py _classification_loss): each core's softmax cross entropy and smooth
+    L1 on its rows of each level; then the per-anchor losses go to the replica's core 0 ("Put
+    the rest of the loss computation on one device", tf.device(tpu.core(0))): written as an
+    all-gather over the replica (XLA's reshard of a partitioned tensor to one core), the hard
+    negative mining on core 0 only, and each core's slice of the per-anchor weights
+    (positives + mined negatives) back from core 0, one collective-permute per other core.
+    The weight gradients are partial sums per core, added by the gradient all-reduce over
+    every core (XLA's ArCrsCombiner merges the partition's all-reduce with
+    CrossShardOptimizer's cross_replica_sum)."""
+    f = sl.flags
+    dims = f.get("input_partition_dims")
+    P = dims[1] if dims else 1  # the rows (H) split P ways; the other dims are 1 in the runs
+    assert not dims or (dims[0], dims[2], dims[3]) == (1, 1, 1), dims
+    b = per_core * P  # the replica's images: every core of a replica holds all of them
     t = Trace(f"mlperf_{rnd}_ssd_{sl.cores}", sl.cores,
               f"SSD-ResNet34 300x300 training step, batch {b} per core x {sl.cores} cores: "
               "forward, backward, hard negative mining, gradient all-reduce per stage, SGD "
-              "momentum")
-    net = ConvNet(t, b)
-    group, f = sl.flags.get("distributed_group_size", 1), sl.flags
+              "momentum" if not dims else
+              f"SSD-ResNet34 300x300 training step, batch {b} per replica x "
+              f"{sl.cores // P} replicas of {P} cores (each image's rows split over the "
+              "replica's cores, halo exchanges): forward, backward, hard negative mining on "
+              "each replica's core 0, gradient all-reduce per stage, SGD momentum")
+    part = None
+    if dims:
+        replicas = replica_grid(f["tpu_slice_row"], f["tpu_slice_col"], f["tpu_slice_col"])
+        assert len(replicas) * P == sl.cores == f["num_shards"] * P, (len(replicas), sl.cores)
+        part = SpatialPartition(P, replicas, "input_partition_dims")
+    net = ConvNet(t, b, partition=part)
+    group = f.get("distributed_group_size", 1)
     if group > 1:
-        groups = (tile_groups(f["tpu_slice_row"], f["tpu_slice_col"], f["dbn_tile_row"],
-                              f["dbn_tile_col"]) if "dbn_tile_row" in f
+        groups = (replica_tile_groups(part.groups, f["tpu_slice_row"], f["tpu_slice_col"],
+                                      f["dbn_tile_row"], f["dbn_tile_col"]) if part
+                  else tile_groups(f["tpu_slice_row"], f["tpu_slice_col"], f["dbn_tile_row"],
+                                   f["dbn_tile_col"]) if "dbn_tile_row" in f
                   else consecutive_groups(sl.cores, group))
         assert all(len(g) == group for g in groups), (group, groups[0])
-        net.dbn = DistributedBatchNorm(groups, 1, "distributed_batch_norm.py")
-    img = t.op("input", "infeed", bytes=b * SSD_IMAGE * SSD_IMAGE * 3 * SIZE[BF16])
-    t.op("targets", "infeed", bytes=b * SSD_ANCHORS * (1 + 4) * SIZE[F32])
+        net.dbn = DistributedBatchNorm(groups, 1, "distributed_batch_norm.py", partition=part)
+    s2d = sl.flags.get("conv0_space_to_depth")
+    in_hw, in_c = ((SSD_IMAGE // 2, SSD_IMAGE // 2), 12) if s2d else ((SSD_IMAGE, SSD_IMAGE), 3)
+    # A core's anchors: its rows of every level's map (all of them unpartitioned).
+    A_core = sum(net.elems((size, size), k) for size, k in SSD_FEATURES)
+    img = t.op("input", "infeed", bytes=net.elems(in_hw, in_c) * SIZE[BF16])
+    t.op("targets", "infeed", bytes=A_core * (1 + 4) * SIZE[F32])
     net.no_grad.add(img)
-    net.size[img] = b * SSD_IMAGE * SSD_IMAGE * 3
-    if sl.flags.get("conv0_space_to_depth"):
-        y, hw = net.conv("stem", img, (SSD_IMAGE // 2, SSD_IMAGE // 2), 12, 64, 4,
-                         group="stem")
+    net.size[img] = net.elems(in_hw, in_c)
+    if s2d:
+        # space_to_depth_fixed_padding pads the 2x2-block image by ((7 - 1) // 2 + 1) // 2 = 2
+        # rows before and (7 - 1) // 2 // 2 = 1 after, then a "VALID" 4x4 convolution.
+        y, hw = net.conv("stem", img, in_hw, in_c, 64, 4, group="stem", pad_before=2)
     else:
-        y, hw = net.conv("stem", img, (SSD_IMAGE, SSD_IMAGE), 3, 64, 7, stride=2,
-                         group="stem")
-    net.size[y] = b * hw[0] * hw[1] * 64
+        y, hw = net.conv("stem", img, in_hw, in_c, 64, 7, stride=2, group="stem")
+    net.size[y] = net.elems(hw, 64)
     pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
     in_elems = net.size[y]
-    pool = t.vector("stem.maxpool", "max", [y], elements=in_elems // 2)
-    net.size[pool] = b * pool_hw[0] * pool_hw[1] * 64
+    halo = []
+    if part:  # the 3x3 stride-2 window's rows of the neighbours
+        halo = part.exchange(t, "stem.maxpool.halo", y, b, hw[1], 64, part.forward_halo(
+            hw[0], pool_hw[0], 3, 2, pad_lo(hw[0], pool_hw[0], 3, 2, "same")), hw[0])
+    pool = t.vector("stem.maxpool", "max", [y, *halo], elements=in_elems // 2)
+    net.size[pool] = net.elems(pool_hw, 64)
 
-    def pool_bwd(g, src=y, n_in=in_elems):
-        return [(src, t.vector("stem.maxpool_grad", "relu_grad", [g, src], elements=n_in))]
+    def pool_bwd(g, src=y, n_in=in_elems, h=hw[0], ph=pool_hw):
+        dhalo = []
+        if part:  # the output gradient's rows whose windows reach into the slice
+            dhalo = part.exchange(t, "stem.maxpool_grad.halo", g, b, ph[1], 64,
+                                  part.backward_halo(h, ph[0], 3, 2, pad_lo(h, ph[0], 3, 2,
+                                                                            "same")), ph[0])
+        return [(src, t.vector("stem.maxpool_grad", "relu_grad", [g, src, *dhalo],
+                               elements=n_in, **({"operands": [g, src]} if part else {})))]
 
     net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
     x, hw, c = pool, pool_hw, 64
@@ -655,11 +713,11 @@ def gen_mlperf_ssd(rnd, sl, per_core):
                                                     (128, 256, 1, "valid")]):
         p = f"extra{i + 4}"
         y1, _ = net.conv(f"{p}.c1", x, hw, c, mid, 1, bn=False, group=p)
-        net.size[y1] = b * hw[0] * hw[1] * mid
+        net.size[y1] = net.elems(hw, mid)
         x, hw = net.conv(f"{p}.c2", y1, hw, mid, out_c, 3, stride=stride, bn=False, group=p,
                          padding=pad)
         c = out_c
-        net.size[x] = b * hw[0] * hw[1] * c
+        net.size[x] = net.elems(hw, c)
         feats.append((x, hw, c))
     assert [f[1][0] for f in feats] == [f[0] for f in SSD_FEATURES], feats
     heads = []
@@ -667,24 +725,39 @@ def gen_mlperf_ssd(rnd, sl, per_core):
         for kind, ch in (("class", SSD_CLASSES * k), ("box", 4 * k)):
             h_out, _ = net.conv(f"head{lvl + 3}.{kind}", f, fhw, fc, ch, 3, bn=False,
                                 relu=False, group=f"head{lvl + 3}")
-            net.size[h_out] = b * fhw[0] * fhw[1] * ch
-            heads.append((kind, h_out, b * fhw[0] * fhw[1] * ch))
+            net.size[h_out] = net.elems(fhw, ch)
+            heads.append((kind, h_out, net.size[h_out]))
     A = b * SSD_ANCHORS
     # The classification loss: a softmax cross entropy per anchor (f32), then hard negative
     # mining on core 0's copy of the losses (topk_mask: 32 counting passes), the sum.
     cls = [h for k, h, _ in heads if k == "class"]
     box = [h for k, h, _ in heads if k == "box"]
-    xent = t.vector("loss.class_xent", "softmax", cls, rows=A, cols=SSD_CLASSES, dtype=F32)
+    xent = t.vector("loss.class_xent", "softmax", cls, rows=A_core, cols=SSD_CLASSES, dtype=F32)
+    mine, back = {}, []
+    if part:
+        # The per-anchor losses to the replica's core 0 (the mining runs there only).
+        core0 = [g[0] for g in part.groups]
+        xent_all = t.op("loss.class_xent_to_core0", "all_gather", [xent],
+                        bytes=A_core * SIZE[F32], dtype=F32, replica_groups=part.groups)
+        mine = {"cores": core0}
     count = None
     for bit in range(32):
-        count = t.vector(f"loss.topk_bit{bit}", "reduce_sum", [xent] + ([count] if count else []),
-                         rows=b, cols=SSD_ANCHORS, dtype=F32, operands=[xent])
-    mined = t.vector("loss.class_mined", "mul", [xent, count], elements=A, dtype=F32)
-    box_l = t.vector("loss.box_smooth_l1", "sub", box, elements=A * 4, dtype=F32)
+        src = xent_all if part else xent
+        count = t.vector(f"loss.topk_bit{bit}", "reduce_sum", [src] + ([count] if count else []),
+                         rows=b, cols=SSD_ANCHORS, dtype=F32, operands=[src], **mine)
+    mined = t.vector("loss.class_mined", "mul", [xent_all if part else xent, count],
+                     elements=A, dtype=F32, **mine)
+    if part:
+        # Each core's slice of the per-anchor weights back from core 0.
+        back = [t.op(f"loss.class_weights_from_core0_{j}", "collective_permute", [mined],
+                     bytes=A_core * SIZE[F32], dtype=F32,
+                     source_target_pairs=[[g[0], g[j]] for g in part.groups])
+                for j in range(1, P)]
+    box_l = t.vector("loss.box_smooth_l1", "sub", box, elements=A_core * 4, dtype=F32)
     # d logits = (softmax - one hot) x the mined mask; d boxes = the smooth L1's gradient
-    dcls = t.vector("loss.dclass", "sub", [xent, mined], elements=A * SSD_CLASSES, dtype=F32,
-                    out_dtype=BF16, operands=[xent])
-    dbox = t.vector("loss.dbox", "sub", [box_l], elements=A * 4, dtype=F32, out_dtype=BF16)
+    dcls = t.vector("loss.dclass", "sub", [xent, mined, *back], elements=A_core * SSD_CLASSES,
+                    dtype=F32, out_dtype=BF16, operands=[xent])
+    dbox = t.vector("loss.dbox", "sub", [box_l], elements=A_core * 4, dtype=F32, out_dtype=BF16)
     # Each head's gradient is its slice of dcls / dbox: walk the tape from the heads.
     t_dys = {}
     for kind, h_out, n in heads:
@@ -694,7 +767,8 @@ def gen_mlperf_ssd(rnd, sl, per_core):
         grad_sync_and_update(t, grp, grads.get(grp, []), net.params[grp], "sgd_momentum")
     return t, {"optimizer": "SGD momentum (MomentumOptimizer)",
                "precision": "bf16 (use_bfloat16=true), f32 loss, weights and gradients",
-               "anchors": SSD_ANCHORS, "classes": SSD_CLASSES}
+               "anchors": SSD_ANCHORS, "classes": SSD_CLASSES,
+               **({"batch_per_replica": b, "cores_per_replica": P} if part else {})}
 
 
 # ---------------------------------------------------------------------------------------------
