@@ -1080,6 +1080,12 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     bxo, s_box = dense_fwd(t, "box.box", fc7, R, 1024, 4 * MRCNN_CLASSES)
     p_cls = t.vector("box.softmax", "softmax", [cls], rows=R, cols=MRCNN_CLASSES, fused=True,
                      out_dtype=F32)
+    # fast_rcnn_loss picks each RoI's box of its target class by a matmul of a one-hot of
+    # the R indices over all R x 91 boxes (losses.py: tf.matmul(tf.one_hot(box_indices,
+    # batch_size * num_rois * num_classes), box_outputs as [-1, 4]), in f32: the outputs are
+    # cast to f32); the trace reads the one-hot as the dot's operand.
+    box_sel = t.matmul("box.loss_select", R, R * MRCNN_CLASSES, 4, deps=[bxo, labels],
+                       dtype=F32)
     mnet = ConvNet(t, M)
     m_in = roi_align("mask_roi", M, 14, [fg_rois])
     x, mhw = m_in, (14, 14)
@@ -1103,11 +1109,16 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
                   table_rows=gm * MRCNN_GT_MASK ** 2, dtype=F32, operands=[mtr, fg_rois])
     mtarget = t.vector("mask.targets", "reduce_sum", [mg], rows=M * 28 * 28, cols=4, dtype=F32,
                        fused=True)
-    mloss = t.vector("mask.sigmoid_xent", "sigmoid", [logits, mtarget], elements=M * 28 * 28,
-                     dtype=F32, operands=[logits])
-    # Backward: the heads, then RoIAlign's scatter into P2-P5, then the network.
-    dm = t.vector("mask.dlogits", "sub", [mloss, mtarget], elements=M * 28 * 28 * MRCNN_CLASSES,
-                  dtype=F32, out_dtype=BF16, operands=[mloss])
+    # mask_post_processing: each mask's channel of its target class by a one-hot einsum
+    # ('bnhwf,bnf->bnhw': per mask a 784 x 91 by 91 x 1 dot), then the sigmoid cross entropy.
+    msel = t.matmul("mask.select", 28 * 28, MRCNN_CLASSES, 1, deps=[logits, fg_rois], batch=M)
+    mloss = t.vector("mask.sigmoid_xent", "sigmoid", [msel, mtarget], elements=M * 28 * 28,
+                     dtype=F32, operands=[msel])
+    # Backward: the heads, then RoIAlign's scatter into P2-P6, then the network. The einsum's
+    # gradient is per mask the outer product of its 784 pixel gradients and the one-hot.
+    dsel = t.vector("mask.dselect", "sub", [mloss, mtarget], elements=M * 28 * 28, dtype=F32,
+                    out_dtype=BF16, operands=[mloss])
+    dm = t.matmul("mask.dlogits", 28 * 28, 1, MRCNN_CLASSES, deps=[dsel], batch=M)
     dup = t.matmul("mask.logits.dx", M * 28 * 28, MRCNN_CLASSES, 256, deps=[dm],
                    transpose_rhs=True)
     g_mlog = t.matmul("mask.logits.dw", 256, M * 28 * 28, MRCNN_CLASSES, deps=[up, dm],
@@ -1121,8 +1132,9 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     roi_align_bwd("mask_roi", M, 14, "mask.conv0.dx")  # the mask head input's gradient
     dcls = t.vector("box.dclass", "sub", [p_cls], elements=R * MRCNN_CLASSES, dtype=F32,
                     fused=True, out_dtype=BF16)
-    dbox = t.vector("box.dbox", "sub", [bxo], elements=R * 4 * MRCNN_CLASSES, dtype=F32,
-                    out_dtype=BF16)
+    dsel_box = t.vector("box.dbox_select", "sub", [box_sel], elements=R * 4, dtype=F32)
+    dbox = t.matmul("box.dbox", R * MRCNN_CLASSES, R, 4, deps=[dsel_box], transpose_lhs=True,
+                    dtype=F32, out_dtype=BF16)
     d7a, g_cls = dense_bwd(t, s_cls, dcls)
     d7b, g_box = dense_bwd(t, s_box, dbox)
     d7 = t.vector("box.fc7.dsum", "add", [d7b, d7a], elements=R * 1024, fused=True)
