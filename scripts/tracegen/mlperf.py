@@ -878,7 +878,8 @@ def static_sampler(t, p, cand, n, k):
 
 def gen_mlperf_maskrcnn(rnd, sl, per_core):
     """Mask R-CNN training step (mask_rcnn_architecture.py, fpn.py, resnet.py): ResNet-50
-    (7x7 stem; the stem and stage 2 frozen: no weight gradients, no gradient below stage 3;
+    (the 7x7 stem as a 4x4 convolution of the 2x2 space-to-depth image, the input transposed
+    on the TPU; the stem and stage 2 frozen: no weight gradients, no gradient below stage 3;
     batch norm frozen, an affine op) on 832x1344 images, FPN P2-P6 of 256 channels (1x1
     laterals, nearest 2x upsampling, 3x3 outputs, P6 a stride-2 max pool), the RPN head on
     every level (3x3 conv, 3 scores and 12 box values per cell), proposals per level and image
@@ -904,9 +905,15 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
               "all-reduce, SGD momentum")
     net = ConvNet(t, b)
     img = t.op("input", "infeed", bytes=b * H * W * 3 * SIZE[BF16])
+    # transpose_input and conv0_space_to_depth_block_size=2 (mask_rcnn_params.py defaults,
+    # which run_and_time.sh keeps): the host infeeds the 2x2 space-to-depth image as [H/2,
+    # W/2, b, 12], transposed to [b, H/2, W/2, 12] on the TPU (_model_outputs), and conv0 is
+    # the 7x7 kernel padded and reshaped to 4x4 on 12 channels, stride 1 (resnet.py
+    # conv0_space_to_depth).
+    img = t.op("input.transpose", "copy", [img], bytes=b * H * W * 3 * SIZE[BF16])
     net.no_grad.add(img)
     net.size[img] = b * H * W * 3
-    y, hw = net.conv("stem", img, (H, W), 3, 64, 7, stride=2, group="frozen")
+    y, hw = net.conv("stem", img, (H // 2, W // 2), 12, 64, 4, group="frozen")
     pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
     x = t.vector("stem.maxpool", "max", [y], elements=b * hw[0] * hw[1] * 64 // 2)
     hw, c = pool_hw, 64
