@@ -674,11 +674,13 @@ def gen_mlperf_ssd(rnd, sl, per_core):
     A = b * SSD_ANCHORS
     cls = [h for k, h, _ in heads if k == "class"]
     box = [h for k, h, _ in heads if k == "box"]
-    # concat_outputs (ssd_model.py; the labels are one tensor, not a dict per level): each
-    # level's heads reshaped, transposed to anchors-major and concatenated, one fusion per
-    # head kind writing [b, 8732, 81] and [b, 8732, 4].
-    cat_cls = t.op("loss.concat_class", "copy", cls, bytes=A * SSD_CLASSES * SIZE[BF16])
-    cat_box = t.op("loss.concat_box", "copy", box, bytes=A * 4 * SIZE[BF16])
+    # _model_fn casts the heads to f32; concat_outputs (ssd_model.py; the labels are one
+    # tensor, not a dict per level) reshapes each level's, transposes it anchors-major and
+    # concatenates: one fusion per head kind reading bf16 and writing [b, 8732, 81] and
+    # [b, 8732, 4] in f32.
+    cat_cls = t.vector("loss.concat_class", "convert", cls, elements=A * SSD_CLASSES,
+                       out_dtype=F32)
+    cat_box = t.vector("loss.concat_box", "convert", box, elements=A * 4, out_dtype=F32)
     # The classification loss: a softmax cross entropy per anchor (f32), then hard negative
     # mining on the per-anchor losses, then their masked sum.
     xent = t.vector("loss.class_xent", "softmax", [cat_cls], rows=A, cols=SSD_CLASSES,
@@ -723,10 +725,12 @@ def gen_mlperf_ssd(rnd, sl, per_core):
     # d logits = (softmax - one hot) x (positives + the mined mask); d boxes = the smooth
     # L1's gradient; each split back to the levels and transposed (concat_outputs' gradient).
     dcls = t.vector("loss.dclass", "sub", [xent, mined, mask], elements=A * SSD_CLASSES,
-                    dtype=F32, out_dtype=BF16, operands=[xent])
-    dbox = t.vector("loss.dbox", "sub", [box_l], elements=A * 4, dtype=F32, out_dtype=BF16)
-    dcls = t.op("loss.dclass_split", "copy", [dcls], bytes=A * SSD_CLASSES * SIZE[BF16])
-    dbox = t.op("loss.dbox_split", "copy", [dbox], bytes=A * 4 * SIZE[BF16])
+                    dtype=F32, operands=[xent])
+    dbox = t.vector("loss.dbox", "sub", [box_l], elements=A * 4, dtype=F32)
+    dcls = t.vector("loss.dclass_split", "convert", [dcls], elements=A * SSD_CLASSES,
+                    dtype=F32, out_dtype=BF16)
+    dbox = t.vector("loss.dbox_split", "convert", [dbox], elements=A * 4, dtype=F32,
+                    out_dtype=BF16)
     # Each head's gradient is its slice of dcls / dbox: walk the tape from the heads.
     t_dys = {}
     for kind, h_out, n in heads:
