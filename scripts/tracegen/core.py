@@ -36,6 +36,9 @@ class Trace:
         # The type of the gradient all-reduces (grad_sync_and_update): f32, or bf16 where a
         # submission all-reduces bf16 gradients (t2t's bfloat16_grads_all_reduce).
         self.grad_reduce_dtype = F32
+        # Trace loops (docs/trace-format.md, "Loops"): an XLA while written once with its trip
+        # count; a trace with loops is written as version 2, one without as version 1.
+        self.loops = []
 
     def op(self, id_, kind, deps=(), fused=False, operands=None, **fields):
         """`operands`: the dep each HBM operand reads (None: a parameter), where the deps'
@@ -65,8 +68,21 @@ class Trace:
         return self.op(id_, "vector", deps, fused, op=op, **shape, dtype=dtype or self.act,
                        **kw)
 
+    def loop(self, id_, trips, body, comment=None):
+        """Runs the ops `body` (ids, in program order) `trips` times: an XLA while loop of a
+        known trip count. A body op reads the previous trip's result of a body op through its
+        `carried` field."""
+        assert id_ not in self.ids and body and trips >= 1, (id_, trips)
+        self.ids.add(id_)
+        lp = {"id": id_, "trips": trips, "body": list(body)}
+        if comment:
+            lp["comment"] = comment
+        self.loops.append(lp)
+        return id_
+
     def write(self, path):
-        doc = {"format": "tpusim.trace", "version": 1, "name": self.name, "cores": self.cores}
+        doc = {"format": "tpusim.trace", "version": 2 if self.loops else 1, "name": self.name,
+               "cores": self.cores}
         if self.parameter_bytes is not None:
             doc["parameter_bytes"] = self.parameter_bytes
         if self.samples_per_step is not None:
@@ -77,7 +93,11 @@ class Trace:
             doc["metadata"] = self.metadata
         head = json.dumps(doc)[:-1]
         lines = [json.dumps(o, separators=(", ", ": ")) for o in self.ops]
-        text = head + ', "ops": [\n  ' + ",\n  ".join(lines) + "\n]}\n"
+        text = head + ', "ops": [\n  ' + ",\n  ".join(lines) + "\n]"
+        if self.loops:
+            text += ', "loops": [\n  ' + ",\n  ".join(
+                json.dumps(lp, separators=(", ", ": ")) for lp in self.loops) + "\n]"
+        text += "}\n"
         if path == "-":
             sys.stdout.write(text)
         else:

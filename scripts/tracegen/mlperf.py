@@ -607,8 +607,10 @@ def gen_mlperf_ssd(rnd, sl, per_core):
     stages (1x1 then 3x3 convolutions with bias and ReLU, no batch norm: 19x19x512, 10x10x512,
     5x5x256, 3x3x256, 1x1x256; the last two 3x3 'valid'), per level a 3x3 class head (81 x
     anchors) and box head (4 x anchors); the loss over the 8,732 anchors: softmax cross
-    entropy in f32, hard negative mining (topk_mask.py: a binary search over the 32 bits of
-    the losses, one count per bit), smooth L1 on the boxes; SGD with momentum; bf16
+    entropy in f32 on the heads concatenated anchors-major (concat_outputs), hard negative
+    mining (v0.6 topk_mask.py: two binary searches over the bits of the kth loss, a while
+    loop of 31 counting passes each; v0.5 ssd_model.py: argsort(argsort(losses)), two XLA
+    sorts of each image's 8,732 losses), smooth L1 on the boxes; SGD with momentum; bf16
     (use_bfloat16=true). The stem is the 7x7 stride-2 convolution, or with
     conv0_space_to_depth=true the 4x4 convolution on the 2x2 space-to-depth image
     (conv0_space_to_depth in ssd_architecture.py). Anchor matching and box encoding run in the
@@ -728,36 +730,80 @@ def gen_mlperf_ssd(rnd, sl, per_core):
             net.size[h_out] = net.elems(fhw, ch)
             heads.append((kind, h_out, net.size[h_out]))
     A = b * SSD_ANCHORS
-    # The classification loss: a softmax cross entropy per anchor (f32), then hard negative
-    # mining on core 0's copy of the losses (topk_mask: 32 counting passes), the sum.
     cls = [h for k, h, _ in heads if k == "class"]
     box = [h for k, h, _ in heads if k == "box"]
-    xent = t.vector("loss.class_xent", "softmax", cls, rows=A_core, cols=SSD_CLASSES, dtype=F32)
-    mine, back = {}, []
+    # _model_fn casts the heads to f32; concat_outputs (ssd_model.py; the labels are one
+    # tensor, not a dict per level) reshapes each level's, transposes it anchors-major and
+    # concatenates: one fusion per head kind reading bf16 and writing [b, 8732, 81] and
+    # [b, 8732, 4] in f32 (a partitioned core: its rows' anchors).
+    cat_cls = t.vector("loss.concat_class", "convert", cls, elements=A_core * SSD_CLASSES,
+                       out_dtype=F32)
+    cat_box = t.vector("loss.concat_box", "convert", box, elements=A_core * 4, out_dtype=F32)
+    # The classification loss: a softmax cross entropy per anchor (f32), then hard negative
+    # mining on the per-anchor losses, then their masked sum.
+    xent = t.vector("loss.class_xent", "softmax", [cat_cls], rows=A_core, cols=SSD_CLASSES,
+                    dtype=F32)
+    mine, back, src = {}, [], xent
     if part:
         # The per-anchor losses to the replica's core 0 (the mining runs there only).
         core0 = [g[0] for g in part.groups]
-        xent_all = t.op("loss.class_xent_to_core0", "all_gather", [xent],
-                        bytes=A_core * SIZE[F32], dtype=F32, replica_groups=part.groups)
+        src = t.op("loss.class_xent_to_core0", "all_gather", [xent],
+                   bytes=A_core * SIZE[F32], dtype=F32, replica_groups=part.groups)
         mine = {"cores": core0}
-    count = None
-    for bit in range(32):
-        src = xent_all if part else xent
-        count = t.vector(f"loss.topk_bit{bit}", "reduce_sum", [src] + ([count] if count else []),
-                         rows=b, cols=SSD_ANCHORS, dtype=F32, operands=[src], **mine)
-    mined = t.vector("loss.class_mined", "mul", [xent_all if part else xent, count],
-                     elements=A, dtype=F32, **mine)
+    neg = t.vector("loss.neg_masked", "mul", [src], elements=A, dtype=F32,
+                   operands=[src, None], **mine)
+    if rnd == "v0.5":
+        # v0.5 _classification_loss: relative_position = argsort(argsort(neg_masked, DESC)):
+        # two tf.nn.top_k of all 8,732 (tf.contrib.framework.argsort), XLA sorts of each
+        # image's row (xla_topk), the second of the first's int32 indices.
+        order = xla_topk(t, "loss.argsort", [neg], b, SSD_ANCHORS, F32)
+        rank = xla_topk(t, "loss.argsort_rank", [order], b, SSD_ANCHORS, "s32")
+        mask = t.vector("loss.topk_neg_mask", "max", [rank], elements=A, dtype=F32,
+                        vmem_operands=[1])
+    else:
+        # v0.6 topk_mask.py topk_mask: topk_mask_internal on the losses (a count of the
+        # positives, then a while loop of 31 trips, one count of the values above the
+        # trial value per trip: a binary search over the bits of the kth value; the mask),
+        # the count and minimum of the selected, the duplicates of the kth value by index,
+        # topk_mask_internal again on those, the final select.
+        def topk_mask_internal(name, score, deps):
+            sign = t.vector(f"{name}.sign_count", "reduce_sum", [score] + deps, rows=b,
+                            cols=SSD_ANCHORS, dtype=F32, operands=[score], **mine)
+            cnt = t.vector(f"{name}.larger_count", "reduce_sum", [score, sign], rows=b,
+                           cols=SSD_ANCHORS, dtype=F32, carried=[f"{name}.larger_count"],
+                           **mine)
+            t.loop(f"{name}.search", 31, [cnt],
+                   comment="topk_mask_internal's binary search: bits 30 down to 0")
+            return t.vector(f"{name}.mask", "max", [score, cnt], elements=A, dtype=F32,
+                            vmem_operands=[1], **mine)
+        first = topk_mask_internal("loss.topk", neg, [])
+        sel = t.vector("loss.topk.select_num", "reduce_sum", [first], rows=b,
+                       cols=SSD_ANCHORS, dtype=F32, **mine)
+        kth = t.vector("loss.topk.kth_value", "reduce_max", [first, neg, sel], rows=b,
+                       cols=SSD_ANCHORS, dtype=F32, operands=[neg], **mine)
+        dup = t.vector("loss.topk.kth_index", "mul", [neg, kth], elements=A, dtype=F32,
+                       vmem_operands=[1], **mine)
+        second = topk_mask_internal("loss.topk_dup", dup, [sel])
+        mask = t.vector("loss.topk_neg_mask", "max", [second, first], elements=A, dtype=F32,
+                        **mine)
+    mined = t.vector("loss.class_mined", "reduce_sum", [src, mask], rows=b, cols=SSD_ANCHORS,
+                     dtype=F32, operands=[src], **mine)
     if part:
-        # Each core's slice of the per-anchor weights back from core 0.
-        back = [t.op(f"loss.class_weights_from_core0_{j}", "collective_permute", [mined],
+        # Each core's slice of the per-anchor mask back from core 0.
+        back = [t.op(f"loss.class_weights_from_core0_{j}", "collective_permute", [mask],
                      bytes=A_core * SIZE[F32], dtype=F32,
                      source_target_pairs=[[g[0], g[j]] for g in part.groups])
                 for j in range(1, P)]
-    box_l = t.vector("loss.box_smooth_l1", "sub", box, elements=A_core * 4, dtype=F32)
-    # d logits = (softmax - one hot) x the mined mask; d boxes = the smooth L1's gradient
-    dcls = t.vector("loss.dclass", "sub", [xent, mined, *back], elements=A_core * SSD_CLASSES,
-                    dtype=F32, out_dtype=BF16, operands=[xent])
-    dbox = t.vector("loss.dbox", "sub", [box_l], elements=A_core * 4, dtype=F32, out_dtype=BF16)
+    box_l = t.vector("loss.box_smooth_l1", "sub", [cat_box], elements=A_core * 4, dtype=F32)
+    # d logits = (softmax - one hot) x (positives + the mined mask); d boxes = the smooth
+    # L1's gradient; each split back to the levels and transposed (concat_outputs' gradient).
+    dcls = t.vector("loss.dclass", "sub", [xent, mined, mask, *back],
+                    elements=A_core * SSD_CLASSES, dtype=F32, operands=[xent])
+    dbox = t.vector("loss.dbox", "sub", [box_l], elements=A_core * 4, dtype=F32)
+    dcls = t.vector("loss.dclass_split", "convert", [dcls], elements=A_core * SSD_CLASSES,
+                    dtype=F32, out_dtype=BF16)
+    dbox = t.vector("loss.dbox_split", "convert", [dbox], elements=A_core * 4, dtype=F32,
+                    out_dtype=BF16)
     # Each head's gradient is its slice of dcls / dbox: walk the tape from the heads.
     t_dys = {}
     for kind, h_out, n in heads:
@@ -791,11 +837,127 @@ MASKRCNN = {
 }
 MRCNN_IMAGE, MRCNN_CLASSES, MRCNN_ANCHORS_PER_CELL = (832, 1344), 91, 3
 MRCNN_ROIS, MRCNN_MASKS, MRCNN_PRE_NMS, MRCNN_POST_NMS = 512, 128, 2000, 1000
+# dataloader.py: MAX_NUM_INSTANCES 100 ground truth boxes and masks per image, the masks
+# gt_mask_size 112 padded by 2 on each side; non_max_suppression.py: _NMS_TILE_SIZE 512.
+MRCNN_MAX_INSTANCES, MRCNN_GT_MASK, NMS_TILE = 100, 112 + 4, 512
+# The self-suppression while loop of each NMS tile runs until a trip suppresses nothing more:
+# one trip that suppresses and one that finds nothing new, the fewest for a tile with any
+# suppressed box (chains of suppression add trips; the data decide, the trace takes 2).
+NMS_SELF_TRIPS = 2
+
+
+def sort_passes(n):
+    """Compare-exchange passes of a bitonic sorting network over n keys: s (s + 1) / 2 with
+    s = ceil(log2 n) (the network XLA's public sort emitter builds; docs/hlo.md)."""
+    s = max(1, (n - 1).bit_length())
+    return s * (s + 1) // 2
+
+
+def xla_sort(t, id_, deps, rows, n, dtype, operands=2):
+    """An XLA Sort HLO of `operands` arrays of rows x n along n, written as `tpusim import
+    hlo` writes one (docs/hlo.md, `sort`): a vector max over rows x n x sort_passes(n) x
+    operands elements, of the keys' type (a result of s32 where the keys are narrower)."""
+    kw = {"out_dtype": "s32"} if SIZE[dtype] < SIZE["s32"] else {}
+    return t.vector(id_, "max", deps, elements=rows * n * sort_passes(n) * operands,
+                    dtype=dtype, operands=[deps[0], None], **kw)
+
+
+def xla_topk(t, id_, deps, rows, n, dtype):
+    """tf.nn.top_k on the TPU in TF 1.13 (tf2xla topk_op.cc, xla/client/lib/sorting.cc TopK):
+    a stable Sort HLO of (Neg(x), iota) along the whole row of n, then slices of its first k
+    values and indices: the sort of every one of the n keys, whatever k is."""
+    return xla_sort(t, id_, deps, rows, n, dtype)
+
+
+def box_iou(t, id_, deps, elements, **kw):
+    """box_utils.bbox_overlap: the IoU of every pair of two sets of boxes, one fusion that
+    broadcasts both (small) box arrays on chip: written as its divide (intersection / union),
+    the elementwise ops around it fused with it."""
+    return t.vector(id_, "div", deps, elements=elements, dtype=F32, vmem_operands=[0, 1], **kw)
+
+
+def nms_padded(t, p, dec, b, k, post):
+    """non_max_suppression.py non_max_suppression_padded on b images together: the k boxes
+    (f32) padded to whole tiles of 512, then a while loop over the tiles (it stops early only
+    once every image has `post` boxes, so the trace runs every tile). Trip idx: the tile's
+    boxes suppressed by each earlier tile (an inner while of idx trips: IoU of 512 x 512,
+    all-reduction, mask), its own IoU matrix, the self-suppression while (NMS_SELF_TRIPS
+    trips: two column maxima, the IoU masked, its sum), the tile's surviving boxes written
+    back and the count of selected boxes. Then the top_k of the selected (an XLA sort of
+    the padded row, s32) and the gather of `post` boxes and scores. Returns (boxes, scores)."""
+    pad = -(-k // NMS_TILE) * NMS_TILE
+    tile = b * NMS_TILE * NMS_TILE
+    rows = b * NMS_TILE
+    boxes = t.vector(f"{p}.pad", "convert", [dec], elements=b * pad * 5, out_dtype=F32)
+    gate = None
+    for idx in range(pad // NMS_TILE):
+        q = f"{p}.t{idx}"
+        cur = boxes
+        if idx:
+            ci = box_iou(t, f"{q}.cross_iou", [boxes, gate], tile, carried=[f"{q}.cross_mask"])
+            cr = t.vector(f"{q}.cross_all", "reduce_max", [ci], rows=rows, cols=NMS_TILE,
+                          dtype=F32, fused=True)
+            cur = t.vector(f"{q}.cross_mask", "mul", [cr, boxes], elements=rows * 4, dtype=F32,
+                           carried=[f"{q}.cross_mask"])
+            t.loop(f"{q}.cross", idx, [ci, cr, cur],
+                   comment="_cross_suppression: the earlier tiles, one a trip")
+        si = box_iou(t, f"{q}.self_iou", [cur, gate], tile)
+        s0 = t.vector(f"{q}.self_sum0", "reduce_sum", [si], rows=b, cols=NMS_TILE * NMS_TILE,
+                      dtype=F32)
+        upd = f"{q}.self_update"
+        can = t.vector(f"{q}.self_can", "reduce_max", [si, s0], rows=rows, cols=NMS_TILE,
+                       dtype=F32, carried=[upd])
+        msk = t.vector(f"{q}.self_masked", "mul", [si, can], elements=tile, dtype=F32,
+                       vmem_operands=[1], carried=[upd])
+        mx = t.vector(f"{q}.self_max", "reduce_max", [msk], rows=rows, cols=NMS_TILE,
+                      dtype=F32, fused=True)
+        t.vector(upd, "mul", [si, mx], elements=tile, dtype=F32, vmem_operands=[1],
+                 carried=[upd])
+        ss = t.vector(f"{q}.self_sum", "reduce_sum", [upd], rows=b, cols=NMS_TILE * NMS_TILE,
+                      dtype=F32, fused=True)
+        chg = t.vector(f"{q}.self_changed", "reduce_max", [ss, s0], rows=1, cols=b, dtype=F32,
+                       carried=[ss])
+        t.loop(f"{q}.self", NMS_SELF_TRIPS, [can, msk, mx, upd, ss, chg],
+               comment="_self_suppression, until a trip changes nothing")
+        sup = t.vector(f"{q}.suppressed", "reduce_sum", [upd, chg], rows=rows, cols=NMS_TILE,
+                       dtype=F32, operands=[upd])
+        boxes = t.vector(f"{q}.update", "mul", [boxes, sup, cur], elements=b * pad * 4,
+                         dtype=F32, operands=[boxes, cur])
+        gate = t.vector(f"{q}.output_size", "reduce_sum", [boxes], rows=b, cols=NMS_TILE * 4,
+                        dtype=F32)
+    keys = t.vector(f"{p}.selected", "reduce_max", [boxes, gate], rows=b * pad, cols=4,
+                    dtype=F32, operands=[boxes])
+    top = xla_sort(t, f"{p}.topk", [keys], b, pad, "s32")
+    g = t.vector(f"{p}.gather", "gather", [top, boxes], rows=b * post, cols=5,
+                 table_rows=b * pad, dtype=F32, operands=[boxes, top])
+    return g, g
+
+
+def static_sampler(t, p, cand, n, k):
+    """One image's BalancedPositiveNegativeSampler._static_subsample over the n candidates
+    (balanced_positive_negative_sampler.py, ops.matmul_gather_on_zeroth_axis): tf.random_shuffle
+    of range(n) (tf2xla RandomShuffleOp: random u32 keys and one sort, ceil(3 ln n / ln
+    (2^32 - 1)) = 1 round for n = 1,100), the indicator and labels gathered by one-hot
+    matmuls, the cumulative sums (XLA's reduce-window over the whole row), the top_k of the
+    signed indices, the k sampled picked by a one-hot matmul, the sampled indicator
+    (one-hot sum) and its reprojection by the one-hot of the permutation."""
+    rng = t.vector(f"{p}.shuffle_keys", "dropout", [cand], elements=n, dtype=F32,
+                   operands=[None])
+    perm = xla_sort(t, f"{p}.shuffle", [rng], 1, n, F32)
+    ind = t.matmul(f"{p}.gather_indicator", n, n, 1, deps=[perm, cand], dtype=F32)
+    lab = t.matmul(f"{p}.gather_labels", n, n, 1, deps=[perm, cand], dtype=F32)
+    cs = t.vector(f"{p}.cumsum", "reduce_sum", [ind], rows=n, cols=n, dtype=F32)
+    top = xla_topk(t, f"{p}.topk", [cs, lab], 1, n, "s32")
+    cs2 = t.vector(f"{p}.cumsum_select", "reduce_sum", [top], rows=n, cols=n, dtype=F32)
+    pick = t.matmul(f"{p}.select", 1, n, k, deps=[top, cs2], dtype=F32)
+    hot = t.vector(f"{p}.sampled", "reduce_sum", [pick], rows=n, cols=k, dtype=F32)
+    return t.matmul(f"{p}.reproject", 1, n, n, deps=[hot, perm], dtype=F32)
 
 
 def gen_mlperf_maskrcnn(rnd, sl, per_core):
     """Mask R-CNN training step (mask_rcnn_architecture.py, fpn.py, resnet.py): ResNet-50
-    (7x7 stem; the stem and stage 2 frozen: no weight gradients, no gradient below stage 3;
+    (the 7x7 stem as a 4x4 convolution of the 2x2 space-to-depth image, the input transposed
+    on the TPU; the stem and stage 2 frozen: no weight gradients, no gradient below stage 3;
     batch norm frozen, an affine op) on 832x1344 images, FPN P2-P6 of 256 channels (1x1
     laterals, nearest 2x upsampling, 3x3 outputs, P6 a stride-2 max pool), the RPN head on
     every level (3x3 conv, 3 scores and 12 box values per cell), proposals per level and image
@@ -805,9 +967,14 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     box values; the 128 foreground RoIs per image through RoIAlign to 14x14x256, four 3x3
     convolutions, a 2x2 stride-2 transposed convolution and a 1x1 convolution to 91 masks of
     28x28 (sigmoid cross entropy on the target class's); SGD with momentum; bf16. Anchor
-    labels are made by the host's input pipeline (dataloader.py). XLA's TopK and the NMS
-    loop are written as passes over their data (a lower bound of their cost); RoIAlign's
-    gather and its backward scatter are the trace's gather and scatter_add."""
+    labels are made by the host's input pipeline (dataloader.py). The detection work is the
+    kernels the code makes XLA run (mask_rcnn_architecture.py, box_utils.py,
+    non_max_suppression.py, balanced_positive_negative_sampler.py): every tf.nn.top_k an XLA
+    sort of its whole row (xla_topk), the padded NMS with its while loops (nms_padded: trace
+    loops, the outer one over the tiles written out), the static sampler (static_sampler),
+    RoIAlign's gather from the five levels padded and stacked to P2's size and its gradient
+    a scatter-add into zeros of that stack, the mask targets' 2x2 convolution, transpose and
+    gather (get_mask_targets)."""
     b = per_core
     H, W = MRCNN_IMAGE
     t = Trace(f"mlperf_{rnd}_maskrcnn_{sl.cores}", sl.cores,
@@ -816,9 +983,15 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
               "all-reduce, SGD momentum")
     net = ConvNet(t, b)
     img = t.op("input", "infeed", bytes=b * H * W * 3 * SIZE[BF16])
+    # transpose_input and conv0_space_to_depth_block_size=2 (mask_rcnn_params.py defaults,
+    # which run_and_time.sh keeps): the host infeeds the 2x2 space-to-depth image as [H/2,
+    # W/2, b, 12], transposed to [b, H/2, W/2, 12] on the TPU (_model_outputs), and conv0 is
+    # the 7x7 kernel padded and reshaped to 4x4 on 12 channels, stride 1 (resnet.py
+    # conv0_space_to_depth).
+    img = t.op("input.transpose", "copy", [img], bytes=b * H * W * 3 * SIZE[BF16])
     net.no_grad.add(img)
     net.size[img] = b * H * W * 3
-    y, hw = net.conv("stem", img, (H, W), 3, 64, 7, stride=2, group="frozen")
+    y, hw = net.conv("stem", img, (H // 2, W // 2), 12, 64, 4, group="frozen")
     pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
     x = t.vector("stem.maxpool", "max", [y], elements=b * hw[0] * hw[1] * 64 // 2)
     hw, c = pool_hw, 64
@@ -899,53 +1072,107 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
         net.size[sc_], net.size[bx] = cells * 3, cells * 12
         rpn_out.append((lvl, sc_, bx, cells))
     anchors = sum(cells for _, _, _, cells in rpn_out) * MRCNN_ANCHORS_PER_CELL
-    t.op("targets", "infeed", bytes=anchors // b * 5 * SIZE[F32] * b
-         + b * 100 * (112 * 112 + 5) * SIZE[F32])
-    # Proposals (no gradient): per level top-k, box decoding, NMS of 2000 boxes to 1000.
+    gt = t.op("targets", "infeed", bytes=anchors // b * 5 * SIZE[F32] * b
+              + b * MRCNN_MAX_INSTANCES * (MRCNN_GT_MASK ** 2 + 5) * SIZE[F32])
+    # Proposals (no gradient), per level for the b images together (_proposal_op_per_level):
+    # sigmoid of the scores, tf.nn.top_k of the top min(anchors, 2000) (an XLA sort of every
+    # anchor's score, xla_topk), gathers of their box outputs and anchors, decoding, clipping
+    # and filtering, then non_max_suppression_padded to min(anchors, 1000) boxes, its top_k
+    # and gather; then the top 1000 of the five levels' proposals (proposal_op).
     props = []
     for lvl, sc_, bx, cells in rpn_out:
-        n = min(cells // b * 3, MRCNN_PRE_NMS)
-        topk = t.vector(f"prop{lvl}.topk", "reduce_max", [sc_], rows=b, cols=cells // b * 3,
-                        dtype=F32)
-        dec = t.vector(f"prop{lvl}.decode", "exp", [topk, bx], elements=b * n * 4, dtype=F32,
-                       operands=[bx])
-        iou = t.vector(f"prop{lvl}.nms_iou", "max", [dec], elements=b * n * n, dtype=F32,
-                       operands=[dec, dec])
-        nms = t.vector(f"prop{lvl}.nms", "reduce_max", [iou], rows=b * n, cols=n, dtype=F32)
-        props.append(nms)
-    rois = t.vector("prop.topk_all", "reduce_max", props, rows=b, cols=5 * MRCNN_POST_NMS,
-                    dtype=F32)
-    # Targets of the sampled RoIs: IoU with the ground truth (100 boxes), then sampling.
-    labels = t.vector("roi.label_iou", "max", [rois], elements=b * MRCNN_POST_NMS * 100,
-                      dtype=F32, operands=[rois, None])
-    # RoIAlign and the heads, on R = b x 512 RoIs (boxes) and M = b x 128 (masks).
+        n_anc = cells // b * MRCNN_ANCHORS_PER_CELL
+        k = min(n_anc, MRCNN_PRE_NMS)
+        post = min(k, MRCNN_POST_NMS)
+        sig = t.vector(f"prop{lvl}.sigmoid", "sigmoid", [sc_], elements=b * n_anc)
+        top = xla_topk(t, f"prop{lvl}.topk", [sig], b, n_anc, BF16)
+        g_box = t.vector(f"prop{lvl}.gather_boxes", "gather", [top, bx], rows=b * k, cols=4,
+                         table_rows=b * n_anc, operands=[bx, top])
+        g_anc = t.vector(f"prop{lvl}.gather_anchors", "gather", [top], rows=b * k, cols=4,
+                         table_rows=b * n_anc, operands=[None, top])
+        dec = t.vector(f"prop{lvl}.decode", "exp", [g_box, g_anc], elements=b * k * 4,
+                       operands=[g_box])
+        boxes, scores = nms_padded(t, f"nms{lvl}", dec, b, k, post)
+        top2 = xla_topk(t, f"prop{lvl}.post_topk", [scores], b, post, F32)
+        props.append(t.vector(f"prop{lvl}.post_gather", "gather", [top2, boxes], rows=b * post,
+                              cols=4, table_rows=b * post, dtype=F32, operands=[boxes, top2]))
+    n_props = sum(min(cells // b * MRCNN_ANCHORS_PER_CELL, MRCNN_POST_NMS)
+                  for _, _, _, cells in rpn_out)
+    top_all = xla_topk(t, "prop.topk_all", props, b, n_props, F32)
+    rois = t.vector("prop.gather_all", "gather", [top_all], rows=b * MRCNN_POST_NMS, cols=4,
+                    table_rows=b * n_props, dtype=F32, operands=[None, top_all])
+    # The RoIs' targets (proposal_label_op): IoU of the 1000 proposals and the 100 ground
+    # truth boxes appended to them with the 100 ground truth boxes, its argmax, max and min
+    # over the ground truth, the gathers of each proposal's class and box, then per image
+    # the static balanced sampler of 512 (BalancedPositiveNegativeSampler(is_static=True)),
+    # the top_k that turns its indicator into indices, and the gathers of the 512.
+    n_cand = MRCNN_POST_NMS + MRCNN_MAX_INSTANCES
+    iou = box_iou(t, "roi.iou", [rois], b * n_cand * MRCNN_MAX_INSTANCES)
+    best = t.vector("roi.iou_argmax", "reduce_max", [iou], rows=b * n_cand,
+                    cols=MRCNN_MAX_INSTANCES, dtype=F32, fused=True)
+    worst = t.vector("roi.iou_min", "reduce_max", [iou], rows=b * n_cand,
+                     cols=MRCNN_MAX_INSTANCES, dtype=F32)
+    cand = t.vector("roi.gather_targets", "gather", [best, worst], rows=b * n_cand, cols=5,
+                    table_rows=b * MRCNN_MAX_INSTANCES, dtype=F32, operands=[None, best])
+    samples = [static_sampler(t, f"roi.sample{i}", cand, n_cand, MRCNN_ROIS)
+               for i in range(b)]
+    pick = xla_topk(t, "roi.sample_topk", samples, b, n_cand, "s32")
+    labels = t.vector("roi.gather_samples", "gather", [pick, cand], rows=b * MRCNN_ROIS, cols=9,
+                      table_rows=b * n_cand, dtype=F32, operands=[cand, pick])
+    # The 128 foreground RoIs per image for the mask branch (select_fg_for_masks: a top_k of
+    # the 512 class targets' foreground indicator, then gathers).
+    fg = xla_topk(t, "roi.fg_topk", [labels], b, MRCNN_ROIS, F32)
+    fg_rois = t.vector("roi.gather_fg", "gather", [fg, labels], rows=b * MRCNN_MASKS, cols=10,
+                       table_rows=b * MRCNN_ROIS, dtype=F32, operands=[labels, fg])
+    # RoIAlign (multilevel_crop_and_resize), on R = b x 512 RoIs (boxes) and M = b x 128
+    # (masks): the five levels P2-P6 padded to P2's size and stacked, [b, 5, 208, 336, 256]
+    # (one array for both heads: XLA's CSE merges the two calls' identical pads), then one
+    # gather of (2 x size)^2 single 256-channel pixels per RoI from it (the bilinear
+    # corners), weighted and 2x2 average-pooled in the gather's fusion.
     R, M = b * MRCNN_ROIS, b * MRCNN_MASKS
-    pixels = sum(level_hw[lvl][0] * level_hw[lvl][1] for lvl in range(2, 6)) * b
+    H2, W2 = level_hw[2]
+    stacked_rows = b * 5 * H2 * W2
+    # One fusion: it reads the levels and writes the stack, the padding made on chip.
+    level_px = b * sum(level_hw[lvl][0] * level_hw[lvl][1] for lvl in range(2, 7))
+    stack = t.vector("roi.stack_levels", "convert", [P[lvl] for lvl in range(2, 7)],
+                     elements=level_px * 256, operands=[P[2]])
+    stack = t.vector("roi.stack_padding", "scale", [stack],
+                     elements=(stacked_rows - level_px) * 256, vmem_operands=[0])
     roi_grads = []
 
     def roi_align(name, n_rois, size, deps):
-        g = t.vector(f"{name}.gather", "gather", [*deps, labels, *[P[lvl] for lvl in
-                                                                   range(2, 6)]],
-                     rows=n_rois * size * size * 4, cols=256, table_rows=pixels,
-                     operands=[P[2], labels])
+        g = t.vector(f"{name}.gather", "gather", [*deps, stack], rows=n_rois * size * size * 4,
+                     cols=256, table_rows=stacked_rows, operands=[stack, deps[0]])
         return t.vector(f"{name}.bilinear", "reduce_sum", [g], rows=n_rois * size * size * 256,
                         cols=4, fused=True)
 
     def roi_align_bwd(name, n_rois, size, dy):
+        # The gather's gradient (tf.gather's IndexedSlices made dense by the reshape's
+        # gradient): an unsorted segment sum, an XLA scatter-add into zeros of the whole
+        # padded stack, whose level slices are the features' gradients.
         d = t.vector(f"{name}.bilinear_grad", "scale", [dy],
                      elements=n_rois * size * size * 4 * 256)
-        roi_grads.append(t.vector(f"{name}.scatter", "scatter_add", [d],
-                                  rows=n_rois * size * size * 4, cols=256, table_rows=pixels))
+        zeros = t.vector(f"{name}.scatter_zeros", "scale", [d], elements=stacked_rows * 256,
+                         vmem_operands=[0])
+        roi_grads.append(t.vector(f"{name}.scatter", "scatter_add", [d, zeros],
+                                  rows=n_rois * size * size * 4, cols=256,
+                                  table_rows=stacked_rows, operands=[d, None, zeros]))
 
-    box_in = roi_align("box_roi", R, 7, [])
+    box_in = roi_align("box_roi", R, 7, [labels])
     fc6, s6 = dense_fwd(t, "box.fc6", box_in, R, 7 * 7 * 256, 1024, act="relu")
     fc7, s7 = dense_fwd(t, "box.fc7", fc6, R, 1024, 1024, act="relu")
     cls, s_cls = dense_fwd(t, "box.class", fc7, R, 1024, MRCNN_CLASSES)
     bxo, s_box = dense_fwd(t, "box.box", fc7, R, 1024, 4 * MRCNN_CLASSES)
     p_cls = t.vector("box.softmax", "softmax", [cls], rows=R, cols=MRCNN_CLASSES, fused=True,
                      out_dtype=F32)
+    # fast_rcnn_loss picks each RoI's box of its target class by a matmul of a one-hot of
+    # the R indices over all R x 91 boxes (losses.py: tf.matmul(tf.one_hot(box_indices,
+    # batch_size * num_rois * num_classes), box_outputs as [-1, 4]), in f32: the outputs are
+    # cast to f32); the trace reads the one-hot as the dot's operand.
+    box_sel = t.matmul("box.loss_select", R, R * MRCNN_CLASSES, 4, deps=[bxo, labels],
+                       dtype=F32)
     mnet = ConvNet(t, M)
-    m_in = roi_align("mask_roi", M, 14, [labels])
+    m_in = roi_align("mask_roi", M, 14, [fg_rois])
     x, mhw = m_in, (14, 14)
     for i in range(4):
         x, _ = mnet.conv(f"mask.conv{i}", x, mhw, 256, 256, 3, bn=False, group="mask")
@@ -954,14 +1181,29 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     up = t.matmul("mask.deconv", M * 14 * 14, 256, 4 * 256, deps=[x])
     up = t.vector("mask.deconv.relu", "relu", [up], elements=M * 28 * 28 * 256, fused=True)
     logits = t.matmul("mask.logits", M * 28 * 28, 256, MRCNN_CLASSES, deps=[up])
-    # Mask targets: the ground-truth masks (112x112) cropped and resized to each RoI's 28x28.
-    mtarget = t.vector("mask.targets", "gather", [labels], rows=M * 28 * 28 * 4, cols=1,
-                       table_rows=b * 100 * 112 * 112, dtype=F32, operands=[None, labels])
-    mloss = t.vector("mask.sigmoid_xent", "sigmoid", [logits, mtarget], elements=M * 28 * 28,
-                     dtype=F32, operands=[logits])
-    # Backward: the heads, then RoIAlign's scatter into P2-P5, then the network.
-    dm = t.vector("mask.dlogits", "sub", [mloss, mtarget], elements=M * 28 * 28 * MRCNN_CLASSES,
-                  dtype=F32, out_dtype=BF16, operands=[mloss])
+    # Mask targets (get_mask_targets): the 100 ground truth masks per image (112x112 padded to
+    # 116x116, f32) through a 2x2 convolution with four fixed filters (each pixel's four
+    # bilinear corners as channels), transposed to [116, 116, masks, 4], then one gather of a
+    # 4-value row per target pixel of each foreground RoI, weighted and summed.
+    gm = b * MRCNN_MAX_INSTANCES
+    mconv = t.op("mask.targets_conv", "conv2d", [gt], batch=gm, h=MRCNN_GT_MASK,
+                 w=MRCNN_GT_MASK, c_in=1, c_out=4, kh=2, kw=2, dtype=F32)
+    mtr = t.vector("mask.targets_transpose", "transpose", [mconv],
+                   elements=gm * MRCNN_GT_MASK ** 2 * 4, dtype=F32)
+    mg = t.vector("mask.targets_gather", "gather", [mtr, fg_rois], rows=M * 28 * 28, cols=4,
+                  table_rows=gm * MRCNN_GT_MASK ** 2, dtype=F32, operands=[mtr, fg_rois])
+    mtarget = t.vector("mask.targets", "reduce_sum", [mg], rows=M * 28 * 28, cols=4, dtype=F32,
+                       fused=True)
+    # mask_post_processing: each mask's channel of its target class by a one-hot einsum
+    # ('bnhwf,bnf->bnhw': per mask a 784 x 91 by 91 x 1 dot), then the sigmoid cross entropy.
+    msel = t.matmul("mask.select", 28 * 28, MRCNN_CLASSES, 1, deps=[logits, fg_rois], batch=M)
+    mloss = t.vector("mask.sigmoid_xent", "sigmoid", [msel, mtarget], elements=M * 28 * 28,
+                     dtype=F32, operands=[msel])
+    # Backward: the heads, then RoIAlign's scatter into P2-P6, then the network. The einsum's
+    # gradient is per mask the outer product of its 784 pixel gradients and the one-hot.
+    dsel = t.vector("mask.dselect", "sub", [mloss, mtarget], elements=M * 28 * 28, dtype=F32,
+                    out_dtype=BF16, operands=[mloss])
+    dm = t.matmul("mask.dlogits", 28 * 28, 1, MRCNN_CLASSES, deps=[dsel], batch=M)
     dup = t.matmul("mask.logits.dx", M * 28 * 28, MRCNN_CLASSES, 256, deps=[dm],
                    transpose_rhs=True)
     g_mlog = t.matmul("mask.logits.dw", 256, M * 28 * 28, MRCNN_CLASSES, deps=[up, dm],
@@ -975,8 +1217,9 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     roi_align_bwd("mask_roi", M, 14, "mask.conv0.dx")  # the mask head input's gradient
     dcls = t.vector("box.dclass", "sub", [p_cls], elements=R * MRCNN_CLASSES, dtype=F32,
                     fused=True, out_dtype=BF16)
-    dbox = t.vector("box.dbox", "sub", [bxo], elements=R * 4 * MRCNN_CLASSES, dtype=F32,
-                    out_dtype=BF16)
+    dsel_box = t.vector("box.dbox_select", "sub", [box_sel], elements=R * 4, dtype=F32)
+    dbox = t.matmul("box.dbox", R * MRCNN_CLASSES, R, 4, deps=[dsel_box], transpose_lhs=True,
+                    dtype=F32, out_dtype=BF16)
     d7a, g_cls = dense_bwd(t, s_cls, dcls)
     d7b, g_box = dense_bwd(t, s_box, dbox)
     d7 = t.vector("box.fc7.dsum", "add", [d7b, d7a], elements=R * 1024, fused=True)
@@ -991,10 +1234,12 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
                             dtype=F32, out_dtype=BF16, operands=[sc_, None])
         dys[bx] = t.vector(f"rpn{lvl}.dboxes", "sub", [bx], elements=cells * 12, dtype=F32,
                            out_dtype=BF16)
-    for lvl in range(2, 6):
+    # Each level's slice of the two scatters' padded stacks (the pad's and the stack's
+    # gradients), added (RoIs map to P2-P6: the level is clamped to the features' levels).
+    for lvl in range(2, 7):
         fhw = level_hw[lvl]
         dys[P[lvl]] = t.vector(f"fpn.out{lvl}.roi_grad", "add", roi_grads,
-                               elements=b * fhw[0] * fhw[1] * 256, operands=[roi_grads[-1]])
+                               elements=b * fhw[0] * fhw[1] * 256)
     grads = backward_convnet(net, None, dys=dys)
     grads.pop("frozen", None)
     grads["mask"] = mgrads.get("mask", []) + [g_mlog, g_dec]
