@@ -201,9 +201,18 @@ for cores in (1024, 2048):
     g = ops["loss.class_xent_to_core0"]
     assert g["kind"] == "all_gather" and g["bytes"] == core_anchors * 4, g
     core0 = sorted(v[0] for v in replica_cores.values())
-    for bit in range(32):
-        m = ops[f"loss.topk_bit{bit}"]
-        assert sorted(m["cores"]) == core0 and (m["rows"], m["cols"]) == (b, anchors), m["id"]
+    # The mining (topk_mask's counting loops, the mask, the mined sum) on core 0 only, over
+    # the replica's b images of all their anchors.
+    mining = [i for i in ops if i.startswith("loss.topk") or i in ("loss.neg_masked",
+                                                                 "loss.class_mined")]
+    assert len(mining) >= 10, mining
+    for i in mining:
+        m = ops[i]
+        assert sorted(m["cores"]) == core0, i
+        if m["op"] in ("reduce_sum", "reduce_max"):
+            assert (m["rows"], m["cols"]) == (b, anchors), i
+        else:
+            assert m["elements"] == b * anchors, i
     for j in range(1, P):
         o = ops[f"loss.class_weights_from_core0_{j}"]
         assert o["bytes"] == core_anchors * 4, o["id"]
