@@ -213,7 +213,8 @@ def main(argv=None):
     p.add_argument("--scenario", default=None, help="with --inference: offline")
     p.add_argument("--bucket", type=int, default=None,
                    help="GNMT: the length bucket of the step, 0 (sentences under 10 tokens) "
-                   "to 4 (40 to 47, the default)")
+                   "to 4 (40 to 47, the default); with --inference the source length of the "
+                   "graph, 0 (32 tokens) to 3 (128, the default)")
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--output", default="-", help="output file ('-': stdout)")
     p.set_defaults(func=gen_mlperf)

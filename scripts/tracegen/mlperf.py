@@ -19,7 +19,9 @@ the training loop.
 
 `--inference --scenario offline` writes an MLPerf Inference v0.5 benchmark instead, as Google's
 closed submission ran it on one v3-8 (mlcommons/inference_results_v0.5, commit 4191ca07):
-resnet50 only (INFERENCE_BENCHES; SSD-large and GNMT are not built).
+resnet50, ssd-large (SSD-ResNet34 at 1200x1200) and gnmt (INFERENCE_BENCHES), each core
+running a batch of its own. GNMT's `--bucket K` is there the source length the model's graph
+is built for (0 to 3: 32 to 128 tokens; default the longest).
 
 `--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
 so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. A slice
