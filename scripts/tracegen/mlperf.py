@@ -1417,8 +1417,8 @@ def topk_rows_in_vmem(t, id_, deps, rows, n, dtype):
     sort of (keys, iota) along each whole row, with xla_sort's compare-exchange count
     (rows x n x sort_passes(n) x 2 operands, as `tpusim import hlo` prices a sort), but each
     row's keys and indices held in VMEM through the passes (a row of 32,316 keys and s32
-    indices is 259 KB of the core's 16 MiB): the keys read from HBM and the sorted keys and
-    indices written back once (`id_`.io), the compare-exchanges on chip (`id_`: one pass
+    indices is 259 KB of the core's 16 MiB): both operands moved between HBM and the core
+    once each way (`id_`.io), the compare-exchanges on chip (`id_`: one pass
     over each operand's row per stage of the network, a maximum along the row, its input in
     VMEM). xla_sort's single `max` op streams every pass
     through HBM and needs a parameter and a result buffer of rows x n x passes x 2 elements:
@@ -1457,8 +1457,9 @@ def gen_mlperf_gnmt_inference(rnd, sl, per_core, bucket=len(GNMT_SRC_BRANCHES) -
     (activation_dtype bfloat16: bf16 weights and activations). Figures: batch 128
     (GNMT_INFERENCE), beam 10, units 1024, 4 + 4 layers, source and decode bounds 160
     (GNMT_BEAM, GNMT_SRC_INFER, GNMT_TGT_INFER: nmt.py defaults), vocabulary 32,316
-    (GNMT_VOCAB; backend_tf.py pads the output projection to 128 x (V // 128 + 1) columns,
-    model.py slices it back to V). backend_tf.py model_fn: the source ids and lengths infed
+    (GNMT_VOCAB: the entries of vocab.bpe.32000, main.py's --vocab_prefix, as the v0.5
+    training log counts the same file; backend_tf.py pads the output projection to
+    128 x (V // 128 + 1) columns, model.py slices it back to V). backend_tf.py model_fn: the source ids and lengths infed
     ([128, 160] and [128] int32), an end-of-sentence token appended where missing. Encoder
     (model.py _build_encoder), on the source sliced to the graph's length L (the tf.cond
     branch: 32, 64, 96 or 128, the first above the batch's longest source; `bucket` 0 to 3,
@@ -1529,8 +1530,10 @@ def gen_mlperf_gnmt_inference(rnd, sl, per_core, bucket=len(GNMT_SRC_BRANCHES) -
     e = t.vector("dec.att.energy", "tanh", [q, keys], elements=BW * L * U, operands=[keys])
     sc = t.vector("dec.att.score", "reduce_sum", [e], rows=BW * L, cols=U, fused=True)
     al = t.vector("dec.att.align", "softmax", [sc], rows=BW, cols=L)
+    # The alignments ([1280, L], broadcast over the units in the fusion) stay on chip; the
+    # tiled memory streams.
     wsum = t.vector("dec.att.weighted", "mul", [al, mem], elements=BW * L * U,
-                    operands=[mem, al])
+                    operands=[mem, al], vmem_operands=[1])
     ctx = t.vector("dec.att.context", "reduce_sum", [wsum], rows=BW * U, cols=L, fused=True)
     o = h
     new = {"h0": h, "c0": c, "attention": ctx, "alignments": al}
@@ -1542,8 +1545,10 @@ def gen_mlperf_gnmt_inference(rnd, sl, per_core, bucket=len(GNMT_SRC_BRANCHES) -
             if i > 1 else h
     logits = t.matmul("dec.projection", BW, U, V, deps=[o])
     lse = t.vector("beam.logsumexp", "reduce_sum", [logits], rows=BW, cols=V)
+    # logits - log(sum exp), the finished mask, + the beams' log-probs, cast to f32: one
+    # fusion; the per-row sums are broadcast on chip.
     total = t.vector("beam.total_probs", "sub", [logits, lse], elements=BW * V,
-                     out_dtype=F32, carried=["beam.topk_beams"])
+                     out_dtype=F32, vmem_operands=[1], carried=["beam.topk_beams"])
     top = topk_rows_in_vmem(t, "beam.topk_words", [total], BW, V, F32)
     top2 = xla_topk(t, "beam.topk_beams", [top], B, W * W, F32)
     # The chosen beams' ids, finished flags and lengths (tf.gather and arithmetic on 1,280).
