@@ -1206,9 +1206,6 @@ def gen_mlperf_resnet50_inference(rnd, sl, per_core):
 
 
 # SSD-Large: SSD-ResNet34 at 1200x1200 (closed/Google/code/ssd-large/tpu-ssd-large/.../ssd/offline)
-SSDL_DIR = "closed/Google/code/ssd-large/tpu-ssd-large/home/kbuilder/mlperf-inference/google3/" \
-    "third_party/mlperf/inference/ssd/offline"
-
 SSD_LARGE_INFERENCE = {
     # closed/Google/measurements/tpu-v3.8x1/ssd-large/server/README.md (the repository's one
     # README for SSD-Large on tpu-v3.8x1; its table holds the Offline rows too), "SSD
@@ -1234,8 +1231,8 @@ SSDL_DETECTIONS, SSDL_NMS_TILE = 200, 256
 
 def ssd_large_nms(t, p, cand, b):
     """One class's ssd_architecture.non_max_suppression_padded on b images (the SSD-Large
-    inference code's own copy, with _NMS_TILE_SIZE 256; nms_padded models the 512-box tiles
-    of the training code): the class's 200 candidates (f32) padded to 256, one tile, so the
+    inference code's own copy, with _NMS_TILE_SIZE 256; nms_padded models Mask R-CNN's, with
+    tiles of 512): the class's 200 candidates (f32) padded to 256, one tile, so the
     tile loop runs once and its cross-suppression loop not at all. The tile's IoU matrix
     (_bbox_overlap, masked to the upper triangle and the 0.5 threshold in its fusion) and its
     sum, the self-suppression while (NMS_SELF_TRIPS trips: column maxima, the IoU masked,
