@@ -25,7 +25,7 @@ import sys
 from tracegen.core import BF16, F32, SIZE, Trace, dense_bwd, dense_fwd, grad_sync_and_update
 from tracegen.convnet import gen_resnet50, gen_resnet_unet, gen_unet
 from tracegen.lstm import gen_lstm
-from tracegen.mlperf import BENCHES, MlperfError, gen_mlperf
+from tracegen.mlperf import BENCHES, INFERENCE_BENCHES, MlperfError, gen_mlperf
 from tracegen.transformer import attention_fwd, gen_bert
 
 
@@ -201,18 +201,20 @@ def main(argv=None):
     p.set_defaults(func=gen_resnet_unet)
     p = sub.add_parser("mlperf", help="an MLPerf Training benchmark as Google's TPU "
                        "submission of a round ran it (scripts/tracegen/mlperf.py)")
-    p.add_argument("bench", choices=sorted(BENCHES))
+    p.add_argument("bench", choices=sorted(set(BENCHES) | set(INFERENCE_BENCHES)))
     p.add_argument("--round", required=True, help="MLPerf round: v0.5, v0.6, v0.7")
     p.add_argument("--cores", type=int, required=True,
                    help="TensorCores of the slice the submission ran on (v3-32: 32)")
     p.add_argument("--per-core-batch", type=int, default=None,
                    help="what-if: this per-core batch instead of the submission's")
     p.add_argument("--inference", action="store_true",
-                   help="the MLPerf Inference benchmark instead (v0.5: resnet50)")
+                   help="the MLPerf Inference benchmark instead (v0.5: resnet50, ssd-large, "
+                   "gnmt)")
     p.add_argument("--scenario", default=None, help="with --inference: offline")
     p.add_argument("--bucket", type=int, default=None,
                    help="GNMT: the length bucket of the step, 0 (sentences under 10 tokens) "
-                   "to 4 (40 to 47, the default)")
+                   "to 4 (40 to 47, the default); with --inference the source length of the "
+                   "graph, 0 (32 tokens) to 3 (128, the default)")
     p.add_argument("--name", default=None)
     p.add_argument("-o", "--output", default="-", help="output file ('-': stdout)")
     p.set_defaults(func=gen_mlperf)

@@ -4,6 +4,7 @@ times of their public result logs (validation/mlperf.md, validation/measured/mlp
 
   mlperf.py [--tpusim build/tpusim]      prints simulated vs measured step and throughput
   mlperf.py --only ssd,maskrcnn          some benchmarks only
+  mlperf.py --no-inference               the training table only
   mlperf.py --check                      exit 1 if a scored point is off by more than its guard
   mlperf.py --write                      the table into docs/VALIDATION.md (between its markers)
   mlperf.py --set ici.collective_setup_us=0    a config key set for every run (repeatable)
@@ -171,6 +172,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tpusim", default=os.path.join(ROOT, "build", "tpusim"))
     ap.add_argument("--only", default="", help="comma-separated benchmarks (default: all)")
+    ap.add_argument("--no-inference", action="store_true",
+                    help="without the held-out inference table (its SSD-Large and GNMT "
+                         "steps take half a minute each)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a point is off by more than its guard")
     ap.add_argument("--write", action="store_true", help="update docs/VALIDATION.md")
@@ -183,6 +187,8 @@ def main():
     global LOOP_ROUND_TRIP_S
     if a.loop_round_trip_us < 0:
         ap.error("--loop-round-trip-us must not be negative")
+    if a.write and a.no_inference:
+        ap.error("--write records every table: not with --no-inference")
     if a.write and (a.set or a.loop_round_trip_us):
         ap.error("--write records the default configuration: not with --set or "
                  "--loop-round-trip-us")
@@ -192,7 +198,8 @@ def main():
     pts = [p for p in points() if not only or p["bench"] in only]
     if not pts:
         ap.error(f"--only {a.only}: no such benchmark in {MEASURED}")
-    inf = [p for p in inference_points() if not only or p["bench"] in only]
+    inf = [p for p in inference_points() if (not only or p["bench"] in only)
+           and not a.no_inference]
     with tempfile.TemporaryDirectory() as tmp:
         text, failed = table(evaluate(a.tpusim, pts, tmp))
         if inf:

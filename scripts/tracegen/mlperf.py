@@ -19,7 +19,9 @@ the training loop.
 
 `--inference --scenario offline` writes an MLPerf Inference v0.5 benchmark instead, as Google's
 closed submission ran it on one v3-8 (mlcommons/inference_results_v0.5, commit 4191ca07):
-resnet50 only (INFERENCE_BENCHES; SSD-large and GNMT are not built).
+resnet50, ssd-large (SSD-ResNet34 at 1200x1200) and gnmt (INFERENCE_BENCHES), each core
+running a batch of its own. GNMT's `--bucket K` is there the source length the model's graph
+is built for (0 to 3: 32 to 128 tokens; default the longest).
 
 `--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
 so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. Spatial
@@ -1288,8 +1290,377 @@ def gen_mlperf_resnet50_inference(rnd, sl, per_core):
                              "batching": "one batch per TensorCore (tpu_ordinal_selector)"}
 
 
+# SSD-Large: SSD-ResNet34 at 1200x1200 (closed/Google/code/ssd-large/tpu-ssd-large/.../ssd/offline)
+SSD_LARGE_INFERENCE = {
+    # closed/Google/measurements/tpu-v3.8x1/ssd-large/server/README.md (the repository's one
+    # README for SSD-Large on tpu-v3.8x1; its table holds the Offline rows too), "SSD
+    # Per-Configuration Settings", row `ssd|1x|128|20000|64|100|Offline|700|32|true|96|false|
+    # false`: batch_size 128, use_bfloat16 true, use_space_to_depth false. backend_tf.py: one
+    # batch per program call on one TensorCore (TPUPartitionedCall with tpu_ordinal_selector),
+    # the in-memory images gathered on the host; main.py: the worker threads (96) keep the
+    # eight cores running batches of their own. A step is every core running one batch: 1,024
+    # images, no collective.
+    "v0.5": {8: Slice(8, 8 * 128, None, f"{INF05} closed/Google/measurements/tpu-v3.8x1/"
+                      "ssd-large/server/README.md (row ssd|1x|...|Offline: batch_size 128, "
+                      "use_bfloat16 true, use_space_to_depth false); code/ssd-large/"
+                      "tpu-ssd-large/.../ssd/offline/backend_tf.py")},
+}
+# ssd_constants.py: IMAGE_SIZE 1200, NUM_CLASSES 81 (with the background), NUM_SSD_BOXES 15130,
+# FEATURE_SIZES (50, 25, 13, 7, 3, 3) with NUM_DEFAULTS (4, 6, 6, 6, 4, 4), MAX_NUM_EVAL_BOXES
+# 200 (the candidates per class before NMS and the detections per image after it),
+# OVERLAP_CRITERIA 0.5, MIN_SCORE 0.05; ssd_architecture.py: _NMS_TILE_SIZE 256.
+SSDL_IMAGE, SSDL_CLASSES, SSDL_ANCHORS = 1200, 81, 15130
+SSDL_FEATURES = ((50, 4), (25, 6), (13, 6), (7, 6), (3, 4), (3, 4))  # (size, anchors per cell)
+SSDL_DETECTIONS, SSDL_NMS_TILE = 200, 256
+
+
+def ssd_large_nms(t, p, cand, b):
+    """One class's ssd_architecture.non_max_suppression_padded on b images (the SSD-Large
+    inference code's own copy, with _NMS_TILE_SIZE 256; nms_padded models Mask R-CNN's, with
+    tiles of 512): the class's 200 candidates (f32) padded to 256, one tile, so the
+    tile loop runs once and its cross-suppression loop not at all. The tile's IoU matrix
+    (_bbox_overlap, masked to the upper triangle and the 0.5 threshold in its fusion) and its
+    sum, the self-suppression while (NMS_SELF_TRIPS trips: column maxima, the IoU masked,
+    its sum), the suppressed boxes zeroed and the count of the selected, then the top_k of
+    the selected (an XLA sort of the 256, s32) and the two einsums with its one-hot (per
+    image 200 x 256 by 256 x 4 for the boxes and by 256 x 1 for the scores, f32). Returns
+    (boxes, scores)."""
+    tile, n = SSDL_NMS_TILE, SSDL_DETECTIONS
+    pad = -(-n // tile) * tile
+    assert pad == tile, (n, tile)
+    rows, sq = b * tile, b * tile * tile
+    padded = t.vector(f"{p}.pad", "convert", [cand], elements=b * pad * 5, dtype=F32)
+    iou = box_iou(t, f"{p}.iou", [padded], sq)
+    s0 = t.vector(f"{p}.iou_sum", "reduce_sum", [iou], rows=b, cols=tile * tile, dtype=F32)
+    upd = f"{p}.self_update"
+    can = t.vector(f"{p}.self_can", "reduce_max", [iou, s0], rows=rows, cols=tile, dtype=F32,
+                   carried=[upd])
+    msk = t.vector(f"{p}.self_masked", "mul", [iou, can], elements=sq, dtype=F32,
+                   vmem_operands=[1], carried=[upd])
+    mx = t.vector(f"{p}.self_max", "reduce_max", [msk], rows=rows, cols=tile, dtype=F32,
+                  fused=True)
+    t.vector(upd, "mul", [iou, mx], elements=sq, dtype=F32, vmem_operands=[1], carried=[upd])
+    ss = t.vector(f"{p}.self_sum", "reduce_sum", [upd], rows=b, cols=tile * tile, dtype=F32,
+                  fused=True)
+    chg = t.vector(f"{p}.self_changed", "reduce_max", [ss, s0], rows=1, cols=b, dtype=F32,
+                   carried=[ss])
+    t.loop(f"{p}.self", NMS_SELF_TRIPS, [can, msk, mx, upd, ss, chg],
+           comment="_self_suppression, until a trip changes nothing")
+    sup = t.vector(f"{p}.suppressed", "reduce_sum", [upd, chg], rows=rows, cols=tile,
+                   dtype=F32, operands=[upd])
+    kept = t.vector(f"{p}.update", "mul", [padded, sup], elements=b * pad * 4, dtype=F32,
+                    operands=[padded])
+    size = t.vector(f"{p}.output_size", "reduce_sum", [kept], rows=b, cols=tile * 4,
+                    dtype=F32)
+    keys = t.vector(f"{p}.selected", "reduce_max", [kept, size], rows=b * pad, cols=4,
+                    dtype=F32, operands=[kept])
+    top = xla_topk(t, f"{p}.topk", [keys], b, pad, "s32")
+    boxes = t.matmul(f"{p}.boxes", n, pad, 4, deps=[top, kept], batch=b, dtype=F32)
+    scores = t.matmul(f"{p}.scores", n, pad, 1, deps=[top, padded], batch=b, dtype=F32)
+    return boxes, scores
+
+
+def gen_mlperf_ssd_large_inference(rnd, sl, per_core):
+    """SSD-Large (SSD-ResNet34, 1200x1200) inference, as the submission's code in
+    closed/Google/code/ssd-large/tpu-ssd-large/.../ssd/offline runs it, one batch per core.
+    Flags: batch 128 and use_bfloat16 true, use_space_to_depth false (the README row of
+    SSD_LARGE_INFERENCE; main.py passes them as params conv0_space_to_depth and use_bfloat16,
+    and use_fused_bn keeps its default false). Input (backend_tf.py, dataloader.py): the
+    images resized to 1200x1200 on the host and packed, one int32 word per pixel (backend_tf.py
+    reshapes the input to [1200, 1200, 1, N] int32 before packing_utils.unpack), unpacked on
+    the chip, transposed to NHWC, cast to bf16 and normalised (/255, mean, std): one
+    elementwise kernel over the batch. Network (ssd_architecture.py, ssd_constants.py): bf16
+    (bfloat16_scope); ResNet-34 to its third block group (the 7x7 stride-2 stem, batch norm
+    with frozen statistics, is_training_bn=False: an affine in each convolution's epilogue;
+    the 3x3 stride-2 max pool; basic blocks [3, 4, 6], the third group at stride 1:
+    150x150x256), five extra stages (1x1 then 3x3 convolutions with bias and ReLU: 75x75x512,
+    38x38x512, 19x19x256, 9x9x256 (3x3 'valid', stride 2), 7x7x256 (3x3 'valid')), and on
+    every level a class head (81 x anchors channels) and a box head (4 x anchors), 3x3
+    convolutions at stride 3 (class_net, box_net: strides=(3, 3)): 50, 25, 13, 7, 3 and 3
+    cells, 15,130 anchors (NUM_DEFAULTS 4, 6, 6, 6, 4, 4). Post-processing on the TPU
+    (ssd_model.py _model_fn, nms_on_tpu): the heads cast to f32 and concatenated
+    (concat_outputs: [b, 81, 15130] and [b, 4, 15130]), the boxes decoded against the
+    anchors (decode_boxes: exp, clipped), softmax over the 81 classes; select_top_k_scores:
+    tf.nn.top_k of the 200 best of all 15,130 anchors for every image and class (an XLA sort
+    of each of the b x 81 rows, xla_topk); non_max_suppression: for each of the 80 classes
+    (the background skipped) a gather of its 200 boxes, the 0.05 score filter, and
+    ssd_large_nms (per-class NMS, IoU 0.5, 200 kept); the 80 x 200 results concatenated,
+    tf.nn.top_k of the 200 best (an XLA sort of the 16,000), the gathers of their boxes and
+    classes, the [b, 200, 7] detections. The self-suppression loop's trips depend on the
+    boxes (NMS_SELF_TRIPS, the fewest for a tile with any suppression)."""
+    b = per_core
+    H = SSDL_IMAGE
+    t = Trace(f"mlperf_{rnd}_inference_ssd_large_offline_{sl.cores}", sl.cores,
+              f"SSD-ResNet34 {H}x{H} inference, batch {b} per core x {sl.cores} cores: "
+              "forward, box decoding, per-class top-k and NMS, top-k of the detections")
+    net = ConvNet(t, b, inference=True)
+    px = b * H * H
+    x = t.op("input", "infeed", bytes=px * SIZE["s32"])
+    x = t.vector("input.unpack", "convert", [x], elements=px * 3, dtype="u8", out_dtype=BF16)
+    net.no_grad.add(x)
+    net.size[x] = px * 3
+    y, hw = net.conv("stem", x, (H, H), 3, 64, 7, stride=2, group="stem")
+    pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
+    x = t.vector("stem.maxpool", "max", [y], elements=b * hw[0] * hw[1] * 64 // 2)
+    hw, c = pool_hw, 64
+    for gi, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 1)]):
+        for bi in range(blocks):
+            x, hw = net.basic_block(f"g{gi + 1}b{bi}", x, hw, c, width,
+                                    stride0 if bi == 0 else 1, f"group{gi + 1}")
+            c = width
+    feats = [(x, hw, c)]
+    for i, (mid, out_c, stride, pad) in enumerate([(256, 512, 2, "same"),
+                                                    (256, 512, 2, "same"),
+                                                    (128, 256, 2, "same"),
+                                                    (128, 256, 2, "valid"),
+                                                    (128, 256, 1, "valid")]):
+        p = f"extra{i + 4}"
+        y1, _ = net.conv(f"{p}.c1", x, hw, c, mid, 1, bn=False, group=p)
+        x, hw = net.conv(f"{p}.c2", y1, hw, mid, out_c, 3, stride=stride, bn=False, group=p,
+                         padding=pad)
+        c = out_c
+        feats.append((x, hw, c))
+    cls, box = [], []
+    cells = []
+    for lvl, ((f, fhw, fc), (_, k)) in enumerate(zip(feats, SSDL_FEATURES)):
+        h_c, ohw = net.conv(f"head{lvl + 3}.class", f, fhw, fc, SSDL_CLASSES * k, 3, stride=3,
+                            bn=False, relu=False, group="heads")
+        h_b, _ = net.conv(f"head{lvl + 3}.box", f, fhw, fc, 4 * k, 3, stride=3, bn=False,
+                          relu=False, group="heads")
+        cls.append(h_c)
+        box.append(h_b)
+        cells.append(ohw)
+    assert [h for h, _ in cells] == [s for s, _ in SSDL_FEATURES], cells
+    assert sum(h * w * k for (h, w), (_, k) in zip(cells, SSDL_FEATURES)) == SSDL_ANCHORS
+    N, C, K = SSDL_ANCHORS, SSDL_CLASSES, SSDL_DETECTIONS
+    # concat_outputs with the cast to f32: [b, 81, N] and [b, 4, N], one fusion each.
+    cat_cls = t.op("post.concat_class", "copy", cls, bytes=b * C * N * SIZE[F32])
+    cat_box = t.op("post.concat_box", "copy", box, bytes=b * 4 * N * SIZE[F32])
+    # The coordinates reordered and transposed to [b, N, 4], decoded against the anchors.
+    dec = t.vector("post.decode", "exp", [cat_box], elements=b * N * 4, dtype=F32)
+    scores = t.vector("post.softmax", "softmax", [cat_cls], rows=b * N, cols=C, dtype=F32)
+    # select_top_k_scores: top_k(k=200) of every image's and class's N scores (xla_topk:
+    # an XLA sort of each row; written as a loop over the b x 81 rows, one row a trip, whose
+    # trips are alike, so that a core holds one row's sort buffers at a time), transposed
+    # to [b, 200, 81] (values and indices).
+    top = xla_topk(t, "post.class_topk", [scores], 1, N, F32)
+    t.loop("post.class_topk_rows", b * C, [top], comment="select_top_k_scores: one "
+           "image's and class's row of anchors a trip")
+    top = t.op("post.class_topk_transpose", "copy", [top], bytes=b * K * C * 2 * SIZE[F32])
+    out_boxes, out_scores = [], []
+    for ci in range(1, C):
+        q = f"post.c{ci}"
+        g = t.vector(f"{q}.gather", "gather", [top, dec], rows=b * K, cols=4, table_rows=b * N,
+                     dtype=F32, operands=[dec, top])
+        # _filter_scores (scores above 0.05, boxes zeroed else) fused with the pad of the NMS
+        bx, sc = ssd_large_nms(t, f"{q}.nms", g, b)
+        out_boxes.append(bx)
+        out_scores.append(sc)
+    n_all = (C - 1) * K
+    cat_b = t.op("post.concat_boxes", "copy", out_boxes, bytes=b * n_all * 4 * SIZE[F32])
+    cat_s = t.op("post.concat_scores", "copy", out_scores, bytes=b * n_all * SIZE[F32])
+    final = xla_topk(t, "post.topk", [cat_s], b, n_all, F32)
+    det = t.vector("post.gather", "gather", [final, cat_b], rows=b * K, cols=5,
+                   table_rows=b * n_all, dtype=F32, operands=[cat_b, final])
+    t.vector("post.detections", "convert", [det], elements=b * K * 7, dtype=F32)
+    return t, {"scenario": "offline", "precision": "bf16 network (use_bfloat16), f32 "
+               "post-processing", "image": H, "anchors": N, "classes": C,
+               "detections_per_image": K, "nms": "per class, IoU 0.5, tiles of 256",
+               "batching": "one batch per TensorCore (tpu_ordinal_selector)"}
+
+
+# GNMT (closed/Google/code/gnmt/tpu-gnmt/.../gnmt: nmt/tpu for the model, offline for the runner)
+GNMT_INFERENCE = {
+    # closed/Google/measurements/tpu-v3.8x1/gnmt/offline/README.md, "GNMT Per-Configuration
+    # Settings", row `gnmt|1x|128|Offline|...`: batch_size 128 (main.py --batch_size, which
+    # loadgen_gnmt.py parse_options makes infer_batch_size). offline/backend_tf.py: one batch
+    # per program call on one TensorCore (TPUPartitionedCall with tpu_ordinal_selector);
+    # loadgen_gnmt.py: the worker threads keep the eight cores running batches of their own.
+    # A step is every core running one batch: 1,024 sentences, no collective.
+    "v0.5": {8: Slice(8, 8 * 128, None, f"{INF05} closed/Google/measurements/tpu-v3.8x1/gnmt/"
+                      "offline/README.md (row gnmt|1x|128|Offline: batch_size 128); code/gnmt/"
+                      "tpu-gnmt/.../gnmt/offline/backend_tf.py")},
+}
+# nmt/tpu/nmt.py add_arguments defaults, which loadgen_gnmt.py keeps (parse_options sets only
+# infer_batch_size and the paths; setup() builds the hparams with create_hparams and
+# extend_hparams, not from the hparams file): --beam_width 10, --src_max_len_infer 160 (the
+# width of the source placeholder, backend_tf.py), --tgt_max_len_infer 160 (model.py:
+# maximum_iterations of the decode loop and the width of beam_search_decoder.py's pred_ids),
+# --length_penalty_weight 1.0, --coverage_penalty_weight 0.0, --num_units 1024,
+# --num_layers 4, --activation_dtype bfloat16. model.py BaseModel: the graph is built for a
+# source of 32, 64, 96 or 128 tokens, the first that holds the batch's longest (tf.cond on
+# tf.reduce_max(source_sequence_length)).
+GNMT_BEAM, GNMT_SRC_INFER, GNMT_TGT_INFER = 10, 160, 160
+GNMT_SRC_BRANCHES = (32, 64, 96, 128)
+
+
+def topk_rows_in_vmem(t, id_, deps, rows, n, dtype):
+    """tf.nn.top_k of `rows` rows of n where xla_topk cannot be written: the same stable XLA
+    sort of (keys, iota) along each whole row, with xla_sort's compare-exchange count
+    (rows x n x sort_passes(n) x 2 operands, as `tpusim import hlo` prices a sort), but each
+    row's keys and indices held in VMEM through the passes (a row of 32,316 keys and s32
+    indices is 259 KB of the core's 16 MiB): both operands moved between HBM and the core
+    once each way (`id_`.io), the compare-exchanges on chip (`id_`: one pass
+    over each operand's row per stage of the network, a maximum along the row, its input in
+    VMEM). xla_sort's single `max` op streams every pass
+    through HBM and needs a parameter and a result buffer of rows x n x passes x 2 elements:
+    40 GB for GNMT's beam search (1,280 rows of 32,316), more than a core's 16 GiB, inside a
+    loop that cannot be split into a loop of its own (trace loops do not nest). Returns the
+    id of the sorted result."""
+    io = t.vector(f"{id_}.io", "convert", deps, elements=rows * n * 2, dtype=dtype,
+                  operands=[deps[0]])
+    return t.vector(id_, "reduce_max", [io], rows=rows * 2 * sort_passes(n), cols=n,
+                    dtype=dtype, vmem_operands=[0])
+
+
+def gnmt_lstm_step(t, p, rows, k, deps, carried_h, carried_c, u=GNMT_UNITS):
+    """One step of tf.contrib.rnn.BasicLSTMCell (forget_bias 1.0) inside a trace loop:
+    matmul(concat([inputs, h]), kernel) of k = input width + u, the bias, the gates'
+    sigmoid and tanh, the new c and h. carried_h / carried_c: the ids whose previous trip
+    holds h and c (None where the state comes from outside the loop each trip). Returns the
+    ids of (h, c)."""
+    g4, g3 = 4 * u, 3 * u
+    mm = t.matmul(f"{p}.gates", rows, k, g4, deps=deps,
+                  **({"carried": [carried_h]} if carried_h else {}))
+    sig = t.vector(f"{p}.sigmoid", "sigmoid", [mm], elements=rows * g3, fused=True)
+    gg = t.vector(f"{p}.tanh_g", "tanh", [mm], elements=rows * u)
+    ig = t.vector(f"{p}.i_g", "mul", [sig, gg], elements=rows * u)
+    fc = t.vector(f"{p}.f_c", "mul", [sig], elements=rows * u,
+                  **({"carried": [carried_c]} if carried_c else {}))
+    c = t.vector(f"{p}.c", "add", [ig, fc], elements=rows * u)
+    tc = t.vector(f"{p}.tanh_c", "tanh", [c], elements=rows * u, fused=True)
+    h = t.vector(f"{p}.h", "mul", [tc, sig], elements=rows * u, fused=True)
+    return h, c
+
+
+def gen_mlperf_gnmt_inference(rnd, sl, per_core, bucket=len(GNMT_SRC_BRANCHES) - 1):
+    """GNMT inference with beam search, as the submission's nmt/tpu/model.py (BaseModel, INFER
+    mode), beam_search_decoder.py and decoder.py run it on one batch per core, bf16
+    (activation_dtype bfloat16: bf16 weights and activations). Figures: batch 128
+    (GNMT_INFERENCE), beam 10, units 1024, 4 + 4 layers, source and decode bounds 160
+    (GNMT_BEAM, GNMT_SRC_INFER, GNMT_TGT_INFER: nmt.py defaults), vocabulary 32,316
+    (GNMT_VOCAB: the entries of vocab.bpe.32000, main.py's --vocab_prefix, as the v0.5
+    training log counts the same file; backend_tf.py pads the output projection to
+    128 x (V // 128 + 1) columns, model.py slices it back to V). backend_tf.py model_fn: the source ids and lengths infed
+    ([128, 160] and [128] int32), an end-of-sentence token appended where missing. Encoder
+    (model.py _build_encoder), on the source sliced to the graph's length L (the tf.cond
+    branch: 32, 64, 96 or 128, the first above the batch's longest source; `bucket` 0 to 3,
+    default 3: the bound): the embedding gather, a bidirectional LSTM layer and three more
+    (residual from the second on), each a functional_rnn loop of L BasicLSTMCell steps
+    (matmul of concat([x, h]) with the 4-gate kernel); then the memory: transposed,
+    tiled by the beam (tile_batch, [1280, L, 1024]) and its keys (BahdanauAttention's
+    memory_layer on the tiled memory, normalize=True), the encoder states tiled. Decode loop
+    (decoder.dynamic_decode, BeamSearchDecoder.step, _beam_search_step) over 1,280 = 128 x 10
+    hypotheses per trip: the attention LSTM (AttentionWrapper: concat([inputs, attention])
+    with h), the Bahdanau attention (query layer, tanh of keys + query over the L positions,
+    the score, softmax, the context as a weighted sum of the memory), three LSTM layers on
+    concat([output, attention]) (residual from the second), the output projection to V
+    logits (bf16), log-softmax (logits - log sum exp), the finished mask and the beams'
+    scores added, cast to f32, tf.math.top_k of 10 over each hypothesis's V (an XLA sort of
+    each row; topk_rows_in_vmem), tf.math.top_k of 10 over each sentence's 100, the gathers
+    of the beam state by the chosen beams (four LSTM layers' c and h, the attention, the
+    alignments and attention state, pred_ids [1280, 160] updated at the step), the next
+    inputs' embedding gather. Trips: the while loop runs until every hypothesis has ended
+    (decoder.py condition: not all finished) or for maximum_iterations = tgt_max_len_infer =
+    160 (model.py): the data decide, the trace runs the bound, 160. Left out: the host side
+    (loadgen, the sort of the queries by length, the vocabulary lookup of the result)."""
+    B, U, V, W = per_core, GNMT_UNITS, GNMT_VOCAB, GNMT_BEAM
+    U4 = 4 * U
+    L = GNMT_SRC_BRANCHES[bucket]
+    BW = B * W
+    T = GNMT_TGT_INFER
+    t = Trace(f"mlperf_{rnd}_inference_gnmt_offline_{sl.cores}", sl.cores,
+              f"GNMT inference (4+4 LSTM layers of {U} units, attention, vocab {V}), {B} "
+              f"sentences per core x {sl.cores} cores, source length {L}, beam search of "
+              f"width {W} for {T} steps")
+    ids = t.op("input", "infeed", bytes=B * (GNMT_SRC_INFER + 1) * SIZE["s32"])
+    src = t.vector("input.eos", "max", [ids], elements=B * GNMT_SRC_INFER, dtype="s32")
+    # Encoder: the embedding gather of the L x B ids (time-major), then the layers' loops.
+    emb = t.vector("enc.emb", "gather", [src], rows=L * B, cols=U, table_rows=V,
+                   operands=[None, src])
+
+    def layer(p, x, d_in):
+        h_id, c_id = f"{p}.h", f"{p}.c"
+        start = len(t.ops)
+        h, c = gnmt_lstm_step(t, p, B, d_in + U, [x], h_id, c_id)
+        t.loop(f"{p}.steps", L, [o["id"] for o in t.ops[start:]],
+               comment="functional_rnn over the source, one step a trip")
+        return h, c
+
+    fw, fw_c = layer("enc.l0.fw", emb, U)
+    bw, bw_c = layer("enc.l0.bw", emb, U)
+    out = t.vector("enc.l0.concat", "add", [fw, bw], elements=L * B * 2 * U, operands=[fw])
+    states = [bw, bw_c]
+    for i in range(1, 4):
+        h, c = layer(f"enc.l{i}", out, 2 * U if i == 1 else U)
+        states += [h, c]
+        out = t.vector(f"enc.l{i}.residual", "add", [h, out], elements=L * B * U) if i > 1 \
+            else h
+    # The memory tiled by the beam, its keys, the encoder states tiled.
+    mem = t.op("dec.memory_tile", "copy", [out], bytes=BW * L * U * SIZE[BF16])
+    keys = t.matmul("dec.memory_layer", BW * L, U, U, deps=[mem])
+    st0 = t.op("dec.state_tile", "copy", states, bytes=8 * BW * U * SIZE[BF16])
+    emb0 = t.vector("dec.start_emb", "gather", [st0], rows=BW, cols=U, table_rows=V,
+                    operands=[None])
+    # The decode loop: one beam-search step a trip.
+    start = len(t.ops)
+    g = {n: f"beam.gather_{n}" for n in ("inputs", "attention", "h0", "c0", "h1", "c1", "h2",
+                                         "c2", "h3", "c3", "alignments", "pred_ids")}
+    h, c = gnmt_lstm_step(t, "dec.l0", BW, 3 * U, [emb0, st0], g["h0"], g["c0"])
+    t.ops[start]["carried"] = [g["inputs"], g["attention"], g["h0"]]
+    q = t.matmul("dec.att.query", BW, U, U, deps=[h])
+    e = t.vector("dec.att.energy", "tanh", [q, keys], elements=BW * L * U, operands=[keys])
+    sc = t.vector("dec.att.score", "reduce_sum", [e], rows=BW * L, cols=U, fused=True)
+    al = t.vector("dec.att.align", "softmax", [sc], rows=BW, cols=L)
+    # The alignments ([1280, L], broadcast over the units in the fusion) stay on chip; the
+    # tiled memory streams.
+    wsum = t.vector("dec.att.weighted", "mul", [al, mem], elements=BW * L * U,
+                    operands=[mem, al], vmem_operands=[1])
+    ctx = t.vector("dec.att.context", "reduce_sum", [wsum], rows=BW * U, cols=L, fused=True)
+    o = h
+    new = {"h0": h, "c0": c, "attention": ctx, "alignments": al}
+    for i in range(1, 4):
+        h, c = gnmt_lstm_step(t, f"dec.l{i}", BW, 3 * U, [o, ctx, st0], g[f"h{i}"],
+                              g[f"c{i}"])
+        new[f"h{i}"], new[f"c{i}"] = h, c
+        o = t.vector(f"dec.l{i}.residual", "add", [h, o], elements=BW * U, fused=True) \
+            if i > 1 else h
+    logits = t.matmul("dec.projection", BW, U, V, deps=[o])
+    lse = t.vector("beam.logsumexp", "reduce_sum", [logits], rows=BW, cols=V)
+    # logits - log(sum exp), the finished mask, + the beams' log-probs, cast to f32: one
+    # fusion; the per-row sums are broadcast on chip.
+    total = t.vector("beam.total_probs", "sub", [logits, lse], elements=BW * V,
+                     out_dtype=F32, vmem_operands=[1], carried=["beam.topk_beams"])
+    top = topk_rows_in_vmem(t, "beam.topk_words", [total], BW, V, F32)
+    top2 = xla_topk(t, "beam.topk_beams", [top], B, W * W, F32)
+    # The chosen beams' ids, finished flags and lengths (tf.gather and arithmetic on 1,280).
+    sel = t.vector("beam.select", "gather", [top2, top], rows=BW, cols=4, table_rows=BW * W,
+                   dtype="s32", operands=[top, top2])
+    for n in ("attention", "h0", "c0", "h1", "c1", "h2", "c2", "h3", "c3"):
+        t.vector(g[n], "gather", [new[n], sel], rows=BW, cols=U, table_rows=BW,
+                 operands=[new[n], sel])
+    t.vector(g["alignments"], "gather", [new["alignments"], sel], rows=BW, cols=2 * L,
+             table_rows=BW, operands=[new["alignments"], sel])
+    t.vector(g["pred_ids"], "gather", [sel], rows=BW, cols=T, table_rows=BW, dtype="s32",
+             carried=[g["pred_ids"]])
+    t.vector(g["inputs"], "gather", [sel], rows=BW, cols=U, table_rows=V,
+             operands=[None, sel])
+    t.vector("beam.all_finished", "reduce_max", [sel], rows=1, cols=BW, dtype="s32")
+    t.loop("decode", T, [op["id"] for op in t.ops[start:]],
+           comment="decoder.dynamic_decode: one beam-search step a trip, to "
+                   "maximum_iterations (tgt_max_len_infer 160); the data may end it earlier")
+    t.vector("output.best", "gather", [g["pred_ids"]], rows=B, cols=T, table_rows=BW,
+             dtype="s32")
+    return t, {"scenario": "offline", "precision": "bf16 (activation_dtype bfloat16), f32 "
+               "beam scores", "beam_width": W, "source_length": L, "decode_steps": T,
+               "vocab": V, "bucket": bucket,
+               "batching": "one batch per TensorCore (tpu_ordinal_selector)"}
+
+
 INFERENCE_BENCHES = {
     "resnet50": (RESNET50_INFERENCE, gen_mlperf_resnet50_inference, "images"),
+    "ssd-large": (SSD_LARGE_INFERENCE, gen_mlperf_ssd_large_inference, "images"),
+    "gnmt": (GNMT_INFERENCE, gen_mlperf_gnmt_inference, "sentences"),
 }
 
 
@@ -1325,6 +1696,9 @@ def gen_mlperf(a):
     else:
         if getattr(a, "scenario", None) is not None:
             raise MlperfError(f"{where}: --scenario goes with --inference")
+        if a.bench not in BENCHES:
+            raise MlperfError(f"{where}: {a.bench} is an MLPerf Inference benchmark (add "
+                              "--inference --scenario offline)")
         table, make, unit = BENCHES[a.bench]
     if a.round not in table:
         raise MlperfError(f"{where}: no Google TPU submission of {a.bench} in round {a.round} "
@@ -1349,7 +1723,11 @@ def gen_mlperf(a):
     if getattr(a, "bucket", None) is not None:
         if a.bench != "gnmt":
             raise MlperfError(f"{where}: --bucket is GNMT's (its length buckets)")
-        if not 0 <= a.bucket < GNMT_BUCKETS:
+        if inference and not 0 <= a.bucket < len(GNMT_SRC_BRANCHES):
+            raise MlperfError(f"{where}: --bucket {a.bucket}: the model's source lengths are "
+                              f"buckets 0 to {len(GNMT_SRC_BRANCHES) - 1} ("
+                              f"{', '.join(map(str, GNMT_SRC_BRANCHES))} tokens)")
+        if not inference and not 0 <= a.bucket < GNMT_BUCKETS:
             raise MlperfError(f"{where}: --bucket {a.bucket}: the input pipeline has buckets "
                               f"0 to {GNMT_BUCKETS - 1}")
         extra["bucket"] = a.bucket

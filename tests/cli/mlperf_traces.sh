@@ -160,6 +160,89 @@ PY
 "$bin" run --config configs/tpu_v3_8.json --trace "$tmp/inf.json" -q > /dev/null ||
     fail "run of the inference trace"
 
+# Every MLPerf Inference v0.5 offline benchmark (INFERENCE_BENCHES: ResNet-50, SSD-Large,
+# GNMT) on one v3-8: the trace checks, its samples_per_step is 8 x the batch its input carries
+# (bytes per sample: 224 x 224 x 3 8-bit pixels; 1200 x 1200 int32 words of packed pixels; a
+# source of 160 int32 ids and its length), it has no collective, and it runs at one sample per
+# core (the submissions' batches run in scripts/mlperf.py: SSD-Large and GNMT take about a
+# minute each, ten under the sanitizers).
+inf_sample() {
+    case $1 in
+    resnet50) echo $((224 * 224 * 3)) ;;
+    ssd-large) echo $((1200 * 1200 * 4)) ;;
+    gnmt) echo $(((160 + 1) * 4)) ;;
+    *) echo 0 ;;
+    esac
+}
+inf_benches=$(cd scripts && python3 -c '
+from tracegen.mlperf import INFERENCE_BENCHES
+print(" ".join(sorted(INFERENCE_BENCHES)))') || fatal "cannot read INFERENCE_BENCHES"
+for bench in $inf_benches; do
+    f="$tmp/inf_$bench.json"
+    $gen mlperf "$bench" --round v0.5 --inference --scenario offline --cores 8 -o "$f" ||
+        { fail "mlperf $bench --inference"; continue; }
+    out=$("$bin" trace check --config configs/tpu_v3_8.json --trace "$f" 2>&1)
+    if [ $? -ne 0 ] || [[ "$out" != *": ok, "* ]]; then fail "trace check $bench --inference: $out"; fi
+    python3 - "$f" "$(inf_sample "$bench")" <<'PY' && passes=$((passes + 1)) || fail "the $bench inference trace"
+import json, sys
+t = json.load(open(sys.argv[1]))
+per_sample = int(sys.argv[2])
+infeed = [o for o in t["ops"] if o["kind"] == "infeed"]
+assert len(infeed) == 1 and per_sample, infeed
+per_core, rem = divmod(infeed[0]["bytes"], per_sample)
+assert rem == 0 and t["samples_per_step"] == 8 * per_core == t["metadata"]["global_batch"], \
+    (infeed[0]["bytes"], t["samples_per_step"])
+assert t["cores"] == 8 and not any(o["kind"] in ("all_reduce", "reduce_scatter", "all_gather")
+                                   for o in t["ops"])
+PY
+    $gen mlperf "$bench" --round v0.5 --inference --scenario offline --cores 8 \
+        --per-core-batch 1 -o "$tmp/inf_one.json" || { fail "mlperf $bench --inference, 1 per core"; continue; }
+    s=$("$bin" run -q --json --config configs/tpu_v3_8.json --trace "$tmp/inf_one.json" 2>/dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])')
+    if python3 -c "import sys; sys.exit(not float('${s:-0}') > 0)"; then
+        passes=$((passes + 1))
+    else
+        fail "run of the $bench inference trace: ${s:-no step}"
+    fi
+done
+
+# SSD-Large's shapes from the code (ssd_constants.py, ssd_architecture.py): the class heads
+# (3x3, stride 3) cover 15,130 anchors of 81 classes; each of the 80 object classes has its
+# NMS (a self-suppression loop on one tile of 256); the class top-k sorts every image's and
+# class's row of 15,130 scores (one row a trip: 128 x 81 trips).
+python3 - "$tmp/inf_ssd-large.json" <<'PY' && passes=$((passes + 1)) || fail "SSD-Large's shapes"
+import json, sys
+t = json.load(open(sys.argv[1]))
+heads = [o for o in t["ops"] if o["kind"] == "conv2d" and o["id"].endswith(".class.conv")]
+anchors = sum(-(-o["h"] // o["stride_h"]) * -(-o["w"] // o["stride_w"]) * o["c_out"] // 81
+              for o in heads)
+assert len(heads) == 6 and anchors == 15130, (len(heads), anchors)
+nms = [lp for lp in t["loops"] if lp["id"].endswith(".nms.self")]
+assert len(nms) == 80, len(nms)
+ops = {o["id"]: o for o in t["ops"]}
+assert all(ops[lp["body"][1]]["elements"] == 128 * 256 * 256 for lp in nms)
+rows = next(lp for lp in t["loops"] if lp["id"] == "post.class_topk_rows")
+assert rows["trips"] == 128 * 81, rows
+PY
+
+# GNMT's beam search from the code (nmt.py defaults, model.py, beam_search_decoder.py): the
+# decode loop runs its bound, tgt_max_len_infer = 160 trips, on 128 x 10 hypotheses, each
+# trip projecting them to the 32,316 subwords and sorting each row for its top 10; the
+# encoder's five recurrent loops run the longest source branch, 128 steps.
+python3 - "$tmp/inf_gnmt.json" <<'PY' && passes=$((passes + 1)) || fail "GNMT's beam search"
+import json, sys
+t = json.load(open(sys.argv[1]))
+loops = {lp["id"]: lp for lp in t["loops"]}
+ops = {o["id"]: o for o in t["ops"]}
+dec = loops["decode"]
+assert dec["trips"] == 160, dec["trips"]
+proj = ops["dec.projection"]
+assert (proj["m"], proj["k"], proj["n"]) == (128 * 10, 1024, 32316), proj
+assert "dec.projection" in dec["body"] and "beam.topk_words" in dec["body"]
+enc = [lp for k, lp in loops.items() if k.startswith("enc.")]
+assert len(enc) == 5 and all(lp["trips"] == 128 for lp in enc), enc
+PY
+
 # Bad input: one located error line, exit 2 (not argparse's usage).
 for args in "bert --round v0.7 --cores 8" "resnet50 --round v0.9 --cores 32" \
     "transformer --round v0.6 --cores 32 --per-core-batch 0" "gnmt --round v0.6 --cores 32 --bucket 5" \
@@ -167,7 +250,9 @@ for args in "bert --round v0.7 --cores 8" "resnet50 --round v0.9 --cores 32" \
     "resnet50 --round v0.5 --inference --scenario server --cores 8" \
     "bert --round v0.7 --inference --scenario offline --cores 32" \
     "resnet50 --round v0.5 --inference --scenario offline --cores 32" \
-    "resnet50 --round v0.6 --scenario offline --cores 32"; do
+    "resnet50 --round v0.6 --scenario offline --cores 32" \
+    "ssd-large --round v0.5 --cores 8" \
+    "gnmt --round v0.5 --inference --scenario offline --cores 8 --bucket 4"; do
     # shellcheck disable=SC2086
     err=$($gen mlperf $args -o "$tmp/bad.json" 2>&1 >/dev/null)
     rc=$?
