@@ -5,7 +5,8 @@
 // destination). Under SPMD symmetry (include/tpusim/sim/symmetry.h) only
 // cores 0 .. n-1 are simulated: a group collective starts when its simulated cores have
 // arrived (the others, running the same program, arrive at the same cycle), and runs on the
-// whole fabric with every core of its group.
+// whole fabric with every core of its group; over replica groups, every group's collective
+// starts then, and each must end when the others do (groups_apart).
 #include <cstdint>
 #include <deque>
 #include <map>
