@@ -94,6 +94,10 @@ Schedule participants(const std::vector<int>& group, const Topology& topo, std::
 void lower_torus2d(Schedule& s, const Topology& topo, Bytes bytes, bool y_first) {
     const int C = topo.cores_per_chip(), X = topo.chips_x(), Y = topo.chips_y();
     auto core = [&](int x, int y, int c) { return topo.chip_at(x, y) * C + c; };
+    // Every step the phases below make, reserved at once (they grow the lists phase by phase).
+    const auto ring_steps = [](int n) { return static_cast<std::size_t>(std::max(n - 1, 0)); };
+    const std::size_t total = steps_so_far(s) + 2 * (ring_steps(C) + ring_steps(X) + ring_steps(Y));
+    for (CoreSchedule& cs : s.cores) cs.steps.reserve(total);
     // Phase A: reduce-scatter between the cores of each chip (on-chip turnaround).
     std::size_t first = steps_so_far(s);
     for (int chip = 0; chip < topo.chips(); ++chip) {

@@ -69,11 +69,25 @@ CollectiveInstr collective_instr(const OpSpec& op, std::size_t i, std::int64_t c
         coll.kind = collective_kind(op.kind);
     }
     coll.bytes = op.bytes;
-    // This core's replica group (the last that holds it, should a malformed list repeat the
-    // core; program_signature agrees).
-    if (const std::ptrdiff_t g = replica_group_of(op, core); g >= 0)
-        coll.group = op.replica_groups[static_cast<std::size_t>(g)];
-    if (coll.group.empty()) {
+    // A core in a replica group: every group, so that the cores of all groups share the
+    // stream; each takes the last group that holds it (should a malformed list repeat the
+    // core), as replica_group_of does.
+    if (replica_group_of(op, core) >= 0) {
+        auto groups = std::make_shared<ReplicaGroups>();
+        groups->groups = op.replica_groups;
+        std::int64_t top = 0;
+        for (const auto& g : op.replica_groups)
+            for (std::int64_t c : g) top = std::max(top, c + 1);
+        groups->of_core.assign(static_cast<std::size_t>(top), -1);
+        for (std::size_t g = 0; g < op.replica_groups.size(); ++g)
+            for (std::int64_t c : op.replica_groups[g])
+                if (c >= 0)
+                    groups->of_core[static_cast<std::size_t>(c)] = static_cast<std::int32_t>(g);
+        coll.groups = std::move(groups);
+    } else {
+        coll.group = op.cores;
+    }
+    if (!coll.groups && coll.group.empty()) {
         coll.group = op.cores;
         if (coll.group.empty()) {
             for (std::int64_t c = 0; c < cores; ++c) coll.group.push_back(c);

@@ -40,10 +40,13 @@ namespace {
 constexpr std::size_t kStreamWindow = std::size_t{1} << 16;
 
 // What makes core c's stream differ from another core's: per op, -1 where the op does not run
-// on c, else for a collective the ordinal of the replica group that holds c (CoreLowering
-// takes the last one that does; -2 for none), else 0. Everything else about a core (its HBM
-// share) is resolved at issue.
-std::vector<std::int64_t> program_signature(const std::vector<OpSpec>& ops, std::int64_t c) {
+// on c, -2 for a collective with replica groups none of which holds c, else 0. The cores of
+// different replica groups share a stream: its collective lists every group and each core
+// takes its own at issue (CollectiveInstr::group_of), as it takes its HBM share.
+// `grouped[i]`: the cores the replica groups of op i hold (empty without groups).
+std::vector<std::int64_t> program_signature(const std::vector<OpSpec>& ops,
+                                            const std::vector<std::vector<bool>>& grouped,
+                                            std::int64_t c) {
     std::vector<std::int64_t> key(ops.size(), 0);
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const OpSpec& op = ops[i];
@@ -52,10 +55,28 @@ std::vector<std::int64_t> program_signature(const std::vector<OpSpec>& ops, std:
             continue;
         }
         if (op.replica_groups.empty()) continue;
-        const std::ptrdiff_t g = replica_group_of(op, c);
-        key[i] = g >= 0 ? static_cast<std::int64_t>(g) : -2;
+        const auto& in = grouped[i];
+        if (c < 0 || static_cast<std::size_t>(c) >= in.size() || !in[static_cast<std::size_t>(c)])
+            key[i] = -2;
     }
     return key;
+}
+
+// Per op, the cores its replica groups hold (replica_group_of >= 0), for program_signature.
+std::vector<std::vector<bool>> grouped_cores(const std::vector<OpSpec>& ops) {
+    std::vector<std::vector<bool>> out(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        for (const auto& g : ops[i].replica_groups) {
+            for (std::int64_t c : g) {
+                if (c < 0) continue;
+                auto& in = out[i];
+                if (static_cast<std::size_t>(c) >= in.size())
+                    in.resize(static_cast<std::size_t>(c) + 1, false);
+                in[static_cast<std::size_t>(c)] = true;
+            }
+        }
+    }
+    return out;
 }
 
 // What a streamed program's lowering reads again while the simulation runs: copies shared by
@@ -149,6 +170,7 @@ Program lower_ops_once(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
         std::shared_ptr<const std::vector<CollectiveInstr>> collectives;
     };
     std::map<std::vector<std::int64_t>, Stream> streams;
+    const auto grouped = grouped_cores(ops);
     StreamInputs shared{nullptr, nullptr, nullptr};
     std::vector<bool> counted(ops.size(), false);
     const Bytes hbm_share = cfg.hbm.capacity_bytes() / static_cast<Bytes>(cfg.chip.cores_per_chip);
@@ -156,7 +178,7 @@ Program lower_ops_once(const std::vector<OpSpec>& ops, const TpuConfig& cfg,
         CoreProgram cp;
         cp.core = c;
         cp.hbm_base = static_cast<Addr>(c % cfg.chip.cores_per_chip) * hbm_share;
-        auto key = program_signature(ops, c);
+        auto key = program_signature(ops, grouped, c);
         auto it = streams.find(key);
         if (it == streams.end()) {
             CoreLowering lowering(cfg, opts, c, ops, trace_name);

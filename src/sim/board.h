@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <systemc>
 #include <vector>
 
@@ -76,6 +77,8 @@ class Board : public sc_core::sc_module {
     nlohmann::json stats_json() const;
     // The ICI fabric and its links (in topology order, named as in the stat tree).
     const IciFabric& ici_fabric() const { return ici_->engine().fabric(); }
+    // CollectiveRendezvous::groups_apart (SPMD symmetry over replica groups).
+    std::string groups_apart(std::uint32_t& op) const { return rendezvous_->groups_apart(op); }
     const Topology& topology() const { return topology_; }
 
  private:

@@ -177,6 +177,12 @@ RunResult Simulator::run(const Program& program) {
         } else if (w > 0.5 && slice > (Cycle{1} << 10)) {
             slice /= 2;
         }
+        std::uint32_t apart_op = 0;
+        if (const std::string apart = board_->groups_apart(apart_op); !apart.empty()) {
+            throw SymmetryBroken(
+                fmt::format("the collective of op \"{}\" {}: its replica groups do not run alike",
+                            apart_op < program.ops.size() ? program.ops[apart_op].id : "?", apart));
+        }
         if (!all_done() && !sc_core::sc_pending_activity()) {
             throw std::logic_error(fmt::format(
                 "simulation stalled at cycle {} with instructions outstanding", now_cycles()));

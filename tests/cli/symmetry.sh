@@ -91,17 +91,31 @@ PY
     [[ $(grep -c "^info: SPMD symmetry not used: .*$reason" "$tmp/$name.err") == 1 ]] ||
         fail "$name: expected one info line naming \"$reason\"; stderr: $(cat "$tmp/$name.err")"
 }
-# A collective over half of the cores (two replica groups): the groups' streams differ.
+# A collective over two replica groups that are not translates of one another on v3-32's
+# 4 x 4 torus (chip y * 4 + x; rows 0-1 and 2-3 would be: tests/cli/symmetry_groups.sh): row 0
+# with the 2 x 2 chips below its left half, and the rest (row 3 with the 2 x 2 above its right
+# half, the first group mirrored).
 python3 - "$tmp/groups_trace.json" <<'PY'
 import json, sys
-half = list(range(16))
+first = [c * 2 + k for c in (0, 1, 2, 3, 4, 5, 8, 9) for k in (0, 1)]
 ops = [{"id": "mm", "kind": "matmul", "m": 256, "k": 256, "n": 256, "dtype": "bf16"},
        {"id": "ar", "kind": "all_reduce", "bytes": 65536, "dtype": "f32", "deps": ["mm"],
-        "replica_groups": [half, [c + 16 for c in half]]}]
+        "replica_groups": [first, [c for c in range(32) if c not in first]]}]
 json.dump({"format": "tpusim.trace", "version": 1, "name": "groups", "cores": 32, "ops": ops},
           open(sys.argv[1], "w"))
 PY
-expect_full groups "runs another instruction stream" --trace "$tmp/groups_trace.json"
+expect_full groups "replica group 1 is not a translate" --trace "$tmp/groups_trace.json"
+# Ops on some cores only: the cores' streams differ.
+python3 - "$tmp/subset_trace.json" <<'PY'
+import json, sys
+ops = [{"id": "mm", "kind": "matmul", "m": 256, "k": 256, "n": 256, "dtype": "bf16"},
+       {"id": "mm2", "kind": "matmul", "m": 256, "k": 256, "n": 256, "dtype": "bf16",
+        "deps": ["mm"], "cores": list(range(16))},
+       {"id": "ar", "kind": "all_reduce", "bytes": 65536, "dtype": "f32", "deps": ["mm"]}]
+json.dump({"format": "tpusim.trace", "version": 1, "name": "subset", "cores": 32, "ops": ops},
+          open(sys.argv[1], "w"))
+PY
+expect_full subset "runs another instruction stream" --trace "$tmp/subset_trace.json"
 expect_full timeline "timeline" --trace "$tmp/bert32.json" --timeline "$tmp/t.json"
 # Cores that are not whole chips, and one chip.
 for n in 3 2; do

@@ -246,7 +246,7 @@ TEST_CASE("SPMD lowering shares one stream; each core issues it in its own HBM h
     }
 }
 
-TEST_CASE("cores in different replica groups or running different ops get their own streams",
+TEST_CASE("cores of different replica groups share a stream; different ops get their own",
           "[lowering]") {
     const auto j = nlohmann::json::parse(R"({"format": "tpusim.trace", "version": 1,
         "name": "t", "cores": 4, "ops": [
@@ -257,17 +257,24 @@ TEST_CASE("cores in different replica groups or running different ops get their 
     const Program p = lower_trace(parse_trace(j, "t.json", 8), v3());
     REQUIRE(p.cores.size() == 4);
     CHECK(p.cores[1].instrs.same_as(p.cores[0].instrs));
-    CHECK_FALSE(p.cores[2].instrs.same_as(p.cores[0].instrs));  // the other group
+    CHECK(p.cores[2].instrs.same_as(p.cores[0].instrs));        // the other group: the same
     CHECK_FALSE(p.cores[3].instrs.same_as(p.cores[2].instrs));  // runs "extra" too
+    // Each core takes its own group from its stream's collective when it issues it.
     auto group_of = [&](std::size_t c) {
         for (const auto& in : p.cores[c].instrs) {
-            if (in.unit == Unit::Ici) return in.coll->group;
+            if (in.unit == Unit::Ici) return in.coll->group_of(static_cast<std::int64_t>(c));
         }
         return std::vector<std::int64_t>{};
     };
     CHECK(group_of(0) == std::vector<std::int64_t>{0, 1});
+    CHECK(group_of(1) == std::vector<std::int64_t>{0, 1});
     CHECK(group_of(2) == std::vector<std::int64_t>{2, 3});
     CHECK(group_of(3) == std::vector<std::int64_t>{2, 3});
+    // The lowering's list of each stream's collectives holds every group.
+    REQUIRE(p.cores[0].collectives);
+    REQUIRE(p.cores[0].collectives->size() == 1);
+    REQUIRE(p.cores[0].collectives->front().groups);
+    CHECK(p.cores[0].collectives->front().groups->groups.size() == 2);
 }
 
 TEST_CASE("ops waiting on a collective are issued just before their first consumer",

@@ -10,6 +10,7 @@
 //                       whole slice as the group; other groups fall back to the ring.
 //   reduce-scatter / all-gather: one ring phase; all-to-all: one step, every pair directly;
 //   collective-permute / send-recv: one step along the given pairs.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -64,8 +65,38 @@ struct Transfer {
     int dst_step = 0;     // step of the receiver that waits for it
     int prefer_sign = 1;  // direction on a torus ring where both are equally short
 };
+// A step's transfers. Every schedule lower_collective makes but all-to-all's sends at most two
+// per step (one per direction of a bidirectional ring), so two are held in place and more go
+// to the heap: a torus all-reduce over a pod's 2048 cores (about half a million steps) then
+// makes no allocation per step (issue #40).
+class TransferList {
+ public:
+    void push_back(const Transfer& t) {
+        if (heap_.empty() && n_ < kInline) {
+            inline_[n_++] = t;
+            return;
+        }
+        if (heap_.empty()) heap_.assign(inline_, inline_ + n_);
+        heap_.push_back(t);
+        ++n_;
+    }
+    std::size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    Transfer* begin() { return heap_.empty() ? inline_ : heap_.data(); }
+    Transfer* end() { return begin() + n_; }
+    const Transfer* begin() const { return heap_.empty() ? inline_ : heap_.data(); }
+    const Transfer* end() const { return begin() + n_; }
+    Transfer& operator[](std::size_t i) { return begin()[i]; }
+    const Transfer& operator[](std::size_t i) const { return begin()[i]; }
+
+ private:
+    static constexpr std::size_t kInline = 2;
+    Transfer inline_[kInline];
+    std::size_t n_ = 0;
+    std::vector<Transfer> heap_;  // all of them, once there are more than kInline
+};
 struct Step {
-    std::vector<Transfer> sends;
+    TransferList sends;
     Bytes recv_bytes = 0;  // what this step waits for
     bool reduce = false;   // received bytes are reduced into the local buffer (VPU + HBM)
 };

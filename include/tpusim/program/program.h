@@ -37,17 +37,37 @@ struct VectorInstr {
     std::int64_t in_bytes = 4, out_bytes = 4;  // element sizes
 };
 
+// A collective op's replica groups (OpSpec::replica_groups). The cores of all its groups share
+// one lowered stream (their instructions differ in nothing else), so that stream's collective
+// names every group and each core takes its own when it issues (CollectiveInstr::group_of).
+struct ReplicaGroups {
+    std::vector<std::vector<std::int64_t>> groups;  // global core ids, as the op lists them
+    std::vector<std::int32_t> of_core;              // per core: the last group holding it, or -1
+};
+
 struct CollectiveInstr {
     // A group collective (kind), or one side of a send / recv pair (kind SendRecv).
     enum class Role : std::uint8_t { Group, Send, Recv };
     Role role = Role::Group;
     CollectiveKind kind = CollectiveKind::AllReduce;
     Bytes bytes = 0;
-    std::vector<std::int64_t> group;                           // global core ids taking part
+    // Global core ids taking part: the same for every core of the stream (the op's cores, or
+    // every core), or, when `groups` is set, the group of the issuing core (group_of).
+    std::vector<std::int64_t> group;
+    std::shared_ptr<const ReplicaGroups> groups;
     std::int64_t peer = -1;                                    // send: destination; recv: source
     std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // collective_permute
     std::int64_t element_bytes = 4;                            // sizes the reduction work
     std::uint64_t instance = 0;  // same value on every participating core
+
+    // The cores `core` takes part with: its replica group, or `group`.
+    const std::vector<std::int64_t>& group_of(std::int64_t core) const {
+        if (!groups) return group;
+        const std::int32_t g = core >= 0 && static_cast<std::size_t>(core) < groups->of_core.size()
+                                   ? groups->of_core[static_cast<std::size_t>(core)]
+                                   : -1;
+        return g >= 0 ? groups->groups[static_cast<std::size_t>(g)] : group;
+    }
 };
 
 struct HostInstr {

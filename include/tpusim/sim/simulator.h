@@ -39,6 +39,15 @@ class CycleBudgetExceeded : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// SPMD symmetry over replica groups found, while it ran, that the groups' collectives of one op
+// did not end at one cycle (docs/pods.md): the simulated chip does not stand for the others,
+// and the run must be simulated again with every core (a fresh process: SystemC elaborates one
+// board). what(): which collective, and where.
+class SymmetryBroken : public std::runtime_error {
+ public:
+    using std::runtime_error::runtime_error;
+};
+
 struct OpResult {
     std::string id;
     OpKind kind = OpKind::Matmul;
@@ -100,6 +109,8 @@ class Simulator {
  public:
     Simulator(const TpuConfig& cfg, RunOptions opts);
     ~Simulator();
+    // Throws SymmetryBroken (see above) when SPMD symmetry over replica groups turns out not
+    // to hold; never with opts.symmetry false.
     RunResult run(const Program& program);
     // Why loop reuse cannot watch the loops `program` lowers short, known before the run (a
     // loop whose trips lower differently, or a simulated core without it): lower it again

@@ -2,11 +2,14 @@
 // SPMD symmetry: when every core of the program runs the same instruction stream and meets
 // the others only in collectives over all of them, every chip that runs it follows the same
 // timeline (a collective ends at one cycle for all its cores, so they leave it together and
-// reach the next one together). The program may run on the board's first chips only (a
-// 4-core program on a v3-8): the chips after them run nothing. The simulator then builds and runs
-// one representative chip, runs every collective on the full ICI fabric, and scales the chip's
-// figures to the board. The exact conditions are in docs/pods.md ("SPMD symmetry"); plan_symmetry
-// checks them.
+// reach the next one together). Collectives over replica groups that are translates of one
+// another by whole chips qualify too, when each group's collective ends at the same cycle as
+// the others': the rendezvous starts them all and checks that while the run goes
+// (CollectiveRendezvous::groups_apart; Simulator::run throws SymmetryBroken otherwise). The program
+// may run on the board's first chips only (a 4-core program on a v3-8): the chips after them run
+// nothing. The simulator then builds and runs one representative chip, runs every collective on the
+// full ICI fabric, and scales the chip's figures to the board. The exact conditions are in
+// docs/pods.md ("SPMD symmetry"); plan_symmetry checks them.
 #include <cstdint>
 #include <string>
 

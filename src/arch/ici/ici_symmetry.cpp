@@ -30,9 +30,10 @@ int translated(const Topology& topo, int core, int dx, int dy) {
 
 // Whether the core at every position runs the schedule of the core (dx, dy) chips further,
 // with the destinations translated back: the stream is the same after the translation.
-bool invariant(const Schedule& s, const Topology& topo, int dx, int dy) {
+// `moved`: translated() of every core (participant index == core id).
+bool invariant(const Schedule& s, const std::vector<int>& moved) {
     for (std::size_t p = 0; p < s.cores.size(); ++p) {
-        const int q = translated(topo, static_cast<int>(p), dx, dy);
+        const int q = moved[p];
         const auto& a = s.cores[p].steps;
         const auto& b = s.cores[static_cast<std::size_t>(q)].steps;
         if (a.size() != b.size()) return false;
@@ -45,7 +46,7 @@ bool invariant(const Schedule& s, const Topology& topo, int dx, int dy) {
             for (std::size_t j = 0; j < sa.sends.size(); ++j) {
                 const Transfer& ta = sa.sends[j];
                 const Transfer& tb = sb.sends[j];
-                if (tb.dst != translated(topo, ta.dst, dx, dy) || ta.bytes != tb.bytes ||
+                if (tb.dst != moved[static_cast<std::size_t>(ta.dst)] || ta.bytes != tb.bytes ||
                     ta.dst_step != tb.dst_step || ta.prefer_sign != tb.prefer_sign)
                     return false;
             }
@@ -55,8 +56,11 @@ bool invariant(const Schedule& s, const Topology& topo, int dx, int dy) {
 }
 
 bool invariant_all(const LoweredCollective& c, const Topology& topo, int dx, int dy) {
+    std::vector<int> moved(static_cast<std::size_t>(topo.cores()));
+    for (int core = 0; core < topo.cores(); ++core)
+        moved[static_cast<std::size_t>(core)] = translated(topo, core, dx, dy);
     for (const Schedule& s : c.streams) {
-        if (!invariant(s, topo, dx, dy)) return false;
+        if (!invariant(s, moved)) return false;
     }
     return true;
 }
