@@ -1021,7 +1021,7 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     halo = []
     if part:  # the 3x3 stride-2 window's rows of the neighbours (frozen: no backward)
         halo = part.exchange(t, "stem.maxpool.halo", y, b, hw[1], 64, part.forward_halo(
-            hw[0], pool_hw[0], 3, 2, 1), hw[0])
+            hw[0], pool_hw[0], 3, 2, pad_lo(hw[0], pool_hw[0], 3, 2, "same")), hw[0])
     x = t.vector("stem.maxpool", "max", [y, *halo], elements=net.elems(hw, 64) // 2)
     hw, c = pool_hw, 64
     feats = {}
