@@ -23,11 +23,12 @@ resnet50 only (INFERENCE_BENCHES; SSD-large and GNMT are not built).
 
 `--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
 so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. Spatial
-partitioning (`--input_partition_dims`: SSD on v3-1024 and v3-2048) splits each replica's
-images by rows over its 4 cores, with halo exchanges (convnet.SpatialPartition, gen_mlperf_ssd).
-A slice that the submission did not run, or ran with a mechanism the traces do not have (Mask
-R-CNN's spatial partitioning on v3-128 and v3-256), is an MlperfError (gen_trace.py prints one
-`error:` line, exit 2). Python 3 standard library only.
+partitioning (`--input_partition_dims`: SSD on v3-1024 and v3-2048, Mask R-CNN on v3-128 and
+v3-256) splits each replica's images by rows over its 4 cores, with halo exchanges
+(convnet.SpatialPartition, gen_mlperf_ssd, gen_mlperf_maskrcnn); the global batch then splits
+over the replicas (num_shards), so the per-core batch may be a fraction (Mask R-CNN v3-256: 2
+images per replica of 4 cores). A slice that the submission did not run is an MlperfError
+(gen_trace.py prints one `error:` line, exit 2). Python 3 standard library only.
 """
 import argparse
 
@@ -978,7 +979,50 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     loops, the outer one over the tiles written out), the static sampler (static_sampler),
     RoIAlign's gather from the five levels padded and stacked to P2's size and its gradient
     a scatter-add into zeros of that stack, the mask targets' 2x2 convolution, transpose and
-    gather (get_mask_targets)."""
+    gather (get_mask_targets).
+
+    With --input_partition_dims=1,4,1 (v3-128, v3-256; mlcommons/training_results_v0.6
+    @ f312518c, Google/benchmarks/mask/): tpu-v3-N/run_and_time.sh gives the flags;
+    implementations/tpu-v3-N-mask/mask_rcnn/: mask_rcnn_main.py (num_cores_per_replica = 4,
+    num_shards = num_cores / 4; the image, infed transposed as [H/2, W/2, N, 12], partitioned
+    [4, 1, 1]: its rows; every label unpartitioned, so every core of a replica infeeds all of
+    them), train_and_eval_low_level_runner.py (computation_shape [1, 2, 2]: a replica is two
+    chips stacked along y, convnet.replica_grid), mask_rcnn_params.py (is_training_bn=False:
+    frozen batch norm, a per-channel affine, so no statistics to sum over the partition),
+    resnet.py (conv2d_fixed_padding: a strided convolution pads (k - 1) // 2 rows before,
+    the space-to-depth stem space_to_depth_fixed_padding's 2), core_assignment_utils.py
+    (tf.contrib.tpu.core(n % num_cores_per_replica)), mask_rcnn_architecture.py and
+    mask_rcnn_model.py (where each part runs). The replica's b = train_batch_size / num_shards
+    images (4 on v3-128, 2 on v3-256) on every core; each core holds ceil(H / 4) rows of every
+    activation. What the trace has:
+    - the backbone, FPN and RPN head through the partitioned ConvNet: every convolution's
+      and the stem max pool's halo collective-permutes (forward; backward for the trained
+      layers), the FPN's nearest upsampling P5 -> P4 (26 rows in slices of 7 against 52 in
+      slices of 13: the coarse rows a slice's upsampled rows read, and the mirror in the
+      backward pass) and P6 (max_pool2d 1x1, stride 2) the same way; the RPN head and its
+      loss on each core's rows;
+    - the proposals (proposal_op, no device): their reshape merges the partitioned rows, so
+      each level's RPN scores and boxes are all-gathered within the replica and the
+      proposals, NMS, proposal_label_op and select_fg_for_masks run on every core of the
+      replica (an assumption: the submission does not say where XLA put them; all-gather is
+      XLA's reshard of a partitioned tensor to a replicated one);
+    - RoIAlign (multilevel_crop_and_resize): the levels are padded and stacked outside the
+      heads' device scopes and gathered inside them; the trace all-gathers each level within
+      the replica and stacks on cores 1 and 2 (assumed: the stack's two consumers);
+    - on core 2 (faster_rcnn_heads, fast_rcnn_loss: CORE_2): the box RoIAlign gather, fc6,
+      fc7, the class and box outputs, the loss and their backward, the box variables'
+      gradient all-reduce (over the replicas' core 2) and update;
+    - on core 0 (get_mask_targets: CORE_0): the mask targets (the trace puts the 2x2
+      convolution and transpose, outside the device scope, with the gather), sent to core 1
+      by a collective-permute;
+    - on core 1 (mask_rcnn_heads, mask_post_processing, mask_rcnn_loss: CORE_1): the mask
+      RoIAlign gather, the mask head, the loss, their backward, the mask variables'
+      all-reduce and update;
+    - the two RoIAlign scatters' level gradients back to the partitioned levels: from core 2
+      and from core 1 each other core's rows of the five levels (one collective-permute per
+      head and destination), added into each core's FPN output gradients;
+    - the backbone's, FPN's and RPN's weight gradients are partial sums per core, summed by
+      the gradient all-reduce over every core (as SSD's)."""
     f = sl.flags
     dims = f.get("input_partition_dims")
     P_ = dims[1] if dims else 1  # the rows (H) split P_ ways; the other dims are 1 in the runs
