@@ -265,7 +265,8 @@ assert perm and all(i in rows and int(rows[i]["ici_busy_cycles"]) > 0 for i in p
 PY
     passes=$((passes + 1)) || fail "what-if run on v3-32"
 
-$gen mlperf maskrcnn --round v0.6 --cores 32 -o "$tmp/mask_32.json" || fatal "gen_trace.py maskrcnn 32"
+$gen mlperf maskrcnn --round v0.6 --cores 32 -o "$tmp/mask_32.json" ||
+    fatal "gen_trace.py maskrcnn 32"
 for c in 128 256; do
     $gen mlperf maskrcnn --round v0.6 --cores "$c" -o "$tmp/mask_$c.json" ||
         fatal "gen_trace.py maskrcnn $c"
