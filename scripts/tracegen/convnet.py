@@ -12,8 +12,12 @@ def out_dim(x, stride):
 
 
 class ConvNet:
-    def __init__(self, t, b, inference=False, partition=None):
+    def __init__(self, t, b, inference=False, partition=None, frozen_bn=False):
         self.t, self.b = t, b
+        # Frozen batch norm in training (Mask R-CNN's is_training_bn=False): the moving
+        # statistics' per-channel affine (`bias_add`) forward and a per-channel `scale` of the
+        # gradient backward; no batch statistics, so nothing to sum over a partition.
+        self.frozen_bn = frozen_bn
         # Spatial partitioning (SpatialPartition): each core holds its slice of the rows of
         # every activation; None: every core holds whole images.
         self.part = partition
@@ -58,9 +62,11 @@ class ConvNet:
         if bn and self.dbn and not self.inference:
             y = self.dbn.forward(t, name, y, b * loh * ow, c_out)
         elif bn:
-            assert not part or self.inference, "partitioned batch norm needs its statistics " \
-                "summed over the partition: set dbn (DistributedBatchNorm with the partition)"
-            y = t.vector(f"{name}.bn", "bias_add" if self.inference else "batchnorm", [y],
+            assert not part or self.inference or self.frozen_bn, "partitioned batch norm " \
+                "needs its statistics summed over the partition: set dbn " \
+                "(DistributedBatchNorm with the partition)"
+            y = t.vector(f"{name}.bn", "bias_add" if self.inference or self.frozen_bn
+                         else "batchnorm", [y],
                          rows=b * loh * ow, cols=c_out, fused=True)
         if relu:
             y = t.vector(f"{name}.relu", "relu", [y], elements=b * loh * ow * c_out, fused=True)
@@ -89,6 +95,9 @@ class ConvNet:
                           elements=pix * s["c_out"], fused=fuse)
         if s["bn"] and self.dbn:
             dy = self.dbn.backward(t, name, dy, s["pre"], pix, s["c_out"])
+        elif s["bn"] and self.frozen_bn:
+            dy = t.vector(f"{name}.bn_grad", "scale", [dy], elements=pix * s["c_out"],
+                          fused=fuse or bool(s["relu"]))
         elif s["bn"]:
             dy = t.vector(f"{name}.bn_grad", "batchnorm_grad", [dy, s["pre"]], rows=pix,
                           cols=s["c_out"], fused=fuse or bool(s["relu"]))
@@ -262,6 +271,40 @@ class SpatialPartition:
         hi = max([((i + 1) * s - 1 + pad) // stride - ((i + 1) * o - 1) for i in range(P - 1)],
                  default=0)
         return max(lo, 0), max(hi, 0)
+
+    def read_halo(self, n_in, n_out, reads):
+        """forward_halo for any row map: reads(r) -> (first, last) input row that output row r
+        reads (nearest upsampling: r // f for both); each slice's real rows, clamped to the
+        input."""
+        s, o, P = self.rows(n_in), self.rows(n_out), self.parts
+        lo = hi = 0
+        for i in range(P):
+            rows = range(i * o, min((i + 1) * o, n_out))
+            if not rows:
+                continue
+            first = max(min(reads(r)[0] for r in rows), 0)
+            last = min(max(reads(r)[1] for r in rows), n_in - 1)
+            if i > 0:
+                lo = max(lo, i * s - first)
+            if i < P - 1:
+                hi = max(hi, last + 1 - (i + 1) * s)
+        return lo, hi
+
+    def read_grad_halo(self, n_in, n_out, reads):
+        """backward_halo for any row map: the output gradient's rows (of n_out) whose reads
+        fall in each input slice's rows."""
+        s, o, P = self.rows(n_in), self.rows(n_out), self.parts
+        lo = hi = 0
+        for i in range(P):
+            own = range(i * s, min((i + 1) * s, n_in))
+            outs = [r for r in range(n_out) if reads(r)[0] <= own[-1] and reads(r)[1] >= own[0]]
+            if not own or not outs:
+                continue
+            if i > 0:
+                lo = max(lo, i * o - min(outs))
+            if i < P - 1:
+                hi = max(hi, max(outs) + 1 - (i + 1) * o)
+        return lo, hi
 
     def conv_rows(self, out_rows, k, stride, padding):
         """The per-core convolution: its input rows and padding for `out_rows` output rows of

@@ -25,11 +25,12 @@ is built for (0 to 3: 32 to 128 tokens; default the longest).
 
 `--per-core-batch B` replaces the submission's per-core batch (a what-if; the metadata says
 so, and samples_per_step becomes B x cores); `--bucket K` picks GNMT's length bucket. Spatial
-partitioning (`--input_partition_dims`: SSD on v3-1024 and v3-2048) splits each replica's
-images by rows over its 4 cores, with halo exchanges (convnet.SpatialPartition, gen_mlperf_ssd).
-A slice that the submission did not run, or ran with a mechanism the traces do not have (Mask
-R-CNN's spatial partitioning on v3-128 and v3-256), is an MlperfError (gen_trace.py prints one
-`error:` line, exit 2). Python 3 standard library only.
+partitioning (`--input_partition_dims`: SSD on v3-1024 and v3-2048, Mask R-CNN on v3-128 and
+v3-256) splits each replica's images by rows over its 4 cores, with halo exchanges
+(convnet.SpatialPartition, gen_mlperf_ssd, gen_mlperf_maskrcnn); the global batch then splits
+over the replicas (num_shards), so the per-core batch may be a fraction (Mask R-CNN v3-256: 2
+images per replica of 4 cores). A slice that the submission did not run is an MlperfError
+(gen_trace.py prints one `error:` line, exit 2). Python 3 standard library only.
 """
 import argparse
 
@@ -549,14 +550,6 @@ def gen_mlperf_gnmt(rnd, sl, per_core, bucket=GNMT_BUCKETS - 1):
 # SSD-ResNet34 (v0.6), COCO 300x300
 
 
-def _partitioned(dims):
-    """The reason a spatially partitioned Mask R-CNN run is not written (Slice flag
-    "unsupported")."""
-    return (f"--input_partition_dims={dims} splits each replica's images spatially over 4 "
-            "cores (with halo exchanges); the SSD traces model it (convnet.SpatialPartition), "
-            "the Mask R-CNN trace does not yet (its RoI heads after the partition)")
-
-
 def _ssd_v06(cores, batch, ipl, s2d, group, partition=None, tiles=None):
     flags = {"conv0_space_to_depth": s2d, "distributed_group_size": group}
     if tiles:  # --hparams tpu_slice_row, tpu_slice_col, dbn_tile_row, dbn_tile_col
@@ -823,6 +816,16 @@ def gen_mlperf_ssd(rnd, sl, per_core):
 # Mask R-CNN (v0.6), COCO
 
 
+def _maskrcnn_v06(cores, grid, batch=128):
+    """A v0.6 Mask R-CNN slice; grid (replica rows, columns): spatially partitioned 1,4,1."""
+    flags = {}
+    if grid:
+        flags = {"input_partition_dims": [1, 4, 1], "num_shards": cores // 4,
+                 "replica_grid": list(grid)}
+    return Slice(cores, batch, 924, f"{V06} Google/benchmarks/mask/tpu-v3-{cores}/run_and_time.sh",
+                 **flags)
+
+
 MASKRCNN = {
     # v0.6: Google/benchmarks/mask/tpu-v3-N/run_and_time.sh: --hparams train_batch_size=128,
     # iterations_per_loop (924 on v3-32), --num_cores=N; implementations/tpu-v3-N-mask/mask_rcnn:
@@ -831,11 +834,13 @@ MASKRCNN = {
     # 1024, mrcnn_resolution 28, min_level 2 to max_level 6, 3 aspect ratios, resnet_depth 50,
     # use_bfloat16, momentum 0.9), mask_rcnn_model.py (MomentumOptimizer under
     # CrossShardOptimizer; the stem and the first ResNet stage frozen, batch norm frozen).
-    # On 128 and 256 cores the runs split each image over 4 cores (--input_partition_dims=
-    # 1,4,1), which the traces do not model.
-    "v0.6": {c: Slice(c, 128, 924, f"{V06} Google/benchmarks/mask/tpu-v3-{c}/run_and_time.sh",
-                      **({"unsupported": _partitioned("1,4,1")} if c > 32 else {}))
-             for c in (32, 128, 256)},
+    # On 128 and 256 cores the runs split each image over 4 cores: --input_partition_dims=1
+    # --input_partition_dims=4 --input_partition_dims=1 (tpu-v3-N/run_and_time.sh), num_shards
+    # = num_cores / 4 replicas (mask_rcnn_main.py), each of two chips (computation_shape
+    # [1, 2, 2] in train_and_eval_low_level_runner.py); `replica_grid`: the replicas' rows x
+    # columns on the slice's chips_y / 2 x chips_x chips (configs/tpu_v3_N.json).
+    "v0.6": {c: _maskrcnn_v06(c, grid) for c, grid in ((32, None), (128, (4, 8)),
+                                                        (256, (8, 8)))},
 }
 MRCNN_IMAGE, MRCNN_CLASSES, MRCNN_ANCHORS_PER_CELL = (832, 1344), 91, 3
 MRCNN_ROIS, MRCNN_MASKS, MRCNN_PRE_NMS, MRCNN_POST_NMS = 512, 128, 2000, 1000
@@ -976,26 +981,94 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     loops, the outer one over the tiles written out), the static sampler (static_sampler),
     RoIAlign's gather from the five levels padded and stacked to P2's size and its gradient
     a scatter-add into zeros of that stack, the mask targets' 2x2 convolution, transpose and
-    gather (get_mask_targets)."""
-    b = per_core
+    gather (get_mask_targets).
+
+    With --input_partition_dims=1,4,1 (v3-128, v3-256; mlcommons/training_results_v0.6
+    @ f312518c, Google/benchmarks/mask/): tpu-v3-N/run_and_time.sh gives the flags;
+    implementations/tpu-v3-N-mask/mask_rcnn/: mask_rcnn_main.py (num_cores_per_replica = 4,
+    num_shards = num_cores / 4; the image, infed transposed as [H/2, W/2, N, 12], partitioned
+    [4, 1, 1]: its rows; every label unpartitioned, so every core of a replica infeeds all of
+    them), train_and_eval_low_level_runner.py (computation_shape [1, 2, 2]: a replica is two
+    chips stacked along y, convnet.replica_grid), mask_rcnn_params.py (is_training_bn=False:
+    frozen batch norm, a per-channel affine, so no statistics to sum over the partition),
+    resnet.py (conv2d_fixed_padding: a strided convolution pads (k - 1) // 2 rows before,
+    the space-to-depth stem space_to_depth_fixed_padding's 2), core_assignment_utils.py
+    (tf.contrib.tpu.core(n % num_cores_per_replica)), mask_rcnn_architecture.py and
+    mask_rcnn_model.py (where each part runs). The replica's b = train_batch_size / num_shards
+    images (4 on v3-128, 2 on v3-256) on every core; each core holds ceil(H / 4) rows of every
+    activation. What the trace has:
+    - the backbone, FPN and RPN head through the partitioned ConvNet: every convolution's
+      and the stem max pool's halo collective-permutes (forward; backward for the trained
+      layers), the FPN's nearest upsampling P5 -> P4 (26 rows in slices of 7 against 52 in
+      slices of 13: the coarse rows a slice's upsampled rows read, and the mirror in the
+      backward pass) and P6 (max_pool2d 1x1, stride 2) the same way; the RPN head and its
+      loss on each core's rows;
+    - the proposals (proposal_op, no device): their reshape merges the partitioned rows, so
+      each level's RPN scores and boxes are all-gathered within the replica and the
+      proposals, NMS, proposal_label_op and select_fg_for_masks run on every core of the
+      replica (an assumption: the submission does not say where XLA put them; all-gather is
+      XLA's reshard of a partitioned tensor to a replicated one);
+    - RoIAlign (multilevel_crop_and_resize): the levels are padded and stacked outside the
+      heads' device scopes and gathered inside them; the trace all-gathers each level within
+      the replica and stacks on cores 1 and 2 (assumed: the stack's two consumers);
+    - on core 2 (faster_rcnn_heads, fast_rcnn_loss: CORE_2): the box RoIAlign gather, fc6,
+      fc7, the class and box outputs, the loss and their backward, the box variables'
+      gradient all-reduce (over the replicas' core 2) and update;
+    - on core 0 (get_mask_targets: CORE_0): the mask targets (the trace puts the 2x2
+      convolution and transpose, outside the device scope, with the gather), sent to core 1
+      by a collective-permute;
+    - on core 1 (mask_rcnn_heads, mask_post_processing, mask_rcnn_loss: CORE_1): the mask
+      RoIAlign gather, the mask head, the loss, their backward, the mask variables'
+      all-reduce and update;
+    - the two RoIAlign scatters' level gradients back to the partitioned levels: from core 2
+      and from core 1 each other core's rows of the five levels (one collective-permute per
+      head and destination), added into each core's FPN output gradients;
+    - the backbone's, FPN's and RPN's weight gradients are partial sums per core, summed by
+      the gradient all-reduce over every core (as SSD's)."""
+    f = sl.flags
+    dims = f.get("input_partition_dims")
+    P_ = dims[1] if dims else 1  # the rows (H) split P_ ways; the other dims are 1 in the runs
+    assert not dims or (dims[0], dims[2]) == (1, 1), dims
+    b = round(per_core * P_)  # the replica's images: every core of a replica holds all of them
     H, W = MRCNN_IMAGE
     t = Trace(f"mlperf_{rnd}_maskrcnn_{sl.cores}", sl.cores,
               f"Mask R-CNN (ResNet-50 FPN) {H}x{W} training step, batch {b} per core x "
               f"{sl.cores} cores: forward, proposals, RoI heads, backward, gradient "
-              "all-reduce, SGD momentum")
-    net = ConvNet(t, b)
-    img = t.op("input", "infeed", bytes=b * H * W * 3 * SIZE[BF16])
+              "all-reduce, SGD momentum" if not dims else
+              f"Mask R-CNN (ResNet-50 FPN) {H}x{W} training step, batch {b} per replica x "
+              f"{sl.cores // P_} replicas of {P_} cores (each image's rows split over the "
+              "replica's cores, halo exchanges; the box head on each replica's core 2, the "
+              "mask targets on core 0, the mask head on core 1): forward, proposals, RoI "
+              "heads, backward, gradient all-reduce, SGD momentum")
+    part, on = None, {}
+    if dims:
+        rows, cols = f["replica_grid"]
+        replicas = replica_grid(rows, cols, cols)
+        assert len(replicas) * P_ == sl.cores == f["num_shards"] * P_, (len(replicas), sl.cores)
+        part = SpatialPartition(P_, replicas, "input_partition_dims")
+        # core_assignment_utils CORE_0, CORE_1, CORE_2: logical cores of the replica.
+        on = {k: sorted(g[k] for g in replicas) for k in range(P_)}
+    net = ConvNet(t, b, partition=part, frozen_bn=bool(part))
+    img = t.op("input", "infeed", bytes=net.elems((H // 2, W // 2), 12) * SIZE[BF16])
     # transpose_input and conv0_space_to_depth_block_size=2 (mask_rcnn_params.py defaults,
     # which run_and_time.sh keeps): the host infeeds the 2x2 space-to-depth image as [H/2,
     # W/2, b, 12], transposed to [b, H/2, W/2, 12] on the TPU (_model_outputs), and conv0 is
     # the 7x7 kernel padded and reshaped to 4x4 on 12 channels, stride 1 (resnet.py
     # conv0_space_to_depth).
-    img = t.op("input.transpose", "copy", [img], bytes=b * H * W * 3 * SIZE[BF16])
+    img = t.op("input.transpose", "copy", [img], bytes=net.elems((H // 2, W // 2), 12)
+               * SIZE[BF16])
     net.no_grad.add(img)
-    net.size[img] = b * H * W * 3
-    y, hw = net.conv("stem", img, (H // 2, W // 2), 12, 64, 4, group="frozen")
+    net.size[img] = net.elems((H // 2, W // 2), 12)
+    # pad_before: the rows resnet.py pads before the first (space_to_depth_fixed_padding for
+    # the stem, fixed_padding (k - 1) // 2 for a strided convolution), read only by a spatial
+    # partition's halo.
+    y, hw = net.conv("stem", img, (H // 2, W // 2), 12, 64, 4, group="frozen", pad_before=2)
     pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
-    x = t.vector("stem.maxpool", "max", [y], elements=b * hw[0] * hw[1] * 64 // 2)
+    halo = []
+    if part:  # the 3x3 stride-2 window's rows of the neighbours (frozen: no backward)
+        halo = part.exchange(t, "stem.maxpool.halo", y, b, hw[1], 64, part.forward_halo(
+            hw[0], pool_hw[0], 3, 2, pad_lo(hw[0], pool_hw[0], 3, 2, "same")), hw[0])
+    x = t.vector("stem.maxpool", "max", [y, *halo], elements=net.elems(hw, 64) // 2)
     hw, c = pool_hw, 64
     feats = {}
     for si, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 2),
@@ -1007,13 +1080,14 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
             sc = x
             if bi == 0:
                 sc, _ = net.conv(f"{p}.proj", x, hw, c, 4 * width, 1, stride=stride,
-                                 relu=False, group=grp)
+                                 relu=False, group=grp, pad_before=0)
             y1, hw1 = net.conv(f"{p}.c1", x, hw, c, width, 1, group=grp)
-            net.size[y1] = b * hw1[0] * hw1[1] * width
-            y2, hw2 = net.conv(f"{p}.c2", y1, hw1, width, width, 3, stride=stride, group=grp)
-            net.size[y2] = b * hw2[0] * hw2[1] * width
+            net.size[y1] = net.elems(hw1, width)
+            y2, hw2 = net.conv(f"{p}.c2", y1, hw1, width, width, 3, stride=stride, group=grp,
+                               pad_before=1 if stride > 1 else None)
+            net.size[y2] = net.elems(hw2, width)
             y3, _ = net.conv(f"{p}.c3", y2, hw2, width, 4 * width, 1, relu=False, group=grp)
-            n = b * hw2[0] * hw2[1] * 4 * width
+            n = net.elems(hw2, 4 * width)
             net.size[y3] = n
             if bi == 0:
                 net.size[sc] = n
@@ -1027,18 +1101,32 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
         f, fhw, fc = feats[lvl]
         lat[lvl], _ = net.conv(f"fpn.lateral{lvl}", f, fhw, fc, 256, 1, bn=False, relu=False,
                                group="fpn")
-        net.size[lat[lvl]] = b * fhw[0] * fhw[1] * 256
+        net.size[lat[lvl]] = net.elems(fhw, 256)
     top = {5: lat[5]}
+
+    def up_rows(r):  # nearest 2x upsampling: output row r reads row r // 2
+        return r // 2, r // 2
+
     for lvl in range(4, 1, -1):
-        fhw = feats[lvl][1]
-        n = b * fhw[0] * fhw[1] * 256
-        s_ = t.vector(f"fpn.topdown{lvl}", "add", [lat[lvl], top[lvl + 1]], elements=n)
+        fhw, chw = feats[lvl][1], feats[lvl + 1][1]
+        n = net.elems(fhw, 256)
+        halo = []
+        if part:  # the coarser level's rows this slice's upsampled rows read (P5 -> P4)
+            halo = part.exchange(t, f"fpn.topdown{lvl}.halo", top[lvl + 1], b, chw[1], 256,
+                                 part.read_halo(chw[0], fhw[0], up_rows), chw[0])
+        s_ = t.vector(f"fpn.topdown{lvl}", "add", [lat[lvl], top[lvl + 1], *halo], elements=n,
+                      **({"operands": [lat[lvl], top[lvl + 1]]} if part else {}))
         net.size[s_] = n
 
-        def up_bwd(g, lvl=lvl, n=n):
-            # The upsampling's gradient sums each 2x2 block into the coarser level.
-            d_up = t.vector(f"fpn.topdown{lvl}.up_grad", "reduce_sum", [g], rows=n // 4,
-                            cols=4)
+        def up_bwd(g, lvl=lvl, n=n, fhw=fhw, chw=chw):
+            # The upsampling's gradient sums each 2x2 block into the coarser level (a
+            # partitioned core: the finer gradient's rows of its coarse rows' blocks).
+            dhalo = []
+            if part:
+                dhalo = part.exchange(t, f"fpn.topdown{lvl}.up_grad_halo", g, b, fhw[1], 256,
+                                      part.read_grad_halo(chw[0], fhw[0], up_rows), fhw[0])
+            d_up = t.vector(f"fpn.topdown{lvl}.up_grad", "reduce_sum", [g, *dhalo],
+                            rows=n // 4, cols=4, **({"operands": [g]} if part else {}))
             return [(lat[lvl], g), (top[lvl + 1], d_up)]
 
         net.tape.append(("up", f"fpn.topdown{lvl}", {"out": s_, "bwd": up_bwd}))
@@ -1048,16 +1136,27 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
         fhw = feats[lvl][1]
         P[lvl], _ = net.conv(f"fpn.out{lvl}", top[lvl], fhw, 256, 256, 3, bn=False,
                              relu=False, group="fpn")
-        net.size[P[lvl]] = b * fhw[0] * fhw[1] * 256
-    p6_hw = (out_dim(feats[5][1][0], 2), out_dim(feats[5][1][1], 2))
-    P[6] = t.vector("fpn.p6", "max", [P[5]], elements=b * p6_hw[0] * p6_hw[1] * 256)
-    net.size[P[6]] = b * p6_hw[0] * p6_hw[1] * 256
+        net.size[P[lvl]] = net.elems(fhw, 256)
+    p5_hw = feats[5][1]
+    p6_hw = (out_dim(p5_hw[0], 2), out_dim(p5_hw[1], 2))
+    halo = []
+    if part:  # P6 = max_pool2d(P5, 1, stride 2): row r of P6 reads row 2 r of P5
+        halo = part.exchange(t, "fpn.p6.halo", P[5], b, p5_hw[1], 256, part.forward_halo(
+            p5_hw[0], p6_hw[0], 1, 2, 0), p5_hw[0])
+    P[6] = t.vector("fpn.p6", "max", [P[5], *halo], elements=net.elems(p6_hw, 256),
+                    **({"operands": [P[5]]} if part else {}))
+    net.size[P[6]] = net.elems(p6_hw, 256)
     level_hw = {lvl: feats[lvl][1] for lvl in range(2, 6)}
     level_hw[6] = p6_hw
 
     def p6_bwd(g):
-        return [(P[5], t.vector("fpn.p6_grad", "relu_grad", [g, P[5]],
-                                elements=net.size[P[5]]))]
+        dhalo = []
+        if part:
+            dhalo = part.exchange(t, "fpn.p6_grad.halo", g, b, p6_hw[1], 256,
+                                  part.backward_halo(p5_hw[0], p6_hw[0], 1, 2, 0), p6_hw[0])
+        return [(P[5], t.vector("fpn.p6_grad", "relu_grad", [g, P[5], *dhalo],
+                                elements=net.size[P[5]],
+                                **({"operands": [g, P[5]]} if part else {})))]
 
     net.tape.append(("pool", "fpn.p6", {"out": P[6], "bwd": p6_bwd}))
     # The RPN head on every level (shared weights), its loss against the host's anchor labels.
@@ -1065,15 +1164,17 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     for lvl in range(2, 7):
         fhw = level_hw[lvl]
         r, _ = net.conv(f"rpn{lvl}.conv", P[lvl], fhw, 256, 256, 3, bn=False, group="rpn")
-        net.size[r] = b * fhw[0] * fhw[1] * 256
+        net.size[r] = net.elems(fhw, 256)
         sc_, _ = net.conv(f"rpn{lvl}.scores", r, fhw, 256, MRCNN_ANCHORS_PER_CELL, 1, bn=False,
                           relu=False, group="rpn")
         bx, _ = net.conv(f"rpn{lvl}.boxes", r, fhw, 256, 4 * MRCNN_ANCHORS_PER_CELL, 1,
                          bn=False, relu=False, group="rpn")
-        cells = b * fhw[0] * fhw[1]
+        cells = net.elems(fhw, 1)  # this core's (a partitioned core: its rows')
         net.size[sc_], net.size[bx] = cells * 3, cells * 12
         rpn_out.append((lvl, sc_, bx, cells))
-    anchors = sum(cells for _, _, _, cells in rpn_out) * MRCNN_ANCHORS_PER_CELL
+    # The labels are not partitioned (mask_rcnn_main.py: labels_partition_dims all None):
+    # every core of a replica infeeds all of them (_partition_or_replicate_on_host).
+    anchors = b * sum(h * w for h, w in level_hw.values()) * MRCNN_ANCHORS_PER_CELL
     gt = t.op("targets", "infeed", bytes=anchors // b * 5 * SIZE[F32] * b
               + b * MRCNN_MAX_INSTANCES * (MRCNN_GT_MASK ** 2 + 5) * SIZE[F32])
     # Proposals (no gradient), per level for the b images together (_proposal_op_per_level):
@@ -1081,9 +1182,22 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     # anchor's score, xla_topk), gathers of their box outputs and anchors, decoding, clipping
     # and filtering, then non_max_suppression_padded to min(anchors, 1000) boxes, its top_k
     # and gather; then the top 1000 of the five levels' proposals (proposal_op).
+    # Spatially partitioned: the proposals carry no device (mask_rcnn_architecture.py
+    # proposal_op), and their reshape of [b, h, w, anchors] to [b, h w anchors] merges the
+    # partitioned rows, so the trace gathers each level's scores and boxes to every core of
+    # the replica (an all-gather: XLA's reshard of a partitioned tensor to a replicated one)
+    # and runs the proposals and the RoI sampling on every core (an assumption: where XLA
+    # placed them is not in the submission).
     props = []
     for lvl, sc_, bx, cells in rpn_out:
-        n_anc = cells // b * MRCNN_ANCHORS_PER_CELL
+        n_anc = level_hw[lvl][0] * level_hw[lvl][1] * MRCNN_ANCHORS_PER_CELL
+        if part:
+            sc_ = t.op(f"prop{lvl}.gather_scores", "all_gather", [sc_],
+                       bytes=cells * MRCNN_ANCHORS_PER_CELL * SIZE[BF16], dtype=BF16,
+                       replica_groups=part.groups)
+            bx = t.op(f"prop{lvl}.gather_box_outputs", "all_gather", [bx],
+                      bytes=cells * 4 * MRCNN_ANCHORS_PER_CELL * SIZE[BF16], dtype=BF16,
+                      replica_groups=part.groups)
         k = min(n_anc, MRCNN_PRE_NMS)
         post = min(k, MRCNN_POST_NMS)
         sig = t.vector(f"prop{lvl}.sigmoid", "sigmoid", [sc_], elements=b * n_anc)
@@ -1098,8 +1212,8 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
         top2 = xla_topk(t, f"prop{lvl}.post_topk", [scores], b, post, F32)
         props.append(t.vector(f"prop{lvl}.post_gather", "gather", [top2, boxes], rows=b * post,
                               cols=4, table_rows=b * post, dtype=F32, operands=[boxes, top2]))
-    n_props = sum(min(cells // b * MRCNN_ANCHORS_PER_CELL, MRCNN_POST_NMS)
-                  for _, _, _, cells in rpn_out)
+    n_props = sum(min(h * w * MRCNN_ANCHORS_PER_CELL, MRCNN_POST_NMS)
+                  for h, w in level_hw.values())
     top_all = xla_topk(t, "prop.topk_all", props, b, n_props, F32)
     rois = t.vector("prop.gather_all", "gather", [top_all], rows=b * MRCNN_POST_NMS, cols=4,
                     table_rows=b * n_props, dtype=F32, operands=[None, top_all])
@@ -1136,10 +1250,26 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     stacked_rows = b * 5 * H2 * W2
     # One fusion: it reads the levels and writes the stack, the padding made on chip.
     level_px = b * sum(level_hw[lvl][0] * level_hw[lvl][1] for lvl in range(2, 7))
-    stack = t.vector("roi.stack_levels", "convert", [P[lvl] for lvl in range(2, 7)],
-                     elements=level_px * 256, operands=[P[2]])
+
+    def place(start, cores):
+        """Spatially partitioned: the ops from t.ops[start] on `cores` only."""
+        for o in t.ops[start:] if part else ():
+            o["cores"] = cores
+
+    feat = {lvl: P[lvl] for lvl in range(2, 7)}
+    if part:
+        # The stack is made outside the heads' device scopes (multilevel_crop_and_resize),
+        # its gathers inside them (core 2: boxes, core 1: masks): the trace gathers each
+        # level's rows to every core of the replica and stacks on cores 1 and 2.
+        feat = {lvl: t.op(f"roi.gather_level{lvl}", "all_gather", [P[lvl]],
+                          bytes=net.elems(level_hw[lvl], 256) * SIZE[BF16], dtype=BF16,
+                          replica_groups=part.groups) for lvl in range(2, 7)}
+    start = len(t.ops)
+    stack = t.vector("roi.stack_levels", "convert", [feat[lvl] for lvl in range(2, 7)],
+                     elements=level_px * 256, operands=[feat[2]])
     stack = t.vector("roi.stack_padding", "scale", [stack],
                      elements=(stacked_rows - level_px) * 256, vmem_operands=[0])
+    place(start, sorted(on[1] + on[2]) if part else None)
     roi_grads = []
 
     def roi_align(name, n_rois, size, deps):
@@ -1160,6 +1290,7 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
                                   rows=n_rois * size * size * 4, cols=256,
                                   table_rows=stacked_rows, operands=[d, None, zeros]))
 
+    start_box = len(t.ops)
     box_in = roi_align("box_roi", R, 7, [labels])
     fc6, s6 = dense_fwd(t, "box.fc6", box_in, R, 7 * 7 * 256, 1024, act="relu")
     fc7, s7 = dense_fwd(t, "box.fc7", fc6, R, 1024, 1024, act="relu")
@@ -1173,6 +1304,8 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     # cast to f32); the trace reads the one-hot as the dot's operand.
     box_sel = t.matmul("box.loss_select", R, R * MRCNN_CLASSES, 4, deps=[bxo, labels],
                        dtype=F32)
+    place(start_box, on.get(2))  # faster_rcnn_heads and fast_rcnn_loss: CORE_2
+    start_mask = len(t.ops)
     mnet = ConvNet(t, M)
     m_in = roi_align("mask_roi", M, 14, [fg_rois])
     x, mhw = m_in, (14, 14)
@@ -1183,6 +1316,8 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     up = t.matmul("mask.deconv", M * 14 * 14, 256, 4 * 256, deps=[x])
     up = t.vector("mask.deconv.relu", "relu", [up], elements=M * 28 * 28 * 256, fused=True)
     logits = t.matmul("mask.logits", M * 28 * 28, 256, MRCNN_CLASSES, deps=[up])
+    place(start_mask, on.get(1))  # mask_rcnn_heads: CORE_1
+    start_targets = len(t.ops)
     # Mask targets (get_mask_targets): the 100 ground truth masks per image (112x112 padded to
     # 116x116, f32) through a 2x2 convolution with four fixed filters (each pixel's four
     # bilinear corners as channels), transposed to [116, 116, masks, 4], then one gather of a
@@ -1196,6 +1331,14 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
                   table_rows=gm * MRCNN_GT_MASK ** 2, dtype=F32, operands=[mtr, fg_rois])
     mtarget = t.vector("mask.targets", "reduce_sum", [mg], rows=M * 28 * 28, cols=4, dtype=F32,
                        fused=True)
+    # get_mask_targets: CORE_0 (the trace places its convolution and transpose, outside the
+    # device scope, with its gather); the targets then go to core 1, where the mask loss is.
+    place(start_targets, on.get(0))
+    if part:
+        mtarget = t.op("mask.targets_to_core1", "collective_permute", [mtarget],
+                       bytes=M * 28 * 28 * SIZE[F32], dtype=F32,
+                       source_target_pairs=[[g[0], g[1]] for g in part.groups])
+    start_mask = len(t.ops)
     # mask_post_processing: each mask's channel of its target class by a one-hot einsum
     # ('bnhwf,bnf->bnhw': per mask a 784 x 91 by 91 x 1 dot), then the sigmoid cross entropy.
     msel = t.matmul("mask.select", 28 * 28, MRCNN_CLASSES, 1, deps=[logits, fg_rois], batch=M)
@@ -1217,6 +1360,8 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
                      transpose_lhs=True, out_dtype=F32)
     mgrads = backward_convnet(mnet, dx)
     roi_align_bwd("mask_roi", M, 14, "mask.conv0.dx")  # the mask head input's gradient
+    place(start_mask, on.get(1))  # mask_post_processing, mask_rcnn_loss: CORE_1
+    start_box = len(t.ops)
     dcls = t.vector("box.dclass", "sub", [p_cls], elements=R * MRCNN_CLASSES, dtype=F32,
                     fused=True, out_dtype=BF16)
     dsel_box = t.vector("box.dbox_select", "sub", [box_sel], elements=R * 4, dtype=F32)
@@ -1228,6 +1373,17 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     d6, g7 = dense_bwd(t, s7, d7)
     din, g6 = dense_bwd(t, s6, d6)
     roi_align_bwd("box_roi", R, 7, din)
+    place(start_box, on.get(2))
+    if part:
+        # Each core's rows of the levels' gradients from the cores of the two scatters (XLA's
+        # reshard of a one-core tensor to the partitioned levels): one collective-permute
+        # per head and other core, all five levels' slices.
+        slice_bytes = sum(net.elems(level_hw[lvl], 256) for lvl in range(2, 7)) * SIZE[BF16]
+        roi_grads = [t.op(f"{head}_roi.grad_to_core{j}", "collective_permute", [g_],
+                          bytes=slice_bytes, dtype=BF16,
+                          source_target_pairs=[[g[src], g[j]] for g in part.groups])
+                     for head, src, g_ in (("box", 2, roi_grads[1]), ("mask", 1, roi_grads[0]))
+                     for j in range(P_) if j != src] + roi_grads
     # The RPN losses' gradients, and RoIAlign's into P2-P5 (one scatter per RoI set, added
     # to every level's gradient).
     dys = {}
@@ -1241,7 +1397,10 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     for lvl in range(2, 7):
         fhw = level_hw[lvl]
         dys[P[lvl]] = t.vector(f"fpn.out{lvl}.roi_grad", "add", roi_grads,
-                               elements=b * fhw[0] * fhw[1] * 256)
+                               elements=net.elems(fhw, 256),
+                               # a core reads the two heads' slices (box: the first P_ - 1)
+                               **({"operands": [roi_grads[0], roi_grads[P_ - 1]]}
+                                  if part else {}))
     grads = backward_convnet(net, None, dys=dys)
     grads.pop("frozen", None)
     grads["mask"] = mgrads.get("mask", []) + [g_mlog, g_dec]
@@ -1252,10 +1411,16 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
     params["box"] = (7 * 7 * 256 * 1024 + 1024 + 1024 * 1024 + 1024
                      + 1024 * 5 * MRCNN_CLASSES + 5 * MRCNN_CLASSES)
     for grp in reversed(list(params)):
+        start = len(t.ops)
         grad_sync_and_update(t, grp, grads.get(grp, []), params[grp], "sgd_momentum")
+        if grp in ("mask", "box"):  # the heads' variables live on their cores only
+            place(start, on.get(1 if grp == "mask" else 2))
     return t, {"optimizer": "SGD momentum (MomentumOptimizer)",
                "precision": "bf16 (use_bfloat16), f32 losses, weights and gradients",
-               "image": [H, W], "rois_per_image": MRCNN_ROIS, "masks_per_image": MRCNN_MASKS}
+               "image": [H, W], "rois_per_image": MRCNN_ROIS, "masks_per_image": MRCNN_MASKS,
+               **({"batch_per_replica": b, "cores_per_replica": P_,
+                   "batch_norm": "frozen (is_training_bn=False): a per-channel affine"}
+                  if part else {})}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1710,10 +1875,19 @@ def gen_mlperf(a):
     sl = slices[a.cores]
     if sl.flags.get("unsupported"):
         raise MlperfError(f"{where} --cores {a.cores}: {sl.flags['unsupported']}")
-    per_core = sl.global_batch // sl.cores
-    if per_core * sl.cores != sl.global_batch:
+    # A spatially partitioned slice splits the batch over its replicas (num_shards), each
+    # image over a replica's cores: the per-core batch may be a fraction (Mask R-CNN v3-256:
+    # 2 images per replica of 4 cores).
+    parts = 1
+    for d in sl.flags.get("input_partition_dims") or [1]:
+        parts *= d
+    per_replica = sl.global_batch // (sl.cores // parts)
+    if per_replica * (sl.cores // parts) != sl.global_batch:
         raise MlperfError(f"{where}: global batch {sl.global_batch} does not split over "
+                          f"{sl.cores // parts} replicas of {parts} cores" if parts > 1 else
+                          f"{where}: global batch {sl.global_batch} does not split over "
                           f"{sl.cores} cores")
+    per_core = per_replica // parts if per_replica % parts == 0 else per_replica / parts
     what_if = a.per_core_batch is not None
     if what_if:
         if a.per_core_batch < 1:
@@ -1732,7 +1906,7 @@ def gen_mlperf(a):
                               f"0 to {GNMT_BUCKETS - 1}")
         extra["bucket"] = a.bucket
     t, fields = make(a.round, sl, per_core, **extra)
-    t.samples_per_step = per_core * sl.cores
+    t.samples_per_step = round(per_core * sl.cores)
     t.metadata = {
         "generator": f"scripts/gen_trace.py mlperf {a.bench} --round {a.round} --cores "
                      f"{sl.cores}" + (f" --inference --scenario {a.scenario}" if inference

@@ -18,6 +18,21 @@
 # - the hard negative mining on each replica's core 0 only, the losses gathered there and the
 #   weights sent back to each other core of the replica;
 # - a what-if of the v3-1024 configuration on a v3-32 (8 replicas) runs.
+# Mask R-CNN v0.6 on v3-128 and v3-256 (--input_partition_dims=1,4,1, frozen batch norm):
+# - samples_per_step is the global batch (128), num_shards replicas of 4 cores, each with
+#   128 / num_shards images;
+# - every convolution of the backbone, FPN and RPN: the replica's images, a quarter of its
+#   output rows, its forward and backward halo permutes enumerated from the layer's shape
+#   (from the unpartitioned v3-32 trace) and resnet.py's explicit padding
+#   (space_to_depth_fixed_padding: 2 rows before; fixed_padding of a strided 3x3: 1); the
+#   FPN's nearest upsampling P5 -> P4 and P6's stride-2 pool enumerated the same way; no
+#   batch-norm all-reduce (is_training_bn=False: an affine);
+# - the placement core_assignment_utils names: the box head, its RoIAlign gather, the Fast
+#   R-CNN loss and the box variables' all-reduce and update on each replica's core 2; the
+#   mask targets on core 0, sent to core 1; the mask head, loss and variables on core 1; the
+#   levels' stack on cores 1 and 2; the proposals on every core; the levels' gradients sent
+#   back from the heads' cores to every other core of the replica;
+# - `tpusim trace check` on configs/tpu_v3_128.json and tpu_v3_256.json.
 # Usage: mlperf_spatial_partition.sh path/to/tpusim (from the source root).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -249,4 +264,199 @@ assert perm and all(i in rows and int(rows[i]["ici_busy_cycles"]) > 0 for i in p
     [i for i in perm if i not in rows][:3]
 PY
     passes=$((passes + 1)) || fail "what-if run on v3-32"
+
+$gen mlperf maskrcnn --round v0.6 --cores 32 -o "$tmp/mask_32.json" ||
+    fatal "gen_trace.py maskrcnn 32"
+for c in 128 256; do
+    $gen mlperf maskrcnn --round v0.6 --cores "$c" -o "$tmp/mask_$c.json" ||
+        fatal "gen_trace.py maskrcnn $c"
+    "$bin" trace check --trace "$tmp/mask_$c.json" --config "configs/tpu_v3_$c.json" \
+        > /dev/null && passes=$((passes + 1)) || fail "trace check maskrcnn v3-$c"
+done
+python3 - "$tmp" <<'PY' && passes=$((passes + 1)) || fail "Mask R-CNN spatial partitioning"
+import json, sys
+tmp = sys.argv[1]
+ref = {o["id"]: o for o in json.load(open(f"{tmp}/mask_32.json"))["ops"]}
+P = 4
+
+
+def ceil(a, b):
+    return -(-a // b)
+
+
+def out_rows(h, k, st, padding):
+    return ceil(h, st) if padding == "same" else (h - k) // st + 1
+
+
+def halo(n_in, n_out, reads):
+    """(low, high) rows beyond each slice's own that its output rows read (reads(r): the
+    input rows of output row r), slices of ceil(n / P) rows, the last padded."""
+    s, o = ceil(n_in, P), ceil(n_out, P)
+    lo = hi = 0
+    for i in range(P):
+        read = [x for r in range(i * o, min((i + 1) * o, n_out)) for x in reads(r)
+                if 0 <= x < n_in] or [i * s]
+        if i > 0:
+            lo = max(lo, i * s - min(read))
+        if i < P - 1:
+            hi = max(hi, max(read) + 1 - (i + 1) * s)
+    return lo, hi
+
+
+def grad_halo(n_in, n_out, reads):
+    """(low, high) rows of the output gradient beyond each slice's own whose reads fall in the
+    input slice's rows."""
+    s, o = ceil(n_in, P), ceil(n_out, P)
+    lo = hi = 0
+    for i in range(P):
+        own = set(range(i * s, min((i + 1) * s, n_in)))
+        outs = [r for r in range(n_out) if own & set(reads(r))]
+        if i > 0 and outs:
+            lo = max(lo, i * o - min(outs))
+        if i < P - 1 and outs:
+            hi = max(hi, max(outs) + 1 - (i + 1) * o)
+    return lo, hi
+
+
+def window(k, st, p):
+    return lambda r: [r * st - p + j for j in range(k)]
+
+
+for cores in (128, 256):
+    t = json.load(open(f"{tmp}/mask_{cores}.json"))
+    meta, ops = t["metadata"], {o["id"]: o for o in t["ops"]}
+    assert meta["input_partition_dims"] == [1, P, 1], meta
+    assert t["samples_per_step"] == meta["global_batch"] == 128, t["samples_per_step"]
+    replicas = meta["num_shards"]
+    assert replicas * P == cores, (replicas, cores)
+    b = 128 // replicas
+    assert (meta["batch_per_replica"], meta["cores_per_replica"]) == (b, P), meta
+    X = meta["replica_grid"][1]  # the slice's chips_x (configs/tpu_v3_N.json)
+
+    def where(core):
+        chip = core // 2
+        x, y = chip % X, chip // X
+        return (y // 2, x), (y % 2) * 2 + core % 2
+
+    reps = {}
+    for c in range(cores):
+        rep, sl = where(c)
+        reps.setdefault(rep, [None] * P)[sl] = c
+    assert len(reps) == replicas
+    core_k = {k: sorted(v[k] for v in reps.values()) for k in range(P)}
+
+    def check_permutes(prefix, rows, n, w, ch, layer):
+        s = ceil(n, P)
+        for side, want in zip(("lo", "hi"), rows):
+            got = sorted(i for i in ops if i.startswith(f"{prefix}_{side}"))
+            assert len(got) == ceil(want, s), (layer, side, got, want, s)
+            total = 0
+            for d in range(1, len(got) + 1):
+                o = ops[f"{prefix}_{side}{d}"]
+                assert o["kind"] == "collective_permute" and o["dtype"] == "bf16", o["id"]
+                r, rem = divmod(o["bytes"], b * w * ch * 2)
+                assert rem == 0 and 1 <= r <= s, (o["id"], o["bytes"], s)
+                total += r
+                pairs = o["source_target_pairs"]
+                assert len(pairs) == replicas * (P - d), (o["id"], len(pairs))
+                for src, dst in pairs:
+                    (rs, ss), (rd, sd) = where(src), where(dst)
+                    assert rs == rd and sd - ss == (d if side == "lo" else -d), (o["id"], src)
+            assert total == want, (layer, side, total, want)
+        return [i for i in ops if i.startswith(prefix + "_")]
+
+    permutes = set()
+    convs = [i[:-5] for i in ref if i.endswith(".conv") and not i.startswith("mask.")]
+    assert len(convs) > 60, len(convs)
+    for L in convs:
+        o, g = ops[L + ".conv"], ref[L + ".conv"]
+        h, w, k, st, padding = g["h"], g["w"], g["kh"], g["stride_h"], g["padding"]
+        oh = out_rows(h, k, st, padding)
+        p = 2 if L == "stem" else (k - 1) // 2 if st > 1 else \
+            max((oh - 1) * st + k - h, 0) // 2 if padding == "same" else 0
+        assert o["batch"] == b and o["w"] == w and o["stride_h"] == st, L
+        assert out_rows(o["h"], k, st, o["padding"]) == ceil(oh, P), (L, o["h"], oh)
+        fw = check_permutes(L + ".halo", halo(h, oh, window(k, st, p)), h, w, g["c_in"], L)
+        assert all(i in o["deps"] for i in fw), L
+        permutes |= set(fw)
+        if L + ".dx" in ops:
+            ow = out_rows(w, k, st, padding)
+            bw = check_permutes(L + ".dx_halo", grad_halo(h, oh, window(k, st, p)), oh, ow,
+                                g["c_out"], L)
+            assert all(i in ops[L + ".dx"]["deps"] for i in bw), L
+            permutes |= set(bw)
+        if L + ".bn" in ops:  # frozen: the affine, no statistics, nothing summed
+            assert ops[L + ".bn"]["op"] == "bias_add", L
+    assert not [i for i, o in ops.items() if "bn_allreduce" in i or "bn_stats" in i]
+    # The stem's max pool (3x3, stride 2, "same"), forward only (frozen).
+    H, W = out_rows(ref["stem.conv"]["h"], 4, 1, "same"), ref["stem.conv"]["w"]
+    oh = ceil(H, 2)
+    permutes |= set(check_permutes("stem.maxpool.halo", halo(H, oh, window(
+        3, 2, max((oh - 1) * 2 + 3 - H, 0) // 2)), H, W, 64, "maxpool"))
+    # FPN: P4 = lateral4 + upsample2x(P5') reads P5' rows r // 2; P6 = P5 rows 2 r.
+    h4, h5 = ref["fpn.out4.conv"]["h"], ref["fpn.out5.conv"]["h"]
+    w4, w5 = ref["fpn.out4.conv"]["w"], ref["fpn.out5.conv"]["w"]
+    up = lambda r: [r // 2]
+    permutes |= set(check_permutes("fpn.topdown4.halo", halo(h5, h4, up), h5, w5, 256, "up"))
+    permutes |= set(check_permutes("fpn.topdown4.up_grad_halo", grad_halo(h5, h4, up), h4, w4,
+                                   256, "up_grad"))
+    for lvl in (3, 2):  # aligned levels (52 -> 104 -> 208 rows): no halo
+        assert halo(ref[f"fpn.out{lvl + 1}.conv"]["h"], ref[f"fpn.out{lvl}.conv"]["h"],
+                    up) == (0, 0), lvl
+        assert not [i for i in ops if i.startswith(f"fpn.topdown{lvl}.")
+                    and "halo" in i], lvl
+    h6, w6 = ceil(h5, 2), ceil(w5, 2)
+    p6 = lambda r: [2 * r]
+    permutes |= set(check_permutes("fpn.p6.halo", halo(h5, h6, p6), h5, w5, 256, "p6"))
+    permutes |= set(check_permutes("fpn.p6_grad.halo", grad_halo(h5, h6, p6), h6, w6, 256,
+                                   "p6_grad"))
+
+    # Placement (core_assignment_utils: CORE_0, CORE_1, CORE_2 of each replica).
+    def cores_of(i):
+        return sorted(ops[i].get("cores", range(cores)))
+
+    box = [i for i in ops if i.startswith(("box.", "box_roi.")) and "grad_to_core" not in i]
+    mask_t = [i for i in ops if i.startswith("mask.targets") and i != "mask.targets_to_core1"]
+    mask = [i for i in ops if i.startswith(("mask.", "mask_roi.")) and i not in mask_t
+            and i != "mask.targets_to_core1" and "grad_to_core" not in i]
+    assert len(box) > 20 and len(mask) > 30 and len(mask_t) == 4, (len(box), len(mask))
+    for ids, k in ((box, 2), (mask, 1), (mask_t, 0)):
+        for i in ids:
+            assert cores_of(i) == core_k[k], (i, cores_of(i)[:4], k)
+    for i in ("box_roi.gather", "box.fc6.mm", "box.loss_select", "box.allreduce",
+              "box.sgd_momentum"):
+        assert cores_of(i) == core_k[2], i
+    for i in ("mask_roi.gather", "mask.conv0.conv", "mask.sigmoid_xent", "mask.allreduce",
+              "mask.sgd_momentum"):
+        assert cores_of(i) == core_k[1], i
+    assert "replica_groups" not in ops["box.allreduce"], "one group: the replicas' core 2"
+    for i in ("roi.stack_levels", "roi.stack_padding"):
+        assert cores_of(i) == sorted(core_k[1] + core_k[2]), i
+    for i in ops:  # the proposals and the RoI sampling: every core
+        if i.startswith(("prop", "nms", "roi.")) and not i.startswith("roi.stack"):
+            assert "cores" not in ops[i], i
+    send = ops["mask.targets_to_core1"]
+    assert sorted(send["source_target_pairs"]) == sorted([v[0], v[1]] for v in reps.values())
+    assert send["bytes"] == b * 128 * 28 * 28 * 4 and send["id"] in ops["mask.dselect"]["deps"]
+    permutes.add(send["id"])
+    for head, src in (("box", 2), ("mask", 1)):
+        for j in range(P):
+            i = f"{head}_roi.grad_to_core{j}"
+            if j == src:
+                assert i not in ops, i
+                continue
+            assert sorted(ops[i]["source_target_pairs"]) == sorted([v[src], v[j]]
+                                                                  for v in reps.values()), i
+            assert i in ops["fpn.out2.roi_grad"]["deps"], i
+            permutes.add(i)
+    # The levels and the RPN outputs gathered within each replica.
+    gathers = [o for o in ops.values() if o["kind"] == "all_gather"]
+    assert len(gathers) == 5 + 2 * 5, len(gathers)
+    for o in gathers:
+        assert sorted(map(sorted, o["replica_groups"])) == sorted(sorted(v) for v in
+                                                                  reps.values()), o["id"]
+    assert permutes == {i for i, o in ops.items() if o["kind"] == "collective_permute"}, \
+        sorted({i for i, o in ops.items() if o["kind"] == "collective_permute"} - permutes)[:5]
+    print(f"maskrcnn v3-{cores}: {replicas} replicas of {b} images, {len(permutes)} permutes ok")
+PY
 finish

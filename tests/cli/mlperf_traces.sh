@@ -11,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 gen="python3 scripts/gen_trace.py"
 
 # "bench round cores modelled" for every entry of the table (modelled 0: a slice whose
-# mechanism the traces do not have, such as spatial partitioning: a located error).
+# mechanism the traces do not have: a located error; none at present).
 runs=$(cd scripts && python3 -c '
 from tracegen.mlperf import BENCHES
 for bench, (table, _, _) in sorted(BENCHES.items()):
@@ -61,17 +61,19 @@ while read -r bench rnd cores modelled; do
         passes=$((passes + 1))
     fi
     # samples_per_step = cores x the per-core batch that the input's bytes carry.
-    check=$(python3 - "$f" "$cores" "$(per_sample "$bench")" <<'PY'
+    check=$(python3 - "$f" "$cores" "$(per_sample "$bench")" "$bench" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))
 cores, per_sample = int(sys.argv[2]), int(sys.argv[3])
 infeed = next(o for o in t["ops"] if o["kind"] == "infeed")
 dims = t["metadata"].get("input_partition_dims")
 if dims:
-    # Spatial partitioning (SSD on v3-1024 and v3-2048): each core holds its replica's images
-    # (replicas = num_shards), ceil(H / dims[1]) of their H rows (the 2x2 space-to-depth image
-    # has 150, else 300; the other dims are 1): per sample that share of the bytes.
-    h = 150 if t["metadata"].get("conv0_space_to_depth") else 300
+    # Spatial partitioning (SSD on v3-1024 and v3-2048, Mask R-CNN on v3-128 and v3-256):
+    # each core holds its replica's images (replicas = num_shards), ceil(H / dims[1]) of their
+    # H rows (SSD's 2x2 space-to-depth image has 150, else 300; Mask R-CNN's, always
+    # space-to-depth, 832 / 2; the other dims are 1): per sample that share of the bytes.
+    h = 832 // 2 if sys.argv[4] == "maskrcnn" else \
+        150 if t["metadata"].get("conv0_space_to_depth") else 300
     per_sample = per_sample // h * -(-h // dims[1])
     cores = t["metadata"]["num_shards"]
 per_core, rem = divmod(infeed["bytes"], per_sample)
