@@ -56,7 +56,7 @@ GUARDS = {
     ("transformer", "v0.6", 32): 10.0,
     ("ssd", "v0.6", 32): 10.0,
     ("ssd", "v0.5", 8): 43.0,
-    ("maskrcnn", "v0.6", 32): 117.0,
+    ("maskrcnn", "v0.6", 32): 123.0,
 }
 # Points that validate.py scores as sets of their own (ResNet-50 and BERT-Large are its sets
 # already, with the same traces).

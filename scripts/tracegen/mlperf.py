@@ -1048,7 +1048,7 @@ def gen_mlperf_maskrcnn(rnd, sl, per_core):
         part = SpatialPartition(P_, replicas, "input_partition_dims")
         # core_assignment_utils CORE_0, CORE_1, CORE_2: logical cores of the replica.
         on = {k: sorted(g[k] for g in replicas) for k in range(P_)}
-    net = ConvNet(t, b, partition=part, frozen_bn=bool(part))
+    net = ConvNet(t, b, partition=part, frozen_bn=True)
     img = t.op("input", "infeed", bytes=net.elems((H // 2, W // 2), 12) * SIZE[BF16])
     # transpose_input and conv0_space_to_depth_block_size=2 (mask_rcnn_params.py defaults,
     # which run_and_time.sh keeps): the host infeeds the 2x2 space-to-depth image as [H/2,
