@@ -17,6 +17,7 @@
 #include <memory>
 #include <queue>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tpusim/common/types.h"
@@ -89,13 +90,30 @@ class IciEventQueue {
     Bucket& front() const { return *front_; }
     void retire_front();
 
-    std::priority_queue<std::uint64_t, std::vector<std::uint64_t>, std::greater<std::uint64_t>>
-        keys_;                                           // one per bucket
-    std::unordered_map<std::uint64_t, Bucket> buckets_;  // node-based: a Bucket does not move
-    Bucket* front_ = nullptr;                            // the bucket of keys_.top()
-    Bucket* last_ = nullptr;                             // the bucket pushed to last, and its key
+    // The live buckets by key: an open-addressing table (linear probing, a power-of-two size,
+    // Fibonacci hashing of the key) of indices into pool_, whose buckets never move and keep
+    // their events' storage for reuse; keys_ orders the keys with their bucket's index.
+    static constexpr std::uint32_t kNoBucket = ~std::uint32_t{0};
+    struct Slot {
+        std::uint64_t key = 0;
+        std::uint32_t bucket = kNoBucket;
+    };
+    std::size_t home(std::uint64_t key) const {
+        return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+    }
+    std::size_t find_slot(std::uint64_t key) const;  // the slot holding key (it is live)
+    void erase_slot(std::size_t i);
+    void grow();
+    using Keyed = std::pair<std::uint64_t, std::uint32_t>;                      // key, bucket index
+    std::priority_queue<Keyed, std::vector<Keyed>, std::greater<Keyed>> keys_;  // one per bucket
+    std::vector<Slot> table_;
+    unsigned shift_ = 64;
+    std::size_t live_ = 0;
+    std::deque<Bucket> pool_;          // deque: a Bucket does not move
+    std::vector<std::uint32_t> free_;  // retired buckets of pool_
+    Bucket* front_ = nullptr;          // the bucket of keys_.top()
+    Bucket* last_ = nullptr;           // the bucket pushed to last, and its key
     std::uint64_t last_key_ = 0;
-    std::vector<std::vector<IciEvent>> spare_;  // emptied buckets' storage, reused
     std::uint64_t seq_ = 0;
     std::size_t size_ = 0;
 };
