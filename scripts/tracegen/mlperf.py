@@ -593,6 +593,36 @@ SSD = {
                                            tiles=(16, 32, 2, 8)))},
 }
 SSD_IMAGE, SSD_CLASSES, SSD_ANCHORS = 300, 81, 8732
+# The extra layers after ResNet-34's third group (ssd_architecture.py): per layer the 1x1
+# convolution's width, the 3x3 one's output channels, stride and padding.
+SSD_EXTRAS = ((256, 512, 2, "same"), (256, 512, 2, "same"), (128, 256, 2, "same"),
+              (128, 256, 1, "valid"), (128, 256, 1, "valid"))
+
+
+def ssd_features(net, x, hw, extras):
+    """SSD-ResNet34's feature layers after the stem's max pool (x: 64 channels of hw): the
+    first three groups of ResNet-34 (basic blocks of 64, 128, 256; the third unstrided, as
+    ssd_architecture.py keeps it), then the extra layers (bias, ReLU, no batch norm). Records
+    each output's per-core size in net.size. Returns [(id, (h, w), channels)] per level."""
+    c = 64
+    for gi, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 1)]):
+        for bi in range(blocks):
+            x, hw = net.basic_block(f"g{gi + 1}b{bi}", x, hw, c, width,
+                                    stride0 if bi == 0 else 1, f"group{gi + 1}")
+            c = width
+    feats = [(x, hw, c)]
+    for i, (mid, out_c, stride, pad) in enumerate(extras):
+        p = f"extra{i + 4}"
+        y1, _ = net.conv(f"{p}.c1", x, hw, c, mid, 1, bn=False, group=p)
+        net.size[y1] = net.elems(hw, mid)
+        x, hw = net.conv(f"{p}.c2", y1, hw, mid, out_c, 3, stride=stride, bn=False, group=p,
+                         padding=pad)
+        c = out_c
+        net.size[x] = net.elems(hw, c)
+        feats.append((x, hw, c))
+    return feats
+
+
 SSD_FEATURES = ((38, 4), (19, 6), (10, 6), (5, 6), (3, 4), (1, 4))  # (size, anchors per cell)
 
 
@@ -696,26 +726,7 @@ def gen_mlperf_ssd(rnd, sl, per_core):
                                elements=n_in, **({"operands": [g, src]} if part else {})))]
 
     net.tape.append(("pool", "stem.maxpool", {"out": pool, "bwd": pool_bwd}))
-    x, hw, c = pool, pool_hw, 64
-    for gi, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 1)]):
-        for bi in range(blocks):
-            x, hw = net.basic_block(f"g{gi + 1}b{bi}", x, hw, c, width,
-                                    stride0 if bi == 0 else 1, f"group{gi + 1}")
-            c = width
-    feats = [(x, hw, c)]
-    for i, (mid, out_c, stride, pad) in enumerate([(256, 512, 2, "same"),
-                                                    (256, 512, 2, "same"),
-                                                    (128, 256, 2, "same"),
-                                                    (128, 256, 1, "valid"),
-                                                    (128, 256, 1, "valid")]):
-        p = f"extra{i + 4}"
-        y1, _ = net.conv(f"{p}.c1", x, hw, c, mid, 1, bn=False, group=p)
-        net.size[y1] = net.elems(hw, mid)
-        x, hw = net.conv(f"{p}.c2", y1, hw, mid, out_c, 3, stride=stride, bn=False, group=p,
-                         padding=pad)
-        c = out_c
-        net.size[x] = net.elems(hw, c)
-        feats.append((x, hw, c))
+    feats = ssd_features(net, pool, pool_hw, SSD_EXTRAS)
     assert [f[1][0] for f in feats] == [f[0] for f in SSD_FEATURES], feats
     heads = []
     for lvl, ((f, fhw, fc), (_, k)) in enumerate(zip(feats, SSD_FEATURES)):
@@ -1476,6 +1487,10 @@ SSD_LARGE_INFERENCE = {
 # OVERLAP_CRITERIA 0.5, MIN_SCORE 0.05; ssd_architecture.py: _NMS_TILE_SIZE 256.
 SSDL_IMAGE, SSDL_CLASSES, SSDL_ANCHORS = 1200, 81, 15130
 SSDL_FEATURES = ((50, 4), (25, 6), (13, 6), (7, 6), (3, 4), (3, 4))  # (size, anchors per cell)
+# The extra layers at 1200x1200 (ssd_architecture.py of the inference code): as SSD_EXTRAS
+# but the fourth 3x3 convolution strided (13 -> 7 -> 3 -> 3 rows).
+SSDL_EXTRAS = ((256, 512, 2, "same"), (256, 512, 2, "same"), (128, 256, 2, "same"),
+               (128, 256, 2, "valid"), (128, 256, 1, "valid"))
 SSDL_DETECTIONS, SSDL_NMS_TILE = 200, 256
 
 
@@ -1567,24 +1582,7 @@ def gen_mlperf_ssd_large_inference(rnd, sl, per_core):
     y, hw = net.conv("stem", x, (H, H), 3, 64, 7, stride=2, group="stem")
     pool_hw = (out_dim(hw[0], 2), out_dim(hw[1], 2))
     x = t.vector("stem.maxpool", "max", [y], elements=b * hw[0] * hw[1] * 64 // 2)
-    hw, c = pool_hw, 64
-    for gi, (width, blocks, stride0) in enumerate([(64, 3, 1), (128, 4, 2), (256, 6, 1)]):
-        for bi in range(blocks):
-            x, hw = net.basic_block(f"g{gi + 1}b{bi}", x, hw, c, width,
-                                    stride0 if bi == 0 else 1, f"group{gi + 1}")
-            c = width
-    feats = [(x, hw, c)]
-    for i, (mid, out_c, stride, pad) in enumerate([(256, 512, 2, "same"),
-                                                    (256, 512, 2, "same"),
-                                                    (128, 256, 2, "same"),
-                                                    (128, 256, 2, "valid"),
-                                                    (128, 256, 1, "valid")]):
-        p = f"extra{i + 4}"
-        y1, _ = net.conv(f"{p}.c1", x, hw, c, mid, 1, bn=False, group=p)
-        x, hw = net.conv(f"{p}.c2", y1, hw, mid, out_c, 3, stride=stride, bn=False, group=p,
-                         padding=pad)
-        c = out_c
-        feats.append((x, hw, c))
+    feats = ssd_features(net, x, pool_hw, SSDL_EXTRAS)
     cls, box = [], []
     cells = []
     for lvl, ((f, fhw, fc), (_, k)) in enumerate(zip(feats, SSDL_FEATURES)):
