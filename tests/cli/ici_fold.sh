@@ -19,29 +19,14 @@ for cores in 32 128; do
     done
     if python3 - "$tmp" "$cores" <<'PY'; then passes=$((passes + 1)); else fail "v3-$cores reports"; fi
 import json, sys
+sys.path.insert(0, "tests/cli")
+from report_diff import first_difference, strip
 d, cores = sys.argv[1], sys.argv[2]
 tile, full = (json.load(open(f"{d}/{m}{cores}.json")) for m in ("true", "false"))
 links = [k for k in full["stats"].get("ici", {}) if isinstance(full["stats"]["ici"][k], dict)]
 if full["cycles"] <= 0 or full["ici"]["bytes"] <= 0 or not links:
     print(f"FAIL v3-{cores}: the full run has no cycles, ICI traffic or link stats"); sys.exit(1)
-def strip(r):
-    return {k: v for k, v in r.items() if "wall" not in k and k != "config"}
-def diff(a, b, path=""):
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return f"{path}/{k} only in one report"
-            d = diff(a[k], b[k], f"{path}/{k}")
-            if d: return d
-        return ""
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b): return f"{path}: {len(a)} vs {len(b)} entries"
-        for i, (x, y) in enumerate(zip(a, b)):
-            d = diff(x, y, f"{path}/{i}")
-            if d: return d
-        return ""
-    return "" if a == b else f"{path}: {a} (tile) vs {b} (every link)"
-d = diff(strip(tile), strip(full))
+d = first_difference(strip(tile, "config"), strip(full, "config"), ("tile", "every link"))
 if d:
     print(f"FAIL v3-{cores}: the folded report differs from the full one at {d}"); sys.exit(1)
 print(f"ok v3-{cores}: {full['cycles']} cycles, {full['ici']['bytes']} ICI bytes over "

@@ -34,6 +34,8 @@ for spec in "8 8" "32 32" "4 8" "16 32" "8 2048" "32 32 stream"; do
     done
     python3 - "$tmp" "$name" "$board" <<'PY' || status=1
 import json, sys
+sys.path.insert(0, "tests/cli")
+from report_diff import first_difference, strip
 d, name, board = sys.argv[1], sys.argv[2], int(sys.argv[3])
 cores = name.rstrip("s")
 sym, full = (json.load(open(f"{d}/{m}{name}.json")) for m in ("symmetric", "full"))
@@ -45,24 +47,7 @@ if full["symmetry"]["used"] or full["symmetry"]["reason"] != "--no-symmetry":
 if full["cores"] != int(cores) or full["cycles"] <= 0 or full["ici"]["bytes"] <= 0 \
         or len(full["stats"]) != chips + 1:
     print(f"FAIL v3-{cores}: the full run has no cycles, ICI traffic or chips"); sys.exit(1)
-def strip(r):
-    return {k: v for k, v in r.items() if "wall" not in k and k != "symmetry"}
-def diff(a, b, path=""):
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return f"{path}/{k} only in one report"
-            d = diff(a[k], b[k], f"{path}/{k}")
-            if d: return d
-        return ""
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b): return f"{path}: {len(a)} vs {len(b)} entries"
-        for i, (x, y) in enumerate(zip(a, b)):
-            d = diff(x, y, f"{path}/{i}")
-            if d: return d
-        return ""
-    return "" if a == b else f"{path}: {a} (symmetric) vs {b} (full)"
-d = diff(strip(sym), strip(full))
+d = first_difference(strip(sym, "symmetry"), strip(full, "symmetry"), ("symmetric", "full"))
 if d:
     print(f"FAIL v3-{board} ({name}): the symmetric report differs from the full one at {d}")
     sys.exit(1)

@@ -58,6 +58,8 @@ compare() {  # name board want
     done
     python3 - "$tmp" "$name" "$want" <<'PY' && passes=$((passes + 1)) || fail "$name"
 import json, sys
+sys.path.insert(0, "tests/cli")
+from report_diff import first_difference, strip
 d, name, want = sys.argv[1:4]
 sym, full = (json.load(open(f"{d}/{name}.{m}.json")) for m in ("symmetric", "full"))
 err = open(f"{d}/{name}.symmetric.err").read()
@@ -75,24 +77,7 @@ if not ok:
     print(f"FAIL {name}: expected {want}, got {s}; stderr: {err[-400:]}"); sys.exit(1)
 if full["ici"]["bytes"] <= 0 or not any(o["id"].endswith(".stats") for o in full["ops"]):
     print(f"FAIL {name}: the full run has no ICI traffic or no grouped all-reduce"); sys.exit(1)
-def strip(r):
-    return {k: v for k, v in r.items() if "wall" not in k and k != "symmetry"}
-def diff(a, b, path=""):
-    if isinstance(a, dict) and isinstance(b, dict):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return f"{path}/{k} only in one report"
-            r = diff(a[k], b[k], f"{path}/{k}")
-            if r: return r
-        return ""
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b): return f"{path}: {len(a)} vs {len(b)} entries"
-        for i, (x, y) in enumerate(zip(a, b)):
-            r = diff(x, y, f"{path}/{i}")
-            if r: return r
-        return ""
-    return "" if a == b else f"{path}: {a} (default) vs {b} (full)"
-r = diff(strip(sym), strip(full))
+r = first_difference(strip(sym, "symmetry"), strip(full, "symmetry"), ("default", "full"))
 if r:
     print(f"FAIL {name}: the report differs from the full run's at {r}"); sys.exit(1)
 print(f"ok {name} ({want}): {full['cycles']} cycles, {full['ici']['bytes']} ICI bytes, "
