@@ -894,6 +894,30 @@ def box_iou(t, id_, deps, elements, **kw):
     return t.vector(id_, "div", deps, elements=elements, dtype=F32, vmem_operands=[0, 1], **kw)
 
 
+def nms_self_suppression(t, q, iou, s0, b, tile):
+    """_self_suppression of one NMS tile on b images (non_max_suppression.py, and the SSD-Large
+    code's copy): a while loop of NMS_SELF_TRIPS trips (the data decide; the fewest for a tile
+    with any suppression) of the masked IoU's column maxima, the IoU masked by them, its sum,
+    and whether the sum changed. `iou`: the tile's IoU matrices, b x tile x tile; `s0`: their
+    sum. Returns the ids of the loop's IoU update and of its change flag."""
+    rows, sq = b * tile, b * tile * tile
+    upd = f"{q}.self_update"
+    can = t.vector(f"{q}.self_can", "reduce_max", [iou, s0], rows=rows, cols=tile, dtype=F32,
+                   carried=[upd])
+    msk = t.vector(f"{q}.self_masked", "mul", [iou, can], elements=sq, dtype=F32,
+                   vmem_operands=[1], carried=[upd])
+    mx = t.vector(f"{q}.self_max", "reduce_max", [msk], rows=rows, cols=tile, dtype=F32,
+                  fused=True)
+    t.vector(upd, "mul", [iou, mx], elements=sq, dtype=F32, vmem_operands=[1], carried=[upd])
+    ss = t.vector(f"{q}.self_sum", "reduce_sum", [upd], rows=b, cols=tile * tile, dtype=F32,
+                  fused=True)
+    chg = t.vector(f"{q}.self_changed", "reduce_max", [ss, s0], rows=1, cols=b, dtype=F32,
+                   carried=[ss])
+    t.loop(f"{q}.self", NMS_SELF_TRIPS, [can, msk, mx, upd, ss, chg],
+           comment="_self_suppression, until a trip changes nothing")
+    return upd, chg
+
+
 def nms_padded(t, p, dec, b, k, post):
     """non_max_suppression.py non_max_suppression_padded on b images together: the k boxes
     (f32) padded to whole tiles of 512, then a while loop over the tiles (it stops early only
@@ -922,21 +946,7 @@ def nms_padded(t, p, dec, b, k, post):
         si = box_iou(t, f"{q}.self_iou", [cur, gate], tile)
         s0 = t.vector(f"{q}.self_sum0", "reduce_sum", [si], rows=b, cols=NMS_TILE * NMS_TILE,
                       dtype=F32)
-        upd = f"{q}.self_update"
-        can = t.vector(f"{q}.self_can", "reduce_max", [si, s0], rows=rows, cols=NMS_TILE,
-                       dtype=F32, carried=[upd])
-        msk = t.vector(f"{q}.self_masked", "mul", [si, can], elements=tile, dtype=F32,
-                       vmem_operands=[1], carried=[upd])
-        mx = t.vector(f"{q}.self_max", "reduce_max", [msk], rows=rows, cols=NMS_TILE,
-                      dtype=F32, fused=True)
-        t.vector(upd, "mul", [si, mx], elements=tile, dtype=F32, vmem_operands=[1],
-                 carried=[upd])
-        ss = t.vector(f"{q}.self_sum", "reduce_sum", [upd], rows=b, cols=NMS_TILE * NMS_TILE,
-                      dtype=F32, fused=True)
-        chg = t.vector(f"{q}.self_changed", "reduce_max", [ss, s0], rows=1, cols=b, dtype=F32,
-                       carried=[ss])
-        t.loop(f"{q}.self", NMS_SELF_TRIPS, [can, msk, mx, upd, ss, chg],
-               comment="_self_suppression, until a trip changes nothing")
+        upd, chg = nms_self_suppression(t, q, si, s0, b, NMS_TILE)
         sup = t.vector(f"{q}.suppressed", "reduce_sum", [upd, chg], rows=rows, cols=NMS_TILE,
                        dtype=F32, operands=[upd])
         boxes = t.vector(f"{q}.update", "mul", [boxes, sup, cur], elements=b * pad * 4,
@@ -1512,20 +1522,7 @@ def ssd_large_nms(t, p, cand, b):
     padded = t.vector(f"{p}.pad", "convert", [cand], elements=b * pad * 5, dtype=F32)
     iou = box_iou(t, f"{p}.iou", [padded], sq)
     s0 = t.vector(f"{p}.iou_sum", "reduce_sum", [iou], rows=b, cols=tile * tile, dtype=F32)
-    upd = f"{p}.self_update"
-    can = t.vector(f"{p}.self_can", "reduce_max", [iou, s0], rows=rows, cols=tile, dtype=F32,
-                   carried=[upd])
-    msk = t.vector(f"{p}.self_masked", "mul", [iou, can], elements=sq, dtype=F32,
-                   vmem_operands=[1], carried=[upd])
-    mx = t.vector(f"{p}.self_max", "reduce_max", [msk], rows=rows, cols=tile, dtype=F32,
-                  fused=True)
-    t.vector(upd, "mul", [iou, mx], elements=sq, dtype=F32, vmem_operands=[1], carried=[upd])
-    ss = t.vector(f"{p}.self_sum", "reduce_sum", [upd], rows=b, cols=tile * tile, dtype=F32,
-                  fused=True)
-    chg = t.vector(f"{p}.self_changed", "reduce_max", [ss, s0], rows=1, cols=b, dtype=F32,
-                   carried=[ss])
-    t.loop(f"{p}.self", NMS_SELF_TRIPS, [can, msk, mx, upd, ss, chg],
-           comment="_self_suppression, until a trip changes nothing")
+    upd, chg = nms_self_suppression(t, p, iou, s0, b, tile)
     sup = t.vector(f"{p}.suppressed", "reduce_sum", [upd, chg], rows=rows, cols=tile,
                    dtype=F32, operands=[upd])
     kept = t.vector(f"{p}.update", "mul", [padded, sup], elements=b * pad * 4, dtype=F32,
