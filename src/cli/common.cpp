@@ -117,4 +117,13 @@ std::map<std::string, std::string> kernel_roots(const nlohmann::json& ops) {
     throw std::runtime_error(fmt::format("cannot re-run with {}: execv failed", flag));
 }
 
+RunResult run_or_rerun_full(Simulator& sim, const Program& program) {
+    try {
+        return sim.run(program);
+    } catch (const SymmetryBroken& e) {
+        rerun_with("--no-symmetry",
+                   std::string("SPMD symmetry: ") + e.what() + "; simulating every core");
+    }
+}
+
 }  // namespace tpusim::cli

@@ -10,6 +10,7 @@
 
 namespace tpusim {
 struct RunResult;
+class Simulator;
 struct Program;
 struct Trace;
 }  // namespace tpusim
@@ -44,6 +45,9 @@ Program lower_with_progress(const Trace& trace, const TpuConfig& cfg, bool progr
 // Runs this command again with `flag` added (SystemC cannot elaborate a second board in one
 // process), after printing `note` on stderr; e.g. --no-reuse when reuse did not apply.
 [[noreturn]] void rerun_with(const char* flag, const std::string& note);
+// sim.run(program), or, when SPMD symmetry over replica groups breaks during the run
+// (SymmetryBroken), this command again with --no-symmetry.
+RunResult run_or_rerun_full(Simulator& sim, const Program& program);
 // The lowering's warnings on stderr, "warning: " first; the first 8 and a count of the rest.
 void print_warnings(const std::vector<std::string>& warnings);
 

@@ -195,13 +195,7 @@ void add_run_command(CLI::App& app) {
         }
         if (!reuse) print_warnings(program.warnings);
         if (ro.timeline) sim.timeline().limit(timeline_limits(*o, cfg));
-        RunResult r;
-        try {
-            r = sim.run(program);
-        } catch (const SymmetryBroken& e) {
-            rerun_with("--no-symmetry",
-                       std::string("SPMD symmetry: ") + e.what() + "; simulating every core");
-        }
+        RunResult r = run_or_rerun_full(sim, program);
         if (!r.loop_reuse.refused.empty())
             rerun_with("--no-reuse", "loop reuse: " + r.loop_reuse.refused +
                                          "; simulating every trip (--no-reuse)");

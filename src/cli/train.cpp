@@ -210,13 +210,7 @@ void add_train_command(CLI::App& app) {
         ro.progress = !o->quiet;
         ro.symmetry = !o->no_symmetry;
         Simulator sim(cfg, ro);
-        RunResult rr;
-        try {
-            rr = sim.run(program);
-        } catch (const SymmetryBroken& e) {
-            rerun_with("--no-symmetry",
-                       std::string("SPMD symmetry: ") + e.what() + "; simulating every core");
-        }
+        const RunResult rr = run_or_rerun_full(sim, program);
         print_symmetry_info(rr, cfg);
         const std::vector<StepMeasure> m =
             measure_steps(rr, static_cast<std::int64_t>(order.size()));
