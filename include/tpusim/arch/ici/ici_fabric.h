@@ -51,69 +51,71 @@ struct IciEvent {
 };
 
 // Events leave in (when, rank, seq) order, and seq grows with every push, so the events of
-// one tick and rank leave in the order they came. The queue keeps one FIFO bucket per
-// distinct (tick, rank), keyed tick x 16 + rank, and a heap of the keys: a symmetric
-// collective puts the same event on many chips at the same tick (thousands on a pod), and
-// those cost O(1) each instead of a heap operation on thousands of events. The order is
-// exactly that of a heap of (when, rank, seq).
+// one tick and rank leave in the order they came: exactly the order of a heap of (when, rank,
+// seq). The queue is a radix heap on the key tick x 16 + rank (the tie-break by seq is the
+// FIFO order within a bucket): an event goes to the bucket of the highest bit in which its key
+// differs from the last key that left, so a push is an append; when bucket 0 (the last key)
+// is empty, the lowest non-empty bucket is spread over the buckets below it around its
+// smallest key. Appends and that spreading keep equal keys in the order they came, and read
+// and write the buckets' vectors in sequence, where a heap or a hash table of keys would
+// touch memory at random: on a pod, most of the fabric's events have a key of their own.
+// Keys only grow (the fabric's events are pushed at or after the current tick), except a
+// chip's own event at the current tick with a rank below the event being handled (rank 0
+// under ranks 1 .. 8); those go to a small heap of their own, which leaves first: its keys
+// are below every key in the buckets.
 class IciEventQueue {
  public:
     static constexpr std::uint8_t kRanks = 9;  // ranks 0 .. 8 (IciFabric)
     void push(Tick when, std::uint8_t kind, std::uint32_t a = 0, std::uint32_t b = 0,
               std::uint64_t c = 0, std::uint8_t rank = 0) {
-        bucket((when << kRankBits) | rank)
-            .events.push_back(IciEvent{when, seq_++, kind, rank, a, b, c});
+        const IciEvent e{when, seq_++, kind, rank, a, b, c};
+        const std::uint64_t k = key(e);
         ++size_;
+        if (k < last_) {
+            push_early(e);
+            return;
+        }
+        const unsigned i = bucket_of(k);
+        buckets_[i].push_back(e);
+        if (i) nonempty_ |= std::uint64_t{1} << (i - 1);
     }
     bool empty() const { return size_ == 0; }
     std::size_t size() const { return size_; }
     // Contract for top() and pop(): not empty().
     const IciEvent& top() const {
-        const Bucket& f = front();
-        return f.events[f.head];
+        settle();
+        return early_.empty() ? buckets_[0][head_] : early_.front();
     }
     IciEvent pop() {
-        Bucket& f = front();
-        IciEvent e = f.events[f.head++];
+        settle();
         --size_;
-        if (f.head == f.events.size()) retire_front();
+        if (!early_.empty()) return pop_early();
+        std::vector<IciEvent>& b = buckets_[0];
+        const IciEvent e = b[head_++];
+        if (head_ == b.size()) {
+            b.clear();
+            head_ = 0;
+        }
         return e;
     }
 
  private:
     static constexpr int kRankBits = 4;  // 16 > kRanks; ticks stay below 2^60
-    struct Bucket {
-        std::vector<IciEvent> events;
-        std::size_t head = 0;  // the next event to leave
-    };
-    Bucket& bucket(std::uint64_t key);
-    Bucket& front() const { return *front_; }
-    void retire_front();
-
-    // The live buckets by key: an open-addressing table (linear probing, a power-of-two size,
-    // Fibonacci hashing of the key) of indices into pool_, whose buckets never move and keep
-    // their events' storage for reuse; keys_ orders the keys with their bucket's index.
-    static constexpr std::uint32_t kNoBucket = ~std::uint32_t{0};
-    struct Slot {
-        std::uint64_t key = 0;
-        std::uint32_t bucket = kNoBucket;
-    };
-    std::size_t home(std::uint64_t key) const {
-        return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
+    static std::uint64_t key(const IciEvent& e) { return (e.when << kRankBits) | e.rank; }
+    // 0 for the last key; else 1 + the highest bit in which k differs from it (1 .. 64).
+    unsigned bucket_of(std::uint64_t k) const {
+        return k == last_ ? 0u : 64u - static_cast<unsigned>(__builtin_clzll(k ^ last_));
     }
-    std::size_t find_slot(std::uint64_t key) const;  // the slot holding key (it is live)
-    void erase_slot(std::size_t i);
-    void grow();
-    using Keyed = std::pair<std::uint64_t, std::uint32_t>;                      // key, bucket index
-    std::priority_queue<Keyed, std::vector<Keyed>, std::greater<Keyed>> keys_;  // one per bucket
-    std::vector<Slot> table_;
-    unsigned shift_ = 64;
-    std::size_t live_ = 0;
-    std::deque<Bucket> pool_;          // deque: a Bucket does not move
-    std::vector<std::uint32_t> free_;  // retired buckets of pool_
-    Bucket* front_ = nullptr;          // the bucket of keys_.top()
-    Bucket* last_ = nullptr;           // the bucket pushed to last, and its key
-    std::uint64_t last_key_ = 0;
+    void settle() const;  // bucket 0 holds the next event unless the early heap does
+    void push_early(const IciEvent& e);
+    IciEvent pop_early();
+
+    // The queue's order is fixed by what was pushed; top() may spread a bucket to find it.
+    mutable std::vector<IciEvent> buckets_[65];
+    mutable std::size_t head_ = 0;        // the next event of bucket 0
+    mutable std::uint64_t last_ = 0;      // the key of bucket 0
+    mutable std::uint64_t nonempty_ = 0;  // bit i - 1: bucket i holds events (i >= 1)
+    std::vector<IciEvent> early_;         // a min-heap of keys below last_
     std::uint64_t seq_ = 0;
     std::size_t size_ = 0;
 };
