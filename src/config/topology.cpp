@@ -97,10 +97,16 @@ void Topology::route_dim(int dim, int from, int to, int prefer_sign, int& chip,
 
 std::vector<Topology::Hop> Topology::route(int src_chip, int dst_chip, int prefer_sign) const {
     std::vector<Hop> hops;
-    int chip = src_chip;
-    route_dim(0, x_of(src_chip), x_of(dst_chip), prefer_sign, chip, hops);
-    route_dim(1, y_of(src_chip), y_of(dst_chip), prefer_sign, chip, hops);
+    route_into(src_chip, dst_chip, prefer_sign, hops);
     return hops;
+}
+
+void Topology::route_into(int src_chip, int dst_chip, int prefer_sign,
+                          std::vector<Hop>& out) const {
+    out.clear();
+    int chip = src_chip;
+    route_dim(0, x_of(src_chip), x_of(dst_chip), prefer_sign, chip, out);
+    route_dim(1, y_of(src_chip), y_of(dst_chip), prefer_sign, chip, out);
 }
 
 std::vector<int> Topology::ring_order() const {

@@ -57,6 +57,8 @@ class Topology {
     // directions of a torus ring are equally short, `prefer_sign` picks one (a bidirectional
     // ring algorithm uses both links of a 2-chip ring that way). Empty for src == dst.
     std::vector<Hop> route(int src_chip, int dst_chip, int prefer_sign = 1) const;
+    // The same route written into `out` (cleared first; its storage is reused).
+    void route_into(int src_chip, int dst_chip, int prefer_sign, std::vector<Hop>& out) const;
     // A cyclic order of all chips in which consecutive chips (and last -> first) are
     // neighbours whenever the grid allows it (a Hamiltonian cycle of the torus / mesh).
     std::vector<int> ring_order() const;

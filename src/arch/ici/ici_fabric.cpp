@@ -68,8 +68,12 @@ IciFabric::IciFabric(const Topology& topo, const IciConfig& cfg, double clock_mh
             "fraction", "busy cycles / elapsed cycles");
         stats_.add_child(l->stats);
         links_.push_back(std::move(l));
-        routers_[static_cast<std::size_t>(links[i].dst_chip)].in_links.push_back(
-            static_cast<std::uint32_t>(i));
+        auto& in = routers_[static_cast<std::size_t>(links[i].dst_chip)].in_links;
+        in_index_.push_back(static_cast<std::uint32_t>(in.size()));
+        in.push_back(static_cast<std::uint32_t>(i));
+    }
+    for (const Router& r : routers_) {
+        if (r.in_links.size() > 32) throw std::logic_error("IciFabric: over 32 links into a chip");
     }
 }
 
@@ -142,7 +146,7 @@ void IciFabric::send(int src_chip, int dst_chip, Bytes bytes, Tick when, std::ui
     }
     const std::uint32_t id = alloc_message();
     Message& m = messages_[id];
-    m.route = topo_.route(src_chip, dst_chip, prefer_sign);
+    topo_.route_into(src_chip, dst_chip, prefer_sign, m.route);  // a freed message's storage
     m.to_inject = bytes;
     m.in_flight = bytes;
     m.tag = tag;
@@ -164,7 +168,10 @@ void IciFabric::handle(const IciEvent& e) {
             free_parked_.push_back(static_cast<std::uint32_t>(e.c));
             auto& q = links_[e.a]->in_q[e.b];
             q.push_back(t);
-            if (q.size() == 1) service_input(e.a, static_cast<int>(e.b), now);
+            if (q.size() == 1) {
+                receiver(e.a).occupied |= input_bit(e.a, static_cast<int>(e.b));
+                service_input(e.a, static_cast<int>(e.b), now);
+            }
             break;
         }
         case kLinkFree:
@@ -185,18 +192,31 @@ void IciFabric::handle(const IciEvent& e) {
     }
 }
 
+void IciFabric::set_hop(Train& t, std::uint16_t hop) const {
+    const std::vector<Topology::Hop>& route = messages_[t.msg].route;
+    t.hop = hop;
+    if (hop < route.size()) {
+        t.link = route[hop].link;
+        t.vc = route[hop].vc;
+    } else {
+        t.link = kEject;
+        t.vc = 0;
+    }
+}
+
 void IciFabric::service_input(std::uint32_t link, int vc, Tick now) {
     auto& q = links_[link]->in_q[vc];
     while (!q.empty()) {
         const Train t = q.front();
-        Message& m = messages_[t.msg];
-        if (t.hop < m.route.size()) {
-            try_output(m.route[t.hop].link, now);
+        if (t.link != kEject) {
+            try_output(t.link, now);
             return;
         }
+        Message& m = messages_[t.msg];
         // Ejection never blocks: the train is written to the destination's memory and its
         // buffer space frees once its tail has arrived.
         q.pop_front();
+        if (q.empty()) receiver(link).occupied &= ~input_bit(link, vc);
         queue_.push(t.tail_ready + latency_, kCredit, link, static_cast<std::uint32_t>(vc),
                     credits_for(t.bytes), rank(link, kCredit));
         m.in_flight -= t.bytes;
@@ -215,21 +235,21 @@ void IciFabric::try_output(std::uint32_t link, Tick now) {
         Train t;
         int from_link = -1, from_vc = 0;
         if (i < n_link_inputs) {
+            if (!(r.occupied >> i & 1u)) continue;
             from_link = static_cast<int>(r.in_links[i / 2]);
             from_vc = static_cast<int>(i % 2);
-            const auto& q = links_[static_cast<std::size_t>(from_link)]->in_q[from_vc];
-            if (q.empty()) continue;
-            t = q.front();
+            t = links_[static_cast<std::size_t>(from_link)]->in_q[from_vc].front();
         } else {
             const std::uint32_t id = r.injecting[i - n_link_inputs];
+            const Message& m = messages_[id];
+            if (m.route.front().link != link) continue;
             t.msg = id;
-            t.bytes = static_cast<std::uint32_t>(std::min(train_bytes_, messages_[id].to_inject));
-            t.hop = 0;
+            t.bytes = static_cast<std::uint32_t>(std::min(train_bytes_, m.to_inject));
             t.tail_ready = 0;
+            set_hop(t, 0);
         }
-        const Message& m = messages_[t.msg];
-        if (t.hop >= m.route.size() || m.route[t.hop].link != link) continue;
-        if (out.credits[m.route[t.hop].vc] < credits_for(t.bytes)) continue;
+        if (t.link != link) continue;
+        if (out.credits[t.vc] < credits_for(t.bytes)) continue;
         out.rr = static_cast<std::uint32_t>((i + 1) % n);
         if (from_link < 0) {
             Message& mm = messages_[t.msg];
@@ -246,8 +266,7 @@ void IciFabric::try_output(std::uint32_t link, Tick now) {
 
 void IciFabric::grant(std::uint32_t link, Train t, int from_link, int from_vc, Tick now) {
     LinkState& out = *links_[link];
-    const Message& m = messages_[t.msg];
-    const std::uint8_t vc = m.route[t.hop].vc;
+    const std::uint8_t vc = t.vc;
     const Tick ser = serialise_ticks(t.bytes);
     const Tick first = serialise_ticks(std::min<Bytes>(t.bytes, packet_bytes_));
     // Cut-through: the tail cannot leave before it has arrived and been serialised again.
@@ -259,7 +278,7 @@ void IciFabric::grant(std::uint32_t link, Train t, int from_link, int from_vc, T
     const std::uint32_t need = credits_for(t.bytes);
     out.credits[vc] -= need;
     Train next = t;
-    ++next.hop;
+    set_hop(next, static_cast<std::uint16_t>(t.hop + 1));
     next.tail_ready = end + latency_ + router_;
     std::uint32_t slot;
     if (!free_parked_.empty()) {
@@ -276,7 +295,9 @@ void IciFabric::grant(std::uint32_t link, Train t, int from_link, int from_vc, T
         // The train's space in the upstream buffer frees as its tail leaves; the credit
         // travels back over the reverse direction of the link.
         const auto up = static_cast<std::uint32_t>(from_link);
-        links_[up]->in_q[from_vc].pop_front();
+        auto& q = links_[up]->in_q[from_vc];
+        q.pop_front();
+        if (q.empty()) receiver(up).occupied &= ~input_bit(up, from_vc);
         queue_.push(end + latency_, kCredit, up, static_cast<std::uint32_t>(from_vc), need,
                     rank(up, kCredit));
         service_input(up, from_vc, now);

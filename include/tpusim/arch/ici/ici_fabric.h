@@ -181,11 +181,14 @@ class IciFabric {
     void set_arbiter(std::size_t link, std::uint32_t rr);
 
  private:
+    static constexpr std::uint32_t kEject = ~std::uint32_t{0};
     struct Train {
         std::uint32_t msg = 0;
         std::uint32_t bytes = 0;
-        std::uint32_t hop = 0;  // index of the next hop in the message's route
-        Tick tail_ready = 0;    // when the tail is in the current router
+        std::uint16_t hop = 0;        // index of the next hop in the message's route
+        std::uint8_t vc = 0;          // that hop's virtual channel
+        std::uint32_t link = kEject;  // that hop's link; kEject: the train is at its destination
+        Tick tail_ready = 0;          // when the tail is in the current router
     };
     struct Message {
         std::vector<Topology::Hop> route;
@@ -198,10 +201,22 @@ class IciFabric {
     struct Router {
         std::vector<std::uint32_t> in_links;
         std::vector<std::uint32_t> injecting;  // message ids with bytes left to inject
+        // Bit 2 k + vc: the input buffer of in_links[k], virtual channel vc, holds a train
+        // (the arbiter skips empty buffers without reading them).
+        std::uint64_t occupied = 0;
     };
     enum Kind : std::uint8_t { kInject = 0, kArrive, kLinkFree, kCredit, kDeliver };
 
     std::uint32_t credits_for(Bytes bytes) const;
+    // The train's next hop (link and virtual channel) from its message's route.
+    void set_hop(Train& t, std::uint16_t hop) const;
+    // The input-buffer bit of (link, vc) in its receiving router's `occupied`.
+    std::uint64_t input_bit(std::uint32_t link, int vc) const {
+        return std::uint64_t{1} << (2 * in_index_[link] + static_cast<unsigned>(vc));
+    }
+    Router& receiver(std::uint32_t link) {
+        return routers_[static_cast<std::size_t>(topo_.links()[link].dst_chip)];
+    }
     std::uint8_t rank(std::uint32_t link, Kind kind) const;
     void try_output(std::uint32_t link, Tick now);
     void service_input(std::uint32_t link, int vc, Tick now);
@@ -220,6 +235,7 @@ class IciFabric {
     bool by_link_ = false;  // ici.tick_order = by_link: events between chips ranked by link
     std::vector<std::unique_ptr<LinkState>> links_;
     std::vector<Router> routers_;
+    std::vector<std::uint32_t> in_index_;  // per link: its place in its receiver's in_links
     std::vector<Message> messages_;
     std::vector<std::uint32_t> free_messages_;
     std::vector<Train> parked_;  // trains in flight on a link, by event payload index
