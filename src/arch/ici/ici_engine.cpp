@@ -126,8 +126,9 @@ void IciEngine::start_stream(Schedule schedule, Cycle at, std::uint32_t group) {
     for (std::size_t i = 0; i < schedule.cores.size(); ++i) {
         const std::size_t n = schedule.cores[i].steps.size();
         if (n >= (1u << kStepBits)) throw std::invalid_argument("too many steps");
-        a->parts[i].arrived.assign(n, 0);
-        a->parts[i].pending.assign(n, 0);
+        auto& st = a->parts[i].steps;
+        st.resize(n);
+        for (std::size_t k = 0; k < n; ++k) st[k].reduce = schedule.cores[i].steps[k].reduce;
     }
     a->parts_left = schedule.cores.size();
     a->schedule = std::move(schedule);
@@ -393,8 +394,9 @@ void IciEngine::dispatch(const IciEvent& e) {
     } else if (e.kind == kReduced) {
         Part& p = active_[e.a]->parts[e.b];
         const auto step = static_cast<std::size_t>(e.c >> 40);
-        p.arrived[step] += e.c & ((std::uint64_t{1} << 40) - 1);
-        --p.pending[step];
+        StepState& ss = p.steps[step];
+        ss.arrived += e.c & ((std::uint64_t{1} << 40) - 1);
+        --ss.pending;
         if (step == p.step) advance(e.a, e.b);
     } else {
         throw std::logic_error("IciEngine: unknown event kind");
@@ -407,20 +409,21 @@ void IciEngine::deliver(std::uint64_t tag, Bytes bytes, Tick when) {
     const auto step = static_cast<std::uint32_t>(tag & ((1u << kStepBits) - 1));
     Active& a = *active_[coll];
     Part& p = a.parts[part];
-    const CoreSchedule& cs = a.schedule.cores[part];
-    if (cs.steps[step].reduce) {
+    StepState& ss = p.steps[step];
+    if (ss.reduce) {
         // The core's vector unit reduces each train as it lands, one after another; data
         // for a later step may be reduced early (its local operand is already there).
-        Tick& free = vpu_free_[static_cast<std::size_t>(cs.core)];
+        const int core = a.schedule.cores[part].core;
+        Tick& free = vpu_free_[static_cast<std::size_t>(core)];
         free = std::max(free, when) +
                static_cast<Tick>(std::ceil(cost_.cycles(bytes, a.schedule.element_bytes) *
                                            static_cast<double>(kTicksPerCycle)));
-        ++p.pending[step];
+        ++ss.pending;
         reduced_bytes_ += bytes;
         queue_.push(free, kReduced, coll, part, (static_cast<std::uint64_t>(step) << 40) | bytes);
         return;
     }
-    p.arrived[step] += bytes;
+    ss.arrived += bytes;
     if (step == p.step) advance(coll, part);
 }
 
@@ -444,7 +447,8 @@ void IciEngine::advance(std::uint32_t coll, std::uint32_t part) {
                                   t.prefer_sign);
                 }
             }
-            if (p.pending[p.step] != 0 || p.arrived[p.step] < st.recv_bytes) return;
+            const StepState& ss = p.steps[p.step];
+            if (ss.pending != 0 || ss.arrived < st.recv_bytes) return;
             ++p.step;
         }
         if (--a.parts_left > 0) return;

@@ -102,9 +102,15 @@ class IciEngine final : private IciDeliveryIf {
     void replay();
     void end_phase();
 
+    // What a participant has received for one step, beside the step's own `reduce` (so that
+    // a delivery reads one small record, not the schedule's step).
+    struct StepState {
+        Bytes arrived = 0;
+        std::uint32_t pending = 0;  // reductions queued or running
+        bool reduce = false;        // Step::reduce
+    };
     struct Part {
-        std::vector<Bytes> arrived;
-        std::vector<std::uint32_t> pending;  // reductions queued or running, per step
+        std::vector<StepState> steps;
         std::size_t step = 0;
         std::size_t issued = 0;  // steps whose sends have gone out
     };
