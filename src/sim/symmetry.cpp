@@ -6,6 +6,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "tpusim/config/topology.h"
+
 namespace tpusim {
 
 namespace {
@@ -146,6 +148,7 @@ struct Block {
     std::int64_t bx = 1, by = 1;
     std::int64_t nx = 1, ny = 1, per = 1;
     bool wrap = true;
+    const std::vector<int>* ring_pos = nullptr;  // per chip: its place on the board's chip cycle
 
     std::int64_t image(std::int64_t core) const {
         const std::int64_t chip = core / per;
@@ -161,7 +164,35 @@ struct Block {
         return (y * nx + x) * per + core % per;
     }
     std::string name() const { return fmt::format("{} x {} chips", bx, by); }
+    // The group's cores in the order of its ring, as the lowering makes it (lower_collective:
+    // by their chips' places on the board's chip cycle, then by core id).
+    std::vector<std::int64_t> ring(const std::vector<std::int64_t>& group) const {
+        std::vector<std::int64_t> r(group.begin(), group.end());
+        std::sort(r.begin(), r.end());
+        std::stable_sort(r.begin(), r.end(), [&](std::int64_t a, std::int64_t c) {
+            return (*ring_pos)[static_cast<std::size_t>(a / per)] <
+                   (*ring_pos)[static_cast<std::size_t>(c / per)];
+        });
+        return r;
+    }
 };
+
+// Whether ring `to` is ring `from` moved by (dx, dy) chips, from any of its cores (the same
+// cycle of cores: its steps are the same, each at another core). A group whose ring runs
+// another way round its chips (the board's chip cycle returns along column 0) runs its
+// collective otherwise, and would end apart from its translates.
+bool ring_moves(const std::vector<std::int64_t>& from, const std::vector<std::int64_t>& to,
+                std::int64_t dx, std::int64_t dy, const Block& b) {
+    if (from.size() != to.size()) return false;
+    if (from.empty()) return true;
+    const std::int64_t first = b.moved(from.front(), dx, dy);
+    const auto at = std::find(to.begin(), to.end(), first);
+    if (at == to.end()) return false;
+    const auto k = static_cast<std::size_t>(at - to.begin());
+    for (std::size_t i = 0; i < from.size(); ++i)
+        if (b.moved(from[i], dx, dy) != to[(k + i) % to.size()]) return false;
+    return true;
+}
 
 // Empty when the replica groups of `c` map onto themselves under the block's translations;
 // else why not. Each core's group must meet the unit where its image's group does (the
@@ -228,12 +259,13 @@ std::string block_groups_break_symmetry(const ReplicaGroups& rg, std::int64_t co
                 std::vector<std::int64_t> got;
                 for (std::int64_t c : first) got.push_back(b.moved(c, dx, dy));
                 std::sort(got.begin(), got.end());
-                found = got == want;
+                found = got == want && ring_moves(b.ring(first), b.ring(group), dx, dy, b);
             }
         }
         if (!found) {
             return fmt::format(
-                "op \"{}\": replica group {} is not a translate of group {} by whole units ({})",
+                "op \"{}\": replica group {} is not a translate of group {} by whole units ({}), "
+                "its ring included",
                 id, g, first_of[class_of[g]], b.name());
         }
     }
@@ -340,15 +372,23 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
         for (std::int64_t c = 0; c < ncores; ++c) p.image.push_back(c % per_chip);
         return p;
     }
-    // A block of several chips (the smallest that tiles the torus, fewest chips first) whose
-    // translates run alike, when the program runs on every chip.
+    // Else, when the program runs on every chip, a block of chips whose translates run alike
+    // (docs/pods.md, "A block of chips as the unit"), fewest chips first: chip 0 alone again
+    // (its groups need not be of whole chips, nor all translates of one another: only those
+    // whose cores run as the same unit cores), then blocks of several chips, the first that
+    // tiles the torus and meets the conditions. The reason, when none does, adds why the
+    // smallest block of several chips whose cores' streams repeat does not.
     if (program_chips == cfg.chips()) {
         const std::int64_t nx = cfg.board.chips_x, ny = cfg.board.chips_y;
+        const auto order = Topology(cfg.board, cfg.chip).ring_order();
+        std::vector<int> ring_pos(order.size());
+        for (std::size_t i = 0; i < order.size(); ++i)
+            ring_pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
         std::vector<Block> blocks;
         for (std::int64_t by = 1; by <= ny; ++by) {
             for (std::int64_t bx = 1; bx <= nx; ++bx) {
-                if (nx % bx != 0 || ny % by != 0 || bx * by == 1 || bx * by == nx * ny) continue;
-                blocks.push_back(Block{bx, by, nx, ny, per_chip, cfg.board.wraparound});
+                if (nx % bx != 0 || ny % by != 0 || bx * by == nx * ny) continue;
+                blocks.push_back(Block{bx, by, nx, ny, per_chip, cfg.board.wraparound, &ring_pos});
             }
         }
         std::stable_sort(blocks.begin(), blocks.end(),
@@ -370,7 +410,7 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
                     p.like.push_back(b.image(chip * per_chip) / per_chip);
                 return p;
             }
-            if (streams_repeat && block_why.empty())
+            if (streams_repeat && block_why.empty() && b.bx * b.by > 1)
                 block_why = fmt::format("; with a block of {} as the unit: {}", b.name(), w);
         }
         why += block_why;
