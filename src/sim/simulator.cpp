@@ -185,9 +185,13 @@ RunResult Simulator::run(const Program& program) {
         }
         std::uint32_t apart_op = 0;
         if (const std::string apart = board_->groups_apart(apart_op); !apart.empty()) {
-            throw SymmetryBroken(
-                fmt::format("the collective of op \"{}\" {}: its replica groups do not run alike",
-                            apart_op < program.ops.size() ? program.ops[apart_op].id : "?", apart));
+            throw SymmetryBroken(fmt::format(
+                "the collective of op \"{}\"{} {}: its replica groups do not run alike",
+                apart_op < program.ops.size() ? program.ops[apart_op].id : "?",
+                plan.unit_x * plan.unit_y > 1
+                    ? fmt::format(" (the unit: a block of {} x {} chips)", plan.unit_x, plan.unit_y)
+                    : "",
+                apart));
         }
         if (!all_done() && !sc_core::sc_pending_activity()) {
             throw std::logic_error(fmt::format(
