@@ -81,8 +81,8 @@ std::unique_ptr<StatGroup> Chip::stats_as(std::int64_t index) const {
 }
 
 Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
-             HbmCalibrationCache& calibrations, std::int64_t built_chips,
-             std::int64_t program_chips)
+             HbmCalibrationCache& calibrations, const std::vector<std::int64_t>& like,
+             const std::vector<std::int64_t>& image)
     : sc_module(name),
       cfg_(cfg),
       topology_(cfg.board, cfg.chip),
@@ -93,26 +93,23 @@ Board::Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timel
     rendezvous_ = std::make_unique<CollectiveRendezvous>("ici_rendezvous", *ici_);
     if (timeline_ && timeline_->enabled()) ici_->engine().fabric().attach_timeline(timeline_);
     stats_.add_child(ici_->engine().fabric().stats());
-    const std::int64_t program =
-        program_chips > 0 ? std::min(program_chips, cfg.chips()) : cfg.chips();
-    const std::int64_t built = built_chips > 0 ? std::min(built_chips, program) : program;
-    if (built < program) rendezvous_->simulate_only(built * cfg.chip.cores_per_chip);
+    if (!image.empty()) rendezvous_->simulate_only(image);
     const HbmCalibration* hbm_calibration =
         cfg.sim.hbm_model != HbmModel::Burst
             ? &calibrations.get(cfg.hbm, cfg.chip.clock_mhz, cfg.chip.cores_per_chip)
             : nullptr;
-    // In chip order, each built or a copy of the built chip it stands for. Under symmetry the
-    // idle chips (after the program's) are alike too: the first is built, the others copy it.
-    const bool symmetric = built < program;
+    // In chip order, each built or a copy of the built chip it runs as (always one before it).
     for (std::int64_t c = 0; c < cfg.chips(); ++c) {
-        const std::int64_t like = c < program ? c % built : program;
-        if (c < built || (c >= program && (!symmetric || c == program))) {
+        const std::int64_t as = like.empty() ? c : like[static_cast<std::size_t>(c)];
+        if (as == c) {
             chips_.push_back(std::make_unique<Chip>(chip_name(c).c_str(), c, cfg, *rendezvous_,
                                                     timeline, hbm_calibration));
             stats_.add_child(chips_.back()->stats());
         } else {
+            if (as < 0 || as > c || !chips_[static_cast<std::size_t>(as)])
+                throw std::logic_error("Board: a chip copies one that is not built before it");
             chips_.push_back(nullptr);
-            chip_copies_.push_back(chips_[static_cast<std::size_t>(like)]->stats_as(c));
+            chip_copies_.push_back(chips_[static_cast<std::size_t>(as)]->stats_as(c));
             stats_.add_child(*chip_copies_.back());
         }
     }
@@ -144,9 +141,10 @@ void Board::collect(RunResult& r) {
 nlohmann::json Board::stats_json() const { return stats_.to_json(); }
 
 std::string module_tree(const sc_core::sc_object& obj, int depth) {
-    // Structure only: processes, event queues and sc_vector containers are left out.
+    // Structure only: processes, event queues, the units' update-phase channels (primitive
+    // channels that order a delta cycle's requests) and sc_vector containers are left out.
     const std::string kind = obj.kind();
-    for (const char* skip : {"process", "event_queue", "sc_vector"}) {
+    for (const char* skip : {"process", "event_queue", "prim_channel", "sc_vector"}) {
         if (kind.find(skip) != std::string::npos) return "";
     }
     std::string out = fmt::format("{:{}}{}  ({})\n", "", 2 * depth, obj.name(), kind);

@@ -57,16 +57,17 @@ class Chip : public sc_core::sc_module {
 
 class Board : public sc_core::sc_module {
  public:
-    // Builds chips 0 .. built_chips - 1 (0: all of them) and the whole ICI fabric. With fewer
-    // chips (SPMD symmetry) the built chips stand for the chips that run the program, 0 ..
-    // program_chips - 1 (0: all of them): chip c's stat group is a copy of chip c %
-    // built_chips's (StatGroup), so stats(), collect() and stats_json() count and report every
-    // chip of the board. The chips after them run nothing: the first is built as it is (idle)
-    // and, under symmetry, the others are copies of it.
+    // Builds the whole ICI fabric and the chips that run as themselves: chip c runs as chip
+    // like[c] (empty: every chip is built). Under SPMD symmetry (tpusim/sim/symmetry.h) a
+    // chip that runs as another is not built: its stat group is a copy of that chip's
+    // (StatGroup), so stats(), collect() and stats_json() count and report every chip of the
+    // board; `image` (per core of the program: the simulated core it runs as) tells the
+    // collective rendezvous which cores stand for which. Chips after the program's run
+    // nothing: the first is built as it is (idle) and, under symmetry, the others copy it.
     // The calibrated HBM's calibration comes from `calibrations`, once for all chips.
     Board(sc_core::sc_module_name name, const TpuConfig& cfg, Timeline* timeline,
-          HbmCalibrationCache& calibrations, std::int64_t built_chips = 0,
-          std::int64_t program_chips = 0);
+          HbmCalibrationCache& calibrations, const std::vector<std::int64_t>& like = {},
+          const std::vector<std::int64_t>& image = {});
     ~Board() override;
     // A core of a built chip.
     TensorCore& core(std::int64_t c);

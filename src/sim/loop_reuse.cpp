@@ -9,12 +9,12 @@
 
 namespace tpusim {
 
-std::string LoopReuse::refusal(const Program& program, std::int64_t nsim) {
+std::string LoopReuse::refusal(const Program& program, const std::vector<std::int64_t>& sim) {
     for (std::size_t li = 0; li < program.loops.size(); ++li) {
         const ProgramLoop& l = program.loops[li];
         if (l.lowered_trips >= l.trips) continue;
         if (l.lowered_trips < 4) return fmt::format("loop {}: fewer than 4 trips simulated", li);
-        for (std::int64_t c = 0; c < nsim; ++c) {
+        for (std::int64_t c : sim) {
             const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
             if (li >= cp.loops.size() || cp.loops[li].per_trip == 0)
                 return fmt::format("loop of op \"{}\" does not run on core {}",
@@ -29,14 +29,22 @@ std::string LoopReuse::refusal(const Program& program, std::int64_t nsim) {
     return "";
 }
 
-LoopReuse::LoopReuse(const Program& program, std::int64_t nsim, const StatGroup& board_stats,
-                     std::vector<TensorCore*> cores, const IciFabric& fabric, std::size_t links)
+LoopReuse::LoopReuse(const Program& program, const std::vector<std::int64_t>& sim,
+                     const StatGroup& board_stats, std::vector<TensorCore*> cores,
+                     const IciFabric& fabric, std::size_t links)
     : program_(program),
-      nsim_(nsim),
+      nsim_(static_cast<std::int64_t>(sim.size())),
+      sim_(sim),
       counters_(board_stats.counters()),
       cores_(std::move(cores)),
       fabric_(fabric),
       links_(links) {
+    const std::int64_t nsim = nsim_;
+    for (std::size_t k = 0; k < sim_.size(); ++k) {
+        const auto c = static_cast<std::size_t>(sim_[k]);
+        if (position_.size() <= c) position_.resize(c + 1, -1);
+        position_[c] = static_cast<std::int64_t>(k);
+    }
     for (std::size_t li = 0; li < program.loops.size(); ++li) {
         const ProgramLoop& l = program.loops[li];
         if (l.lowered_trips >= l.trips) continue;
@@ -52,7 +60,8 @@ LoopReuse::LoopReuse(const Program& program, std::int64_t nsim, const StatGroup&
         }
     }
     for (std::int64_t c = 0; c < nsim; ++c) {
-        const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
+        const CoreProgram& cp =
+            program.cores[static_cast<std::size_t>(sim_[static_cast<std::size_t>(c)])];
         std::vector<std::size_t> at;
         std::vector<std::vector<std::uint32_t>> data;
         for (const Boundary& b : bounds_) {
@@ -65,7 +74,7 @@ LoopReuse::LoopReuse(const Program& program, std::int64_t nsim, const StatGroup&
 
 void LoopReuse::reached(std::int64_t core, std::size_t k, bool released) {
     Boundary& b = bounds_[k];
-    b.released[static_cast<std::size_t>(core)] = released;
+    b.released[static_cast<std::size_t>(position_[static_cast<std::size_t>(core)])] = released;
     if (++b.reached < nsim_) return;
     // Every core has completed everything before the boundary: the board's counters and op
     // timings now are those of the trips before it.
@@ -79,7 +88,7 @@ void LoopReuse::reached(std::int64_t core, std::size_t k, bool released) {
 void LoopReuse::issued(std::int64_t core, std::size_t k, bool clean) {
     Boundary& b = bounds_[k];
     if (b.reached < nsim_) b.dirty = true;  // a trip began before the board was idle
-    const auto c = static_cast<std::size_t>(core);
+    const auto c = static_cast<std::size_t>(position_[static_cast<std::size_t>(core)]);
     b.issue[c] = now_cycles();
     b.issued[c] = true;
     b.clean[c] = clean;
@@ -87,7 +96,7 @@ void LoopReuse::issued(std::int64_t core, std::size_t k, bool clean) {
 
 std::int64_t LoopReuse::first_alike(std::size_t li) const {
     std::int64_t t = 0;
-    for (std::int64_t c = 0; c < nsim_; ++c)
+    for (std::int64_t c : sim_)
         t = std::max(t, program_.cores[static_cast<std::size_t>(c)].loops[li].first_alike);
     return t;
 }

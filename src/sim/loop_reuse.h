@@ -19,11 +19,13 @@ namespace tpusim {
 class LoopReuse : public TripObserver {
  public:
     // Empty reason: the loops lowered short can be watched on these cores; else why not.
-    static std::string refusal(const Program& program, std::int64_t nsim);
-    // Watches trips 1 .. lowered - 1 of every loop lowered short, on cores 0 .. nsim - 1.
+    static std::string refusal(const Program& program, const std::vector<std::int64_t>& sim);
+    // Watches trips 1 .. lowered - 1 of every loop lowered short, on the simulated cores `sim`
+    // (ids, ascending; `cores` and the per-core vectors of charge() in the same order).
     // `fabric`: its links' busy time is a raw figure, not a counter; charged apart (ici_json).
-    LoopReuse(const Program& program, std::int64_t nsim, const StatGroup& board_stats,
-              std::vector<TensorCore*> cores, const IciFabric& fabric, std::size_t links);
+    LoopReuse(const Program& program, const std::vector<std::int64_t>& sim,
+              const StatGroup& board_stats, std::vector<TensorCore*> cores, const IciFabric& fabric,
+              std::size_t links);
 
     void reached(std::int64_t core, std::size_t k, bool released) override;
     void issued(std::int64_t core, std::size_t k, bool clean) override;
@@ -56,6 +58,8 @@ class LoopReuse : public TripObserver {
 
     const Program& program_;
     std::int64_t nsim_;
+    std::vector<std::int64_t> sim_;       // the simulated cores' ids
+    std::vector<std::int64_t> position_;  // per core id: its place in sim_, or -1
     std::vector<const std::uint64_t*> counters_;
     std::vector<TensorCore*> cores_;
     const IciFabric& fabric_;

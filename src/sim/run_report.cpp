@@ -1,5 +1,6 @@
 // The run report: JSON body, text summary and per-op CSV, all from a RunResult.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <sstream>
@@ -131,7 +132,13 @@ std::string kernel_path_name(const RunResult& r, const PathSegment& seg) {
 }
 
 nlohmann::json symmetry_json(const RunResult::Symmetry& s) {
-    return {{"used", s.used}, {"simulated_cores", s.simulated_cores}, {"reason", s.reason}};
+    nlohmann::json j = {
+        {"used", s.used}, {"simulated_cores", s.simulated_cores}, {"reason", s.reason}};
+    if (!s.cores.empty()) {
+        j["unit_chips"] = {s.unit_chips_x, s.unit_chips_y};
+        j["simulated_core_ids"] = s.cores;
+    }
+    return j;
 }
 
 std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std::string& name,
@@ -144,6 +151,13 @@ std::string run_summary_text(const RunResult& r, const TpuConfig& cfg, const std
             "  symmetry   SPMD: {} of {} cores simulated, the others run the same "
             "program (--no-symmetry runs all)\n",
             r.symmetry.simulated_cores, r.cores);
+        if (!r.symmetry.cores.empty()) {
+            o << fmt::format(
+                "             the unit: a block of {} x {} chips, cores {}; every other core runs "
+                "as its image in it\n",
+                r.symmetry.unit_chips_x, r.symmetry.unit_chips_y,
+                fmt::join(r.symmetry.cores, ", "));
+        }
     }
     if (r.loop_reuse.charged_trips > 0) {
         o << fmt::format(

@@ -113,7 +113,7 @@ std::string Simulator::module_tree() {
 
 std::string Simulator::reuse_refusal(const Program& program) const {
     const SymmetryPlan plan = plan_symmetry(program, cfg_, opts_.symmetry, opts_.timeline);
-    return LoopReuse::refusal(program, plan.simulated_cores);
+    return LoopReuse::refusal(program, plan.cores);
 }
 
 RunResult Simulator::run(const Program& program) {
@@ -124,29 +124,35 @@ RunResult Simulator::run(const Program& program) {
     if (program.refused_loop_reuse) {
         throw std::logic_error("program lowered only as far as a loop that refuses loop reuse");
     }
-    // Under SPMD symmetry cores 0 .. nsim - 1 (one chip) stand for all: every other core runs
-    // the same instructions at the same cycles, so its figures are theirs (its chip's stat
-    // group is a copy, and the totals below count each simulated core once per copy).
+    // Under SPMD symmetry the simulated cores (chip 0's, or a block of chips') stand for all:
+    // every other core runs the same instructions at the same cycles as its image among them,
+    // so its figures are its image's (its chip's stat group is a copy, and the totals below
+    // count each simulated core once per copy). sim[k]: the k-th simulated core's id.
     const SymmetryPlan plan = plan_symmetry(program, cfg_, opts_.symmetry, opts_.timeline);
-    board_ = std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_,
-                                     plan.simulated_chips, plan.program_chips);
-    const std::int64_t nsim = plan.simulated_cores;
+    board_ = std::make_unique<Board>("board", cfg_, &timeline_, hbm_calibrations_, plan.like,
+                                     plan.image);
+    const std::vector<std::int64_t>& sim = plan.cores;
+    const auto nsim = static_cast<std::int64_t>(sim.size());
+    auto core_at = [&](std::int64_t k) -> TensorCore& {
+        return board_->core(sim[static_cast<std::size_t>(k)]);
+    };
     RunResult r;
     std::unique_ptr<LoopReuse> reuse;
     for (const ProgramLoop& l : program.loops) r.loop_reuse.tried |= l.lowered_trips < l.trips;
     if (r.loop_reuse.tried) {
-        r.loop_reuse.refused = LoopReuse::refusal(program, nsim);
+        r.loop_reuse.refused = LoopReuse::refusal(program, sim);
         if (!r.loop_reuse.refused.empty()) return r;
         std::vector<TensorCore*> cores;
-        for (std::int64_t c = 0; c < nsim; ++c) cores.push_back(&board_->core(c));
+        for (std::int64_t c = 0; c < nsim; ++c) cores.push_back(&core_at(c));
         reuse =
-            std::make_unique<LoopReuse>(program, nsim, board_->stats(), std::move(cores),
+            std::make_unique<LoopReuse>(program, sim, board_->stats(), std::move(cores),
                                         board_->ici_fabric(), board_->topology().links().size());
     }
     std::size_t total_instrs = 0;
     for (std::int64_t c = 0; c < nsim; ++c) {
-        const CoreProgram& cp = program.cores[static_cast<std::size_t>(c)];
-        board_->core(c).load(cp, program.ops);
+        const CoreProgram& cp =
+            program.cores[static_cast<std::size_t>(sim[static_cast<std::size_t>(c)])];
+        core_at(c).load(cp, program.ops);
         total_instrs += cp.instrs.size();
     }
 
@@ -159,7 +165,7 @@ RunResult Simulator::run(const Program& program) {
     Cycle slice = Cycle{1} << 16;
     auto all_done = [&] {
         for (std::int64_t c = 0; c < nsim; ++c) {
-            if (!board_->core(c).finished()) return false;
+            if (!core_at(c).finished()) return false;
         }
         return true;
     };
@@ -179,9 +185,13 @@ RunResult Simulator::run(const Program& program) {
         }
         std::uint32_t apart_op = 0;
         if (const std::string apart = board_->groups_apart(apart_op); !apart.empty()) {
-            throw SymmetryBroken(
-                fmt::format("the collective of op \"{}\" {}: its replica groups do not run alike",
-                            apart_op < program.ops.size() ? program.ops[apart_op].id : "?", apart));
+            throw SymmetryBroken(fmt::format(
+                "the collective of op \"{}\"{} {}: its replica groups do not run alike",
+                apart_op < program.ops.size() ? program.ops[apart_op].id : "?",
+                plan.unit_x * plan.unit_y > 1
+                    ? fmt::format(" (the unit: a block of {} x {} chips)", plan.unit_x, plan.unit_y)
+                    : "",
+                apart));
         }
         if (!all_done() && !sc_core::sc_pending_activity()) {
             throw std::logic_error(fmt::format(
@@ -193,7 +203,7 @@ RunResult Simulator::run(const Program& program) {
                 opts_.max_cycles));
         }
         std::size_t completed = 0;
-        for (std::int64_t c = 0; c < nsim; ++c) completed += board_->core(c).completed();
+        for (std::int64_t c = 0; c < nsim; ++c) completed += core_at(c).completed();
         progress.update(
             fmt::format("simulated {:.3f} ms (cycle {}), {} of {} instructions completed",
                         static_cast<double>(now_cycles()) / (cfg_.chip.clock_mhz * 1e3),
@@ -208,8 +218,8 @@ RunResult Simulator::run(const Program& program) {
     std::vector<std::vector<OpTiming>> timing;
     std::vector<Cycle> ends;
     for (std::int64_t c = 0; c < nsim; ++c) {
-        timing.push_back(board_->core(c).stats().ops);
-        ends.push_back(board_->core(c).end_cycle());
+        timing.push_back(core_at(c).stats().ops);
+        ends.push_back(core_at(c).end_cycle());
     }
     if (reuse) {
         r.loop_reuse.refused = reuse->charge(timing, ends);
@@ -217,11 +227,18 @@ RunResult Simulator::run(const Program& program) {
         r.loop_reuse.simulated_trips = reuse->simulated_trips();
         r.loop_reuse.charged_trips = reuse->charged_trips();
     }
-    r.symmetry = {plan.used, nsim, plan.reason};
+    r.symmetry.used = plan.used;
+    r.symmetry.simulated_cores = nsim;
+    r.symmetry.reason = plan.reason;
+    if (plan.used && plan.unit_x * plan.unit_y > 1) {
+        r.symmetry.unit_chips_x = plan.unit_x;
+        r.symmetry.unit_chips_y = plan.unit_y;
+        r.symmetry.cores = sim;
+    }
     r.cores = ncores;
     r.chips = (ncores + cfg_.chip.cores_per_chip - 1) / cfg_.chip.cores_per_chip;
     for (std::int64_t c = 0; c < nsim; ++c) {
-        board_->core(c).flush_timeline();
+        core_at(c).flush_timeline();
         r.cycles = std::max(r.cycles, ends[static_cast<std::size_t>(c)]);
     }
     r.seconds = static_cast<double>(r.cycles) / (cfg_.chip.clock_mhz * 1e6);
@@ -230,8 +247,7 @@ RunResult Simulator::run(const Program& program) {
     // How many cores of the board each simulated core stands for, from the stat tree.
     const auto in_tree = board_->stats().multiplicities();
     std::vector<std::uint64_t> copies;
-    for (std::int64_t c = 0; c < nsim; ++c)
-        copies.push_back(in_tree.at(&board_->core(c).stats().group));
+    for (std::int64_t c = 0; c < nsim; ++c) copies.push_back(in_tree.at(&core_at(c).stats().group));
     r.ops.resize(program.ops.size());
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
         OpResult& op = r.ops[i];
@@ -301,7 +317,7 @@ RunResult Simulator::run(const Program& program) {
             k.hbm_bytes = op.hbm_bytes;
             k.bottleneck = op.bottleneck;
         }
-        r.kernels = attribute_kernels(in, path_core, r.cycles);
+        r.kernels = attribute_kernels(in, sim[static_cast<std::size_t>(path_core)], r.cycles);
     }
     r.achieved_tflops = r.seconds > 0 ? r.mxu_flops / r.seconds / 1e12 : 0.0;
     r.mxu_utilization = r.peak_tflops > 0 ? r.achieved_tflops / r.peak_tflops : 0.0;
@@ -317,7 +333,7 @@ RunResult Simulator::run(const Program& program) {
         auto total = [&](std::uint64_t CoreStats::*counter) {
             std::uint64_t sum = 0;
             for (std::int64_t c = 0; c < nsim; ++c) {
-                sum += board_->core(c).stats().*counter * copies[static_cast<std::size_t>(c)];
+                sum += core_at(c).stats().*counter * copies[static_cast<std::size_t>(c)];
             }
             return static_cast<double>(sum);
         };

@@ -5,8 +5,8 @@
 # by whole chips, and gives the same report as the full run (--no-symmetry): cycles, every op,
 # every unit, chip and link figure. Cases: groups of 2 cores (one chip) and of 8 (4 chips: a
 # whole row of v3-32's 4 x 4 torus, whose rings run in either direction, and half a row of
-# v3-128's 8 x 8). Groups that are not translates, or hold part of a chip, run in full and say
-# why; groups whose collectives end apart (their rings overlap the gradient all-reduces, which
+# v3-128's 8 x 8), and the even and the odd cores (halves of every chip). Groups that are not
+# translates run in full and say why; groups whose collectives end apart (their rings overlap the gradient all-reduces, which
 # do not repeat the groups' translation) are found during the run, which is then simulated
 # again with every core.
 # Usage: symmetry_groups.sh path/to/tpusim (run from the source root).
@@ -102,8 +102,10 @@ cores_of() { python3 -c "import json, sys; print(json.dumps([[c * 2 + k for c in
 with_groups "$tmp/bert32.json" "$tmp/shapes.json" \
     "$(cores_of '[[0,1,2,3],[4,5,8,9],[6,7,10,11],[12,13,14,15]]')"
 compare shapes 32 "replica group 1 is not a translate of the first one"
-# Part of a chip: the even cores and the odd ones.
+# Part of a chip: the even cores and the odd ones. Each core's group holds its image on chip 0
+# (core c mod 2), so chip 0 stands for the others (docs/pods.md, "A block of chips as the
+# unit": chip 0 alone under the general conditions).
 with_groups "$tmp/bert32.json" "$tmp/halves.json" \
     "$(python3 -c 'print([list(range(0, 32, 2)), list(range(1, 32, 2))])')"
-compare halves 32 "holds part of a chip's cores"
+compare halves 32 symmetric
 finish

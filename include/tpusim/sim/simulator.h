@@ -84,12 +84,16 @@ struct RunResult {
     // on the critical path of the core that ends last (include/tpusim/sim/kernel_attribution.h).
     KernelAttribution kernels;
     nlohmann::json stats;  // the full stats tree
-    // SPMD symmetry: whether one representative chip stood for the board, how many cores were
-    // simulated, and why every core was simulated when it did not.
+    // SPMD symmetry: whether one representative chip (or block of chips) stood for the board,
+    // how many cores were simulated, and why every core was simulated when it did not. When the
+    // unit is a block of several chips: its size in chips and the simulated cores' ids (empty
+    // for chip 0 alone, whose cores are 0 .. simulated_cores - 1).
     struct Symmetry {
         bool used = false;
         std::int64_t simulated_cores = 0;
         std::string reason;
+        std::int64_t unit_chips_x = 0, unit_chips_y = 0;
+        std::vector<std::int64_t> cores;
     } symmetry;
     double wall_seconds = 0;
     // Loop reuse (docs/program.md, "Loops"): the program's loops were lowered with fewer trips
@@ -134,7 +138,8 @@ class Simulator {
 // The `tpusim run` report object (keys per docs/design.md "Interfaces"), without the header and
 // config that make_report adds.
 nlohmann::json run_report_body(const RunResult& r, const TpuConfig& cfg);
-// The reports' "symmetry" object: {"used", "simulated_cores", "reason"}.
+// The reports' "symmetry" object: {"used", "simulated_cores", "reason"}, and with a unit of
+// several chips "unit_chips": [x, y] and "simulated_core_ids".
 nlohmann::json symmetry_json(const RunResult::Symmetry& s);
 // Each unit's busy share of `cycles` on `cores` cores (MXU: over their MXUs; HBM: bytes over
 // the peak bandwidth of those cores' shares of their chips).

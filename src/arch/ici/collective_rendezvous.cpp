@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 #include "tpusim/arch/core/core_stats.h"
 #include "tpusim/common/sim_time.h"
@@ -12,6 +13,7 @@ namespace tpusim {
 CollectiveRendezvous::CollectiveRendezvous(sc_core::sc_module_name name, IciNetwork& ici)
     : sc_module(name), ici_(ici) {
     core_in.bind(*this);
+    flush_.owner = this;
 }
 
 void CollectiveRendezvous::issue(const Instr& in, const UnitRequest& req) {
@@ -32,7 +34,7 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::uint32_t op, st
         s.element_bytes = static_cast<Bytes>(c.element_bytes);
         s.group = {static_cast<int>(core), static_cast<int>(c.peer)};
         s.pairs = {{static_cast<int>(core), static_cast<int>(c.peer)}};
-        start(s, Started{{a}, true, std::make_pair(core, c.peer)});
+        start(s, Started{{a}, true, std::make_pair(core, c.peer)}, c.instance, core);
         return;
     }
     if (c.role == CollectiveInstr::Role::Recv) {
@@ -46,17 +48,23 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::uint32_t op, st
         }
         return;
     }
-    // Group collectives: one start per replica group, when its last core arrives.
+    // Group collectives: one start per replica group, when its last core arrives. Under SPMD
+    // symmetry only the unit's cores run: a group starts when the unit cores whose timelines
+    // its cores share (their images) have arrived, keyed by the first of them.
     const std::vector<std::int64_t>& group = c.group_of(core);
-    const std::int64_t leader = group.empty() ? 0 : group.front();
+    std::int64_t leader = group.empty() ? 0 : group.front();
+    std::size_t expected = group.size();
+    std::vector<std::int64_t> images;
+    if (!image_.empty()) {
+        for (std::int64_t g : group) images.push_back(image_[static_cast<std::size_t>(g)]);
+        std::sort(images.begin(), images.end());
+        images.erase(std::unique(images.begin(), images.end()), images.end());
+        leader = images.empty() ? 0 : images.front();
+        expected = images.size();
+    }
     Pending& p = pending_[{c.instance, leader}];
     ++p.arrived;
     p.done.push_back(a);
-    const auto expected =
-        simulated_ > 0
-            ? static_cast<std::size_t>(std::count_if(
-                  group.begin(), group.end(), [this](std::int64_t g) { return g < simulated_; }))
-            : group.size();
     if (p.arrived < expected) return;
     auto spec = [&](const std::vector<std::int64_t>& cores) {
         CollectiveSpec s;
@@ -70,30 +78,60 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::uint32_t op, st
     };
     auto replies = std::move(p.done);
     pending_.erase({c.instance, leader});
-    if (simulated_ == 0 || !c.groups || c.groups->groups.size() < 2) {
-        start(spec(group), Started{std::move(replies), false, {}});
+    // The group's place in the op's list orders the starts of one delta cycle.
+    const auto index_of = [&](const std::vector<std::int64_t>& g) -> std::int64_t {
+        if (!c.groups) return 0;
+        const auto& all = c.groups->groups;
+        return &g >= all.data() && &g < all.data() + all.size() ? &g - all.data() : 0;
+    };
+    if (image_.empty() || !c.groups || c.groups->groups.size() < 2) {
+        start(spec(group), Started{std::move(replies), false, {}}, c.instance, index_of(group));
         return;
     }
-    // SPMD symmetry over replica groups (plan_symmetry: the groups are translates of one
-    // another, of whole chips): the cores of every other group run the same program and reach
-    // the collective at this cycle too, so each group's collective starts now, in the order
-    // the op lists them, on the whole fabric. Each must end when the others do (groups_apart).
-    const std::size_t batch = batches_.size();
-    batches_.push_back(Batch{op, c.groups->groups.size()});
+    // SPMD symmetry over replica groups (plan_symmetry: the groups whose cores run as the same
+    // unit cores are translates of one another): the cores of those groups run the same
+    // program as the unit's and reach the collective at this cycle too, so each such group's
+    // collective starts now on the whole fabric; each unit core is told when its own group's
+    // ends. Each must end when the others do (groups_apart).
+    std::vector<const std::vector<std::int64_t>*> run;
     for (const auto& g : c.groups->groups) {
-        const bool own = !g.empty() && g.front() == leader;
-        start(spec(g), Started{own ? std::move(replies) : std::vector<Arrival>{},
-                               false,
-                               {},
-                               static_cast<std::int64_t>(batch),
-                               g.empty() ? -1 : g.front()});
+        if (!g.empty() && std::binary_search(images.begin(), images.end(),
+                                             image_[static_cast<std::size_t>(g.front())]))
+            run.push_back(&g);
+    }
+    const std::size_t batch = batches_.size();
+    batches_.push_back(Batch{op, run.size()});
+    for (const std::vector<std::int64_t>* g : run) {
+        std::vector<Arrival> own;
+        for (Arrival& r : replies)
+            if (c.group_of(r.req.issuer.core).front() == g->front()) own.push_back(r);
+        start(spec(*g),
+              Started{std::move(own), false, {}, static_cast<std::int64_t>(batch), g->front()},
+              c.instance, index_of(*g));
     }
 }
 
-void CollectiveRendezvous::start(const CollectiveSpec& s, Started started) {
-    const std::uint64_t tag = next_tag_++;
-    started_.emplace(tag, std::move(started));
-    ici_.start(s, ReplyTo{this, tag});
+void CollectiveRendezvous::start(const CollectiveSpec& s, Started started, std::uint64_t instance,
+                                 std::int64_t index) {
+    ready_.push_back(Ready{instance, index, s, std::move(started)});
+    flush_.request_update();
+}
+
+void CollectiveRendezvous::Flush::update() { owner->start_ready(); }
+
+void CollectiveRendezvous::start_ready() {
+    // Every collective that became ready in this delta cycle, whichever core process ran
+    // first: by op, then by the group's place in the op's list (a send: its source core).
+    std::stable_sort(ready_.begin(), ready_.end(), [](const Ready& x, const Ready& y) {
+        return std::tie(x.instance, x.index) < std::tie(y.instance, y.index);
+    });
+    std::vector<Ready> ready = std::move(ready_);
+    ready_.clear();
+    for (Ready& r : ready) {
+        const std::uint64_t tag = next_tag_++;
+        started_.emplace(tag, std::move(r.started));
+        ici_.start(r.spec, ReplyTo{this, tag});
+    }
 }
 
 void CollectiveRendezvous::ended_in_batch(const Started& st, Cycle t) {

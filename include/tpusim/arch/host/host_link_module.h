@@ -1,8 +1,11 @@
 #pragma once
 // The chip's host link as the unit its cores issue infeed and outfeed instructions to (their
 // host_out ports are bound to core_in, UnitIf; never full): transfers timed by HostLink
-// (host_link.h), first come, first served.
+// (host_link.h), first come, first served; the requests of one delta cycle in the order of
+// their cores (at its end, whichever core process the scheduler ran first: SPMD symmetry
+// needs each chip to order its cores' requests alike).
 #include <systemc>
+#include <vector>
 
 #include "tpusim/arch/core/unit_if.h"
 #include "tpusim/arch/host/host_link.h"
@@ -24,7 +27,19 @@ class HostLinkModule : public sc_core::sc_module, public UnitIf {
     const HostLink& link() const { return link_; }
 
  private:
+    // Serves the delta cycle's requests in the update phase (a primitive channel's update()).
+    struct Serve : sc_core::sc_prim_channel {
+        HostLinkModule* owner = nullptr;
+        void update() override;
+    };
+    struct Waiting {
+        const Instr* in = nullptr;
+        UnitRequest req;
+    };
+    void serve();
     HostLink link_;
+    std::vector<Waiting> waiting_;
+    Serve serve_;
     sc_core::sc_event never_;  // never notified: the link is never full
 };
 

@@ -3,10 +3,16 @@
 // ici_out port is bound to core_in, UnitIf; never full): a collective starts when every core
 // of its replica group has reached it; send / recv pair up first-in first-out per (source,
 // destination). Under SPMD symmetry (include/tpusim/sim/symmetry.h) only
-// cores 0 .. n-1 are simulated: a group collective starts when its simulated cores have
-// arrived (the others, running the same program, arrive at the same cycle), and runs on the
-// whole fabric with every core of its group; over replica groups, every group's collective
-// starts then, and each must end when the others do (groups_apart).
+// the unit's cores are simulated (chip 0's, or a block of chips'): a group collective starts
+// when the unit cores its cores run as have arrived (the others, running the same program as
+// their images, arrive at the same cycle), and runs on the whole fabric with every core of
+// its group; over replica groups, the collective of every group whose cores run as those unit
+// cores starts then, and each must end when the others do (groups_apart).
+// The collectives that become ready in one delta cycle start on the network at its end, in one
+// order whichever core process ran first: by op, then by the group's place in the op's list
+// (a send: by its source core). The order of one chip's same-tick events matters to the
+// network (docs/ici.md), and the scheduler's order of the cores' processes is neither a
+// property of the hardware nor the same from a run to its symmetric run.
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -32,8 +38,9 @@ class CollectiveRendezvous : public sc_core::sc_module, public UnitIf, private C
     const sc_core::sc_event& freed(const Instr&) const override { return never_; }
     void issue(const Instr& in, const UnitRequest& req) override;
     std::string track_name() const override { return "ICI"; }
-    // Only cores below `cores` are simulated (0: all of them).
-    void simulate_only(std::int64_t cores) { simulated_ = cores; }
+    // SPMD symmetry: only the unit's cores are simulated; image[c] is the unit core whose
+    // timeline core c shares (itself for a unit core). Not called: every core is simulated.
+    void simulate_only(std::vector<std::int64_t> image) { image_ = std::move(image); }
     // Under SPMD symmetry over replica groups (every group's collective started together):
     // empty while every group's collective has ended at the same cycle as the others of its
     // op, or is still running before that cycle; else which did not (the simulated chip then
@@ -67,14 +74,30 @@ class CollectiveRendezvous : public sc_core::sc_module, public UnitIf, private C
         bool known = false;    // `end` holds the first group's end
         Cycle end = 0;
     };
+    // A collective ready to start, held until the end of its delta cycle.
+    struct Ready {
+        std::uint64_t instance = 0;  // the op
+        std::int64_t index = 0;      // its group's place in the op's list; a send: its source
+        CollectiveSpec spec;
+        Started started;
+    };
+    // Starts the ready collectives in the update phase, after every process of the delta
+    // cycle has run (a primitive channel's update()).
+    struct Flush : sc_core::sc_prim_channel {
+        CollectiveRendezvous* owner = nullptr;
+        void update() override;
+    };
     void ended_in_batch(const Started& st, Cycle t);
     // CompletionIf: the network's reply for the collective started with `tag`.
     void complete(std::uint64_t tag, Cycle at) override;
     void arrive(const CollectiveInstr& c, std::uint32_t op, std::int64_t core, const Arrival& a);
     static void tell(const Arrival& a, Cycle end);
-    void start(const CollectiveSpec& s, Started started);
+    // Queues `s` for start_ready (instance, index: its place in the order of starts).
+    void start(const CollectiveSpec& s, Started started, std::uint64_t instance,
+               std::int64_t index);
+    void start_ready();
     IciNetwork& ici_;
-    std::int64_t simulated_ = 0;
+    std::vector<std::int64_t> image_;  // simulate_only; empty: every core simulated
     std::map<std::pair<std::uint64_t, std::int64_t>, Pending> pending_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<Cycle>> sends_done_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<Arrival>> recvs_waiting_;
@@ -83,6 +106,8 @@ class CollectiveRendezvous : public sc_core::sc_module, public UnitIf, private C
     std::string broken_;  // how the first op whose groups ended apart did
     std::uint32_t broken_op_ = 0;
     std::uint64_t next_tag_ = 0;
+    std::vector<Ready> ready_;
+    Flush flush_;
     sc_core::sc_event never_;  // never notified: the rendezvous is never full
 };
 
