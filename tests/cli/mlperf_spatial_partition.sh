@@ -44,19 +44,13 @@ done
 
 python3 - "$tmp" <<'PY' && passes=$((passes + 1)) || fail "SSD spatial partitioning in the traces"
 import json, sys
+sys.path.insert(0, "tests/cli")
+from spatial_checks import ceil, check_permutes, out_rows, replica_cores, where
 tmp = sys.argv[1]
 ref = {o["id"]: o for o in json.load(open(f"{tmp}/ssd_512.json"))["ops"]}
 P = 4
 # ssd_constants.py: FEATURE_SIZES and NUM_DEFAULTS (the anchors per cell of each level)
 LEVELS = ((38, 4), (19, 6), (10, 6), (5, 6), (3, 4), (1, 4))
-
-
-def ceil(a, b):
-    return -(-a // b)
-
-
-def out_rows(h, k, st, padding):
-    return ceil(h, st) if padding == "same" else (h - k) // st + 1
 
 
 def pad_lo(h, oh, k, st, padding):
@@ -112,48 +106,14 @@ for cores in (1024, 2048):
     assert replicas * P == cores, (replicas, cores)
     b = t["samples_per_step"] // replicas  # the replica's images
     assert (meta["batch_per_replica"], meta["cores_per_replica"]) == (b, P), meta
-    # The topology: a chip is y * X + x (docs/ici.md); a replica is the chips (x, 2r) and
-    # (x, 2r + 1), its slices on (y offset, core) in order.
+    # The topology: spatial_checks.where (a replica is two chips stacked along y).
     X = meta["tpu_slice_col"]
+    reps = replica_cores(cores, X, P)
+    assert len(reps) == replicas
 
-    def where(core):
-        chip = core // 2
-        x, y = chip % X, chip // X
-        return (y // 2, x), (y % 2) * 2 + core % 2
-
-    def hops(a, b_):
-        (ya, xa), (yb, xb) = divmod(a // 2, X), divmod(b_ // 2, X)
-        return abs(ya - yb) + abs(xa - xb)
-
-    replica_cores = {}
-    for c in range(cores):
-        rep, sl = where(c)
-        replica_cores.setdefault(rep, [None] * P)[sl] = c
-    assert len(replica_cores) == replicas
-
-    def check_permutes(prefix, rows, n, w, ch, layer):
-        """The permutes prefix_lo{d} / prefix_hi{d}: rows (low, high) of an activation of n
-        rows (slices of ceil(n / P)), w columns, ch channels."""
-        s = ceil(n, P)
-        for side, want in zip(("lo", "hi"), rows):
-            got = sorted(i for i in ops if i.startswith(f"{prefix}_{side}"))
-            assert len(got) == ceil(want, s), (layer, side, got, want, s)
-            total = 0
-            for d in range(1, len(got) + 1):
-                o = ops[f"{prefix}_{side}{d}"]
-                assert o["kind"] == "collective_permute" and o["dtype"] == "bf16", o["id"]
-                r, rem = divmod(o["bytes"], b * w * ch * 2)
-                assert rem == 0 and 1 <= r <= s, (o["id"], o["bytes"], s)
-                total += r
-                pairs = o["source_target_pairs"]
-                assert len(pairs) == replicas * (P - d), (o["id"], len(pairs))
-                for src, dst in pairs:
-                    (rs, ss), (rd, sd) = where(src), where(dst)
-                    assert rs == rd, (o["id"], src, dst)  # the same replica
-                    assert sd - ss == (d if side == "lo" else -d), (o["id"], src, dst)
-                    assert d > 1 or hops(src, dst) <= 1, (o["id"], src, dst)
-            assert total == want, (layer, side, total, want)
-        return [i for i in ops if i.startswith(prefix + "_")]
+    def permutes_of(prefix, rows, n, w, ch, layer):
+        return check_permutes(ops, prefix, rows, n, w, ch, layer, slices=P, images=b,
+                              replicas=replicas, chips_x=X, one_hop=True)
 
     convs = [i[:-5] for i in ops if i.endswith(".conv") and ops[i]["kind"] == "conv2d"]
     assert convs and len(convs) == len([i for i in ref if i.endswith(".conv")]), len(convs)
@@ -165,12 +125,12 @@ for cores in (1024, 2048):
         assert o["batch"] == b and o["w"] == w and o["stride_h"] == st, L
         assert out_rows(o["h"], k, st, o["padding"]) == ceil(oh, P), (L, o["h"], oh)
         assert out_rows(o["w"], k, st, o["padding"]) == out_rows(w, k, st, padding), L
-        fw = check_permutes(L + ".halo", fwd_halo(h, k, st, padding, EXPLICIT.get(L)), h, w,
+        fw = permutes_of(L + ".halo", fwd_halo(h, k, st, padding, EXPLICIT.get(L)), h, w,
                             g["c_in"], L)
         assert all(i in o["deps"] for i in fw), L
         if L + ".dx" in ops:
             ow = out_rows(w, k, st, padding)
-            bw = check_permutes(L + ".dx_halo", bwd_halo(h, k, st, padding, EXPLICIT.get(L)),
+            bw = permutes_of(L + ".dx_halo", bwd_halo(h, k, st, padding, EXPLICIT.get(L)),
                                 oh, ow, g["c_out"], L)
             assert all(i in ops[L + ".dx"]["deps"] for i in bw), L
             permutes |= set(bw)
@@ -188,11 +148,11 @@ for cores in (1024, 2048):
                     assert a["bytes"] == 2 * g["c_out"] * 4, a["id"]
                 assert part["id"] in grp["deps"] and order[part["id"]] < order[ar], ar
                 assert sorted(map(sorted, part["replica_groups"])) == \
-                    sorted(sorted(v) for v in replica_cores.values()), ar
+                    sorted(sorted(v) for v in reps.values()), ar
                 seen = []
                 for members in grp["replica_groups"]:
                     assert len(members) == size == tr * tc, (ar, len(members))
-                    where_ = [where(c) for c in members]
+                    where_ = [where(c, X) for c in members]
                     assert len({sl for _, sl in where_}) == 1, (ar, members)
                     rows = {r for (r, _), _ in where_}
                     cols = {x for (_, x), _ in where_}
@@ -204,9 +164,9 @@ for cores in (1024, 2048):
     stem = ops["stem.conv"]
     H = out_rows(ref["stem.conv"]["h"], 4, 1, "same")
     W = ref["stem.conv"]["w"]
-    mp = check_permutes("stem.maxpool.halo", fwd_halo(H, 3, 2, "same"), H, W, 64, "maxpool")
+    mp = permutes_of("stem.maxpool.halo", fwd_halo(H, 3, 2, "same"), H, W, 64, "maxpool")
     assert all(i in ops["stem.maxpool"]["deps"] for i in mp)
-    mb = check_permutes("stem.maxpool_grad.halo", bwd_halo(H, 3, 2, "same"), ceil(H, 2),
+    mb = permutes_of("stem.maxpool_grad.halo", bwd_halo(H, 3, 2, "same"), ceil(H, 2),
                         ceil(W, 2), 64, "maxpool_grad")
     permutes |= set(mp) | set(mb)
     # The loss: each core's anchors, the mining on each replica's core 0.
@@ -215,7 +175,7 @@ for cores in (1024, 2048):
     assert ops["loss.class_xent"]["rows"] == core_anchors, ops["loss.class_xent"]["rows"]
     g = ops["loss.class_xent_to_core0"]
     assert g["kind"] == "all_gather" and g["bytes"] == core_anchors * 4, g
-    core0 = sorted(v[0] for v in replica_cores.values())
+    core0 = sorted(v[0] for v in reps.values())
     # The mining (topk_mask's counting loops, the mask, the mined sum) on core 0 only, over
     # the replica's b images of all their anchors.
     mining = [i for i in ops if i.startswith("loss.topk") or i in ("loss.neg_masked",
@@ -232,7 +192,7 @@ for cores in (1024, 2048):
         o = ops[f"loss.class_weights_from_core0_{j}"]
         assert o["bytes"] == core_anchors * 4, o["id"]
         assert sorted(o["source_target_pairs"]) == sorted([v[0], v[j]] for v in
-                                                          replica_cores.values()), o["id"]
+                                                          reps.values()), o["id"]
         assert o["id"] in ops["loss.dclass"]["deps"]
         permutes.add(o["id"])
     # No other collective-permute than those.
@@ -275,17 +235,11 @@ for c in 128 256; do
 done
 python3 - "$tmp" <<'PY' && passes=$((passes + 1)) || fail "Mask R-CNN spatial partitioning"
 import json, sys
+sys.path.insert(0, "tests/cli")
+from spatial_checks import ceil, check_permutes, out_rows, replica_cores
 tmp = sys.argv[1]
 ref = {o["id"]: o for o in json.load(open(f"{tmp}/mask_32.json"))["ops"]}
 P = 4
-
-
-def ceil(a, b):
-    return -(-a // b)
-
-
-def out_rows(h, k, st, padding):
-    return ceil(h, st) if padding == "same" else (h - k) // st + 1
 
 
 def halo(n_in, n_out, reads):
@@ -333,37 +287,13 @@ for cores in (128, 256):
     assert (meta["batch_per_replica"], meta["cores_per_replica"]) == (b, P), meta
     X = meta["replica_grid"][1]  # the slice's chips_x (configs/tpu_v3_N.json)
 
-    def where(core):
-        chip = core // 2
-        x, y = chip % X, chip // X
-        return (y // 2, x), (y % 2) * 2 + core % 2
-
-    reps = {}
-    for c in range(cores):
-        rep, sl = where(c)
-        reps.setdefault(rep, [None] * P)[sl] = c
+    reps = replica_cores(cores, X, P)
     assert len(reps) == replicas
     core_k = {k: sorted(v[k] for v in reps.values()) for k in range(P)}
 
-    def check_permutes(prefix, rows, n, w, ch, layer):
-        s = ceil(n, P)
-        for side, want in zip(("lo", "hi"), rows):
-            got = sorted(i for i in ops if i.startswith(f"{prefix}_{side}"))
-            assert len(got) == ceil(want, s), (layer, side, got, want, s)
-            total = 0
-            for d in range(1, len(got) + 1):
-                o = ops[f"{prefix}_{side}{d}"]
-                assert o["kind"] == "collective_permute" and o["dtype"] == "bf16", o["id"]
-                r, rem = divmod(o["bytes"], b * w * ch * 2)
-                assert rem == 0 and 1 <= r <= s, (o["id"], o["bytes"], s)
-                total += r
-                pairs = o["source_target_pairs"]
-                assert len(pairs) == replicas * (P - d), (o["id"], len(pairs))
-                for src, dst in pairs:
-                    (rs, ss), (rd, sd) = where(src), where(dst)
-                    assert rs == rd and sd - ss == (d if side == "lo" else -d), (o["id"], src)
-            assert total == want, (layer, side, total, want)
-        return [i for i in ops if i.startswith(prefix + "_")]
+    def permutes_of(prefix, rows, n, w, ch, layer):
+        return check_permutes(ops, prefix, rows, n, w, ch, layer, slices=P, images=b,
+                              replicas=replicas, chips_x=X)
 
     permutes = set()
     convs = [i[:-5] for i in ref if i.endswith(".conv") and not i.startswith("mask.")]
@@ -376,12 +306,12 @@ for cores in (128, 256):
             max((oh - 1) * st + k - h, 0) // 2 if padding == "same" else 0
         assert o["batch"] == b and o["w"] == w and o["stride_h"] == st, L
         assert out_rows(o["h"], k, st, o["padding"]) == ceil(oh, P), (L, o["h"], oh)
-        fw = check_permutes(L + ".halo", halo(h, oh, window(k, st, p)), h, w, g["c_in"], L)
+        fw = permutes_of(L + ".halo", halo(h, oh, window(k, st, p)), h, w, g["c_in"], L)
         assert all(i in o["deps"] for i in fw), L
         permutes |= set(fw)
         if L + ".dx" in ops:
             ow = out_rows(w, k, st, padding)
-            bw = check_permutes(L + ".dx_halo", grad_halo(h, oh, window(k, st, p)), oh, ow,
+            bw = permutes_of(L + ".dx_halo", grad_halo(h, oh, window(k, st, p)), oh, ow,
                                 g["c_out"], L)
             assert all(i in ops[L + ".dx"]["deps"] for i in bw), L
             permutes |= set(bw)
@@ -391,14 +321,14 @@ for cores in (128, 256):
     # The stem's max pool (3x3, stride 2, "same"), forward only (frozen).
     H, W = out_rows(ref["stem.conv"]["h"], 4, 1, "same"), ref["stem.conv"]["w"]
     oh = ceil(H, 2)
-    permutes |= set(check_permutes("stem.maxpool.halo", halo(H, oh, window(
+    permutes |= set(permutes_of("stem.maxpool.halo", halo(H, oh, window(
         3, 2, max((oh - 1) * 2 + 3 - H, 0) // 2)), H, W, 64, "maxpool"))
     # FPN: P4 = lateral4 + upsample2x(P5') reads P5' rows r // 2; P6 = P5 rows 2 r.
     h4, h5 = ref["fpn.out4.conv"]["h"], ref["fpn.out5.conv"]["h"]
     w4, w5 = ref["fpn.out4.conv"]["w"], ref["fpn.out5.conv"]["w"]
     up = lambda r: [r // 2]
-    permutes |= set(check_permutes("fpn.topdown4.halo", halo(h5, h4, up), h5, w5, 256, "up"))
-    permutes |= set(check_permutes("fpn.topdown4.up_grad_halo", grad_halo(h5, h4, up), h4, w4,
+    permutes |= set(permutes_of("fpn.topdown4.halo", halo(h5, h4, up), h5, w5, 256, "up"))
+    permutes |= set(permutes_of("fpn.topdown4.up_grad_halo", grad_halo(h5, h4, up), h4, w4,
                                    256, "up_grad"))
     for lvl in (3, 2):  # aligned levels (52 -> 104 -> 208 rows): no halo
         assert halo(ref[f"fpn.out{lvl + 1}.conv"]["h"], ref[f"fpn.out{lvl}.conv"]["h"],
@@ -407,8 +337,8 @@ for cores in (128, 256):
                     and "halo" in i], lvl
     h6, w6 = ceil(h5, 2), ceil(w5, 2)
     p6 = lambda r: [2 * r]
-    permutes |= set(check_permutes("fpn.p6.halo", halo(h5, h6, p6), h5, w5, 256, "p6"))
-    permutes |= set(check_permutes("fpn.p6_grad.halo", grad_halo(h5, h6, p6), h6, w6, 256,
+    permutes |= set(permutes_of("fpn.p6.halo", halo(h5, h6, p6), h5, w5, 256, "p6"))
+    permutes |= set(permutes_of("fpn.p6_grad.halo", grad_halo(h5, h6, p6), h6, w6, 256,
                                    "p6_grad"))
 
     # Placement (core_assignment_utils: CORE_0, CORE_1, CORE_2 of each replica).

@@ -8,6 +8,12 @@
 # located error line and exit 2. Usage: mlperf_traces.sh path/to/tpusim (from the source root).
 set -u
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# The simulated step of TRACE on CONFIG, in seconds (empty when the run fails).
+step_seconds() {
+    "$bin" run -q --json --config "$1" --trace "$2" 2>/dev/null |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])'
+}
 gen="python3 scripts/gen_trace.py"
 
 # "bench round cores modelled" for every entry of the table (modelled 0: a slice whose
@@ -103,10 +109,8 @@ for bench in "${!smallest[@]}"; do
     one="$tmp/${bench}_one.json"
     $gen mlperf "$bench" --round "$rnd" --cores "$cores" --per-core-batch 1 -o "$one" ||
         { fail "gen_trace.py mlperf $bench --per-core-batch 1"; continue; }
-    s_full=$("$bin" run -q --json --config "$cfg" --trace "$full" 2>/dev/null |
-        python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])')
-    s_one=$("$bin" run -q --json --config "$cfg" --trace "$one" 2>/dev/null |
-        python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])')
+    s_full=$(step_seconds "$cfg" "$full")
+    s_one=$(step_seconds "$cfg" "$one")
     if python3 -c "import sys; a, b = float('$s_full' or 0), float('$s_one' or 0); sys.exit(not 0 < b < a)"; then
         passes=$((passes + 1))
     else
@@ -199,8 +203,7 @@ assert t["cores"] == 8 and not any(o["kind"] in ("all_reduce", "reduce_scatter",
 PY
     $gen mlperf "$bench" --round v0.5 --inference --scenario offline --cores 8 \
         --per-core-batch 1 -o "$tmp/inf_one.json" || { fail "mlperf $bench --inference, 1 per core"; continue; }
-    s=$("$bin" run -q --json --config configs/tpu_v3_8.json --trace "$tmp/inf_one.json" 2>/dev/null |
-        python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])')
+    s=$(step_seconds configs/tpu_v3_8.json "$tmp/inf_one.json")
     if python3 -c "import sys; sys.exit(not float('${s:-0}') > 0)"; then
         passes=$((passes + 1))
     else
