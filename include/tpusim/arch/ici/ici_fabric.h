@@ -15,8 +15,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <queue>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
