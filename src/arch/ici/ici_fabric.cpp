@@ -214,13 +214,16 @@ void IciFabric::service_input(std::uint32_t link, int vc, Tick now) {
         }
         Message& m = messages_[t.msg];
         // Ejection never blocks: the train is written to the destination's memory and its
-        // buffer space frees once its tail has arrived.
+        // buffer space frees once its tail has arrived. A train that waited behind the head
+        // of its buffer (head-of-line blocking: a train passing through ahead of it waited for
+        // its next link) leaves now, not when its tail arrived: nothing happens in the past.
+        const Tick out = std::max(t.tail_ready, now);
         q.pop_front();
         if (q.empty()) receiver(link).occupied &= ~input_bit(link, vc);
-        queue_.push(t.tail_ready + latency_, kCredit, link, static_cast<std::uint32_t>(vc),
+        queue_.push(out + latency_, kCredit, link, static_cast<std::uint32_t>(vc),
                     credits_for(t.bytes), rank(link, kCredit));
         m.in_flight -= t.bytes;
-        queue_.push(t.tail_ready, kDeliver, t.msg, m.in_flight == 0 ? 1u : 0u, t.bytes);
+        queue_.push(out, kDeliver, t.msg, m.in_flight == 0 ? 1u : 0u, t.bytes);
     }
 }
 
