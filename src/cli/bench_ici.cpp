@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "tpusim/arch/ici/ici_bench.h"
+#include "tpusim/config/topology.h"
 #include "tpusim/stats/report.h"
 
 namespace tpusim::cli {
@@ -83,9 +84,9 @@ void run_bench_ici(const BenchIciOptions& o) {
         return;
     }
     std::cout << fmt::format(
-        "{} on {} ({} x {} chips{}, {} cores), algorithm {}, {} GB/s per link and direction\n",
+        "{} on {} ({} x {} chips, {}, {} cores), algorithm {}, {} GB/s per link and direction\n",
         o.collective, cfg.name, cfg.board.chips_x, cfg.board.chips_y,
-        cfg.board.wraparound ? ", torus" : ", mesh", n, algorithm_name(cfg),
+        grid_kind(cfg.board.wraps(0), cfg.board.wraps(1)), n, algorithm_name(cfg),
         cfg.ici.link_bandwidth_gbps);
     std::cout << fmt::format(
         "busbw = algbw x {:.4f} (NCCL convention); bound = link-limited "

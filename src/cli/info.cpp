@@ -4,8 +4,10 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common.h"
+#include "tpusim/config/topology.h"
 #include "tpusim/sim/derived.h"
 #include "tpusim/sim/simulator.h"
 
@@ -19,10 +21,17 @@ void print_info_text(const TpuConfig& cfg) {
     const auto& h = j["hbm"];
     std::cout << fmt::format("{}: {}\n", cfg.name, cfg.description);
     std::cout << fmt::format(
-        "  board      {} chips ({} x {}{}), {} TensorCores ({} per chip), clock {} MHz\n",
+        "  board      {} chips ({} x {} {}{}), {} TensorCores ({} per chip), clock {} MHz\n",
         cfg.chips(), cfg.board.chips_x, cfg.board.chips_y,
-        cfg.board.wraparound ? ", wrap-around" : "", cfg.cores(), cfg.chip.cores_per_chip,
-        cfg.chip.clock_mhz);
+        grid_kind(cfg.board.wraps(0), cfg.board.wraps(1)),
+        cfg.board.pod_chips_x || cfg.board.pod_chips_y
+            ? fmt::format(cfg.board.pod_chips_x == cfg.board.chips_x &&
+                                  cfg.board.pod_chips_y == cfg.board.chips_y
+                              ? ", the whole {} x {} pod"
+                              : ", cut from a {} x {} pod",
+                          cfg.board.pod_chips_x, cfg.board.pod_chips_y)
+            : std::string(),
+        cfg.cores(), cfg.chip.cores_per_chip, cfg.chip.clock_mhz);
     std::cout << fmt::format(
         "  peak bf16  {:.3f} TFLOPS per core ({} MXU{} of {} x {} x 2 FLOP x {} MHz)\n",
         p["per_core"].get<double>(), cfg.core.mxus, cfg.core.mxus > 1 ? "s" : "", cfg.mxu.rows,

@@ -39,6 +39,24 @@ struct Side {
 
 // ICI wiring: every chip needs a link per neighbour direction of its grid (docs/ici.md).
 void check_ici_topology(const TpuConfig& cfg, const std::map<std::string, std::string>& origin) {
+    // A slice is cut out of its pod: it cannot be longer than the pod along an axis.
+    for (const char* axis : {"x", "y"}) {
+        const bool x = axis[0] == 'x';
+        const std::int64_t n = x ? cfg.board.chips_x : cfg.board.chips_y;
+        const std::int64_t pod = x ? cfg.board.pod_chips_x : cfg.board.pod_chips_y;
+        if (pod != 0 && pod < n) {
+            fail_relation(
+                origin,
+                {fmt::format("/board/pod_chips_{}", axis),
+                 fmt::format("expected 0 (the board is the machine) or at least board.chips_{} "
+                             "({}): a slice is cut out of its pod, got {}",
+                             axis, n, pod)},
+                {fmt::format("/board/chips_{}", axis),
+                 fmt::format("expected at most board.pod_chips_{} ({}), the pod the slice is cut "
+                             "from (set board.pod_chips_{} to 0 or to a larger pod), got {}",
+                             axis, pod, axis, n)});
+        }
+    }
     const std::string why = Topology::problem(cfg.board, cfg.ici);
     if (!why.empty()) fail(origin, "/ici/links_per_chip", "expected enough links: " + why);
     if (cfg.ici.chunk_bytes < cfg.ici.packet_bytes) {

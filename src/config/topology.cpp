@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "tpusim/config/board_config.h"
 #include "tpusim/config/ici_config.h"
@@ -10,11 +11,14 @@
 namespace tpusim {
 
 Topology::Topology(const BoardConfig& board, const ChipConfig& chip)
-    : Topology(static_cast<int>(board.chips_x), static_cast<int>(board.chips_y), board.wraparound,
-               static_cast<int>(chip.cores_per_chip)) {}
+    : Topology(static_cast<int>(board.chips_x), static_cast<int>(board.chips_y), board.wraps(0),
+               board.wraps(1), static_cast<int>(chip.cores_per_chip)) {}
 
 Topology::Topology(int chips_x, int chips_y, bool wraparound, int cores_per_chip)
-    : nx_(chips_x), ny_(chips_y), wrap_(wraparound), cores_per_chip_(cores_per_chip) {
+    : Topology(chips_x, chips_y, wraparound, wraparound, cores_per_chip) {}
+
+Topology::Topology(int chips_x, int chips_y, bool wrap_x, bool wrap_y, int cores_per_chip)
+    : nx_(chips_x), ny_(chips_y), wrap_{wrap_x, wrap_y}, cores_per_chip_(cores_per_chip) {
     if (nx_ < 1 || ny_ < 1 || cores_per_chip_ < 1) {
         throw std::invalid_argument("Topology: grid and cores per chip must be positive");
     }
@@ -28,7 +32,7 @@ Topology::Topology(int chips_x, int chips_y, bool wraparound, int cores_per_chip
             for (int sign : {1, -1}) {
                 int p = pos[dim] + sign;
                 const bool wrap = p < 0 || p >= n;
-                if (wrap && !wrap_) continue;
+                if (wrap && !wrap_[dim]) continue;
                 p = (p + n) % n;
                 const int dst = dim == 0 ? chip_at(p, pos[1]) : chip_at(pos[0], p);
                 Link l{
@@ -43,11 +47,18 @@ Topology::Topology(int chips_x, int chips_y, bool wraparound, int cores_per_chip
     }
 }
 
-int Topology::ports_needed(int chips_x, int chips_y, bool wraparound) {
+const char* grid_kind(bool wrap_x, bool wrap_y) {
+    if (wrap_x && wrap_y) return "torus";
+    if (wrap_x) return "mesh wrapped along x";
+    if (wrap_y) return "mesh wrapped along y";
+    return "mesh";
+}
+
+int Topology::ports_needed(int chips_x, int chips_y, bool wrap_x, bool wrap_y) {
     // A mesh's inner chips have as many ports as a torus's; only the edges lose some.
     int n = 0;
-    for (int size : {chips_x, chips_y}) {
-        if (size > 2 || (size == 2 && wraparound))
+    for (const auto& [size, wrap] : {std::pair{chips_x, wrap_x}, std::pair{chips_y, wrap_y}}) {
+        if (size > 2 || (size == 2 && wrap))
             n += 2;
         else if (size == 2)
             n += 1;
@@ -57,12 +68,12 @@ int Topology::ports_needed(int chips_x, int chips_y, bool wraparound) {
 
 std::string Topology::problem(const BoardConfig& board, const IciConfig& ici) {
     const int need = ports_needed(static_cast<int>(board.chips_x), static_cast<int>(board.chips_y),
-                                  board.wraparound);
+                                  board.wraps(0), board.wraps(1));
     if (ici.links_per_chip < need) {
         return fmt::format(
             "a {} x {} {} needs {} ICI links per chip (+x, -x, +y, -y where the grid has "
             "them), got {}",
-            board.chips_x, board.chips_y, board.wraparound ? "torus" : "mesh", need,
+            board.chips_x, board.chips_y, grid_kind(board.wraps(0), board.wraps(1)), need,
             ici.links_per_chip);
     }
     return "";
@@ -78,7 +89,7 @@ void Topology::route_dim(int dim, int from, int to, int prefer_sign, int& chip,
     if (from == to) return;
     int sign = to > from ? 1 : -1;
     int hops = to > from ? to - from : from - to;
-    if (wrap_) {
+    if (wrap_[dim]) {
         const int fwd = ((to - from) % n + n) % n;
         const int bwd = n - fwd;
         sign = fwd < bwd ? 1 : (bwd < fwd ? -1 : (prefer_sign >= 0 ? 1 : -1));

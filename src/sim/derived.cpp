@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tpusim/common/types.h"
+#include "tpusim/config/topology.h"
 #include "tpusim/stats/energy.h"
 
 namespace tpusim {
@@ -32,7 +33,10 @@ nlohmann::json info_json(const TpuConfig& cfg) {
     j["chips"] = cfg.chips();
     j["topology"] = {{"chips_x", cfg.board.chips_x},
                      {"chips_y", cfg.board.chips_y},
-                     {"wraparound", cfg.board.wraparound}};
+                     {"wraparound", cfg.board.wraparound},
+                     {"pod_chips", {cfg.board.pod_chips_x, cfg.board.pod_chips_y}},
+                     {"wraps", {cfg.board.wraps(0), cfg.board.wraps(1)}},
+                     {"kind", grid_kind(cfg.board.wraps(0), cfg.board.wraps(1))}};
     j["cores"] = cfg.cores();
     j["cores_per_chip"] = cfg.chip.cores_per_chip;
     j["mxus_per_core"] = cfg.core.mxus;

@@ -27,7 +27,7 @@ std::string groups_break_symmetry(const ReplicaGroups& rg, std::int64_t cores, c
                                   const std::string& id) {
     const std::int64_t per = cfg.chip.cores_per_chip;
     const std::int64_t nx = cfg.board.chips_x, ny = cfg.board.chips_y;
-    const bool wrap = cfg.board.wraparound;
+    const bool wrap_x = cfg.board.wraps(0), wrap_y = cfg.board.wraps(1);
     std::vector<int> seen(static_cast<std::size_t>(cores), 0);
     std::vector<std::vector<std::int64_t>> chips;  // per group, its chips in ascending order
     for (const auto& g : rg.groups) {
@@ -58,14 +58,15 @@ std::string groups_break_symmetry(const ReplicaGroups& rg, std::int64_t cores, c
         return fmt::format("op \"{}\": its replica groups do not partition the {} cores", id,
                            cores);
     }
-    // The first group moved by (dx, dy) chips, or empty where it leaves a board without
-    // wrap-around links.
+    // The first group moved by (dx, dy) chips, or empty where it leaves the board along an
+    // axis without wrap-around links.
     const auto& first = chips.front();
     auto moved = [&](std::int64_t dx, std::int64_t dy) {
         std::vector<std::int64_t> out;
         for (std::int64_t chip : first) {
             std::int64_t x = chip % nx + dx, y = chip / nx + dy;
-            if (!wrap && (x < 0 || x >= nx || y < 0 || y >= ny)) return std::vector<std::int64_t>{};
+            if ((!wrap_x && (x < 0 || x >= nx)) || (!wrap_y && (y < 0 || y >= ny)))
+                return std::vector<std::int64_t>{};
             x = (x % nx + nx) % nx;
             y = (y % ny + ny) % ny;
             out.push_back(y * nx + x);
@@ -147,18 +148,19 @@ std::string chip_zero_breaks_symmetry(const Program& program, const TpuConfig& c
 struct Block {
     std::int64_t bx = 1, by = 1;
     std::int64_t nx = 1, ny = 1, per = 1;
-    bool wrap = true;
+    bool wrap_x = true, wrap_y = true;           // BoardConfig::wraps
     const std::vector<int>* ring_pos = nullptr;  // per chip: its place on the board's chip cycle
 
     std::int64_t image(std::int64_t core) const {
         const std::int64_t chip = core / per;
         return ((chip / nx % by) * nx + chip % nx % bx) * per + core % per;
     }
-    // `core` moved by (dx, dy) chips; -1 where it leaves a board without wrap-around links.
+    // `core` moved by (dx, dy) chips; -1 where it leaves the board along an axis without
+    // wrap-around links.
     std::int64_t moved(std::int64_t core, std::int64_t dx, std::int64_t dy) const {
         const std::int64_t chip = core / per;
         std::int64_t x = chip % nx + dx, y = chip / nx + dy;
-        if (!wrap && (x < 0 || x >= nx || y < 0 || y >= ny)) return -1;
+        if ((!wrap_x && (x < 0 || x >= nx)) || (!wrap_y && (y < 0 || y >= ny))) return -1;
         x = (x % nx + nx) % nx;
         y = (y % ny + ny) % ny;
         return (y * nx + x) * per + core % per;
@@ -388,7 +390,8 @@ SymmetryPlan plan_symmetry(const Program& program, const TpuConfig& cfg, bool al
         for (std::int64_t by = 1; by <= ny; ++by) {
             for (std::int64_t bx = 1; bx <= nx; ++bx) {
                 if (nx % bx != 0 || ny % by != 0 || bx * by == nx * ny) continue;
-                blocks.push_back(Block{bx, by, nx, ny, per_chip, cfg.board.wraparound, &ring_pos});
+                blocks.push_back(Block{bx, by, nx, ny, per_chip, cfg.board.wraps(0),
+                                       cfg.board.wraps(1), &ring_pos});
             }
         }
         std::stable_sort(blocks.begin(), blocks.end(),

@@ -2,13 +2,17 @@
 // simulated on the tile alone, and everything the engine tells and counts is what the full
 // simulation of every link tells and counts: each collective's end cycle, in the same order,
 // every link's bytes, trains and busy time, the reduced bytes. Checked here on v3-32 (4 x 4)
-// and v3-128 (8 x 8) against the same engine with the fold off, for symmetric collectives,
-// irregular ones (fallback), a mix in flight at once (the phase runs again) and one started
-// from another's completion.
+// and v3-128 (8 x 8) as tori, v3-32 wrapped along y only and v3-128 as shipped (a mesh: cut
+// from the 32 x 32 pod, it has no wrap-around links) against the same engine with the fold
+// off, for symmetric collectives, irregular ones (fallback), a mix in flight at once (the
+// phase runs again) and one started from another's completion.
 #include "arch/ici/ici_symmetry.h"
 
 #include <catch2/catch.hpp>
 #include <numeric>
+#include <ostream>
+#include <string>
+#include <vector>
 
 #include "../completion_log.h"
 #include "../test_util.h"
@@ -25,6 +29,25 @@ CollectiveSpec all_reduce(Bytes bytes) {
     s.algorithm = AllReduceAlgorithm::Torus2d;
     return s;
 }
+
+// A board of the tests: a config file and overrides of its wrap-around. The v3-32 and v3-128
+// slices are meshes as cut from the v3 pod (docs/pods.md, "Wrap-around"); as a pod of their
+// own (board.pod_chips_x/y = 0) they are tori; with a pod as high as the slice and wider, the
+// slice wraps along y only (as a v3-1024 does along its 32 chips): no tile is used there
+// (src/arch/ici/ici_symmetry.cpp says why), every link is simulated.
+struct FoldBoard {
+    std::string config;
+    std::vector<std::string> set;
+};
+std::ostream& operator<<(std::ostream& os, const FoldBoard& b) {
+    os << b.config;
+    for (const auto& s : b.set) os << " --set " << s;
+    return os;
+}
+const FoldBoard kTorus32{"tpu_v3_32.json", {"board.pod_chips_x=0", "board.pod_chips_y=0"}};
+const FoldBoard kTorus128{"tpu_v3_128.json", {"board.pod_chips_x=0", "board.pod_chips_y=0"}};
+const FoldBoard kWrapY32{"tpu_v3_32.json", {"board.pod_chips_x=32", "board.pod_chips_y=4"}};
+const FoldBoard kMesh128{"tpu_v3_128.json", {}};
 
 struct Start {
     CollectiveSpec spec;
@@ -58,11 +81,12 @@ struct Outcome {
 
 // Runs `starts` (in order, each at its cycle) on a fresh engine of `config`; with `chain`, the
 // first collective to end starts `chain` from its completion.
-Outcome simulate(const std::string& config, bool fold, const std::vector<Start>& starts,
+Outcome simulate(const FoldBoard& board, bool fold, const std::vector<Start>& starts,
                  const CollectiveSpec* chain = nullptr) {
-    const TpuConfig cfg = load_config(
-        test::config_path(config),
-        {"ici.tick_order=by_link", std::string("ici.fold_symmetric=") + (fold ? "true" : "false")});
+    std::vector<std::string> set = board.set;
+    set.push_back("ici.tick_order=by_link");
+    set.push_back(std::string("ici.fold_symmetric=") + (fold ? "true" : "false"));
+    const TpuConfig cfg = load_config(test::config_path(board.config), set);
     const Topology topo(cfg.board, cfg.chip);
     const AnalyticalReductionCost cost(cfg.vpu, cfg.hbm, cfg.chip);
     IciEngine engine(topo, cfg.ici, cfg.chip.clock_mhz, cost);
@@ -104,8 +128,8 @@ void require_same(const Outcome& a, const Outcome& b) {
     }
 }
 
-std::optional<TorusTile> tile_of(const std::string& config, Bytes bytes) {
-    const TpuConfig cfg = load_config(test::config_path(config), {});
+std::optional<TorusTile> tile_of(const FoldBoard& board, Bytes bytes) {
+    const TpuConfig cfg = load_config(test::config_path(board.config), board.set);
     const Topology topo(cfg.board, cfg.chip);
     return symmetric_tile(lower_collective(all_reduce(bytes), topo, cfg.ici), topo);
 }
@@ -118,14 +142,17 @@ constexpr Bytes kEven = 28 * kMiB, kBert = 28351488, kOdd = 1000003;
 }  // namespace
 
 TEST_CASE("symmetric tiles: the smallest tile the torus all-reduce repeats", "[ici][symmetry]") {
-    for (const char* config : {"tpu_v3_32.json", "tpu_v3_128.json"}) {
-        INFO(config);
-        const auto even = tile_of(config, kEven);
+    for (const FoldBoard& board : {kTorus32, kTorus128}) {
+        INFO(board);
+        const auto even = tile_of(board, kEven);
         REQUIRE(even);
         CHECK(even->x == 2);
         CHECK(even->y == 2);
-        CHECK_FALSE(tile_of(config, kOdd));
+        CHECK_FALSE(tile_of(board, kOdd));
     }
+    // Not a torus: wrapped along y only, or a mesh.
+    CHECK_FALSE(tile_of(kWrapY32, kEven));
+    CHECK_FALSE(tile_of(kMesh128, kEven));
     // The ring all-reduce of the -8 boards follows one Hamiltonian cycle: no translation.
     const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"), {});
     const Topology topo(cfg.board, cfg.chip);
@@ -135,7 +162,10 @@ TEST_CASE("symmetric tiles: the smallest tile the torus all-reduce repeats", "[i
 }
 
 TEST_CASE("symmetric collectives on a tile equal the simulation of every link", "[ici][symmetry]") {
-    for (const char* config : {"tpu_v3_32.json", "tpu_v3_128.json"}) {
+    // The boards that are not tori check that the torus all-reduce, whose rings close over
+    // several hops there, runs to its end (trains of a ring step wait behind others passing
+    // through: tests/unit/ici_fabric_test.cpp) and that nothing is folded.
+    for (const FoldBoard& config : {kTorus32, kTorus128, kWrapY32, kMesh128}) {
         for (Bytes bytes : {kEven, kBert, kOdd}) {
             INFO(config << ", " << bytes << " B");
             const std::vector<Start> one{{all_reduce(bytes), 10}};
@@ -151,7 +181,7 @@ TEST_CASE("symmetric collectives on a tile equal the simulation of every link", 
 
 TEST_CASE("collectives in flight together: joined on the tile, or all run again",
           "[ici][symmetry]") {
-    for (const char* config : {"tpu_v3_32.json", "tpu_v3_128.json"}) {
+    for (const FoldBoard& config : {kTorus32, kTorus128}) {
         INFO(config);
         // Two symmetric ones overlapping: both on the tile.
         const std::vector<Start> two{{all_reduce(kEven), 0}, {all_reduce(kBert), 20000}};
@@ -185,13 +215,13 @@ TEST_CASE("a collective on a coarser tile joins: the phase runs again on the com
     // On v3-128 (8 x 8) 7,340,544 bytes repeat a 4 x 4 tile and no smaller one, 28 MiB a
     // 2 x 2 tile; 4 x 4 is the smallest both repeat.
     const Bytes coarse = 7340544;
-    const auto tile = tile_of("tpu_v3_128.json", coarse);
+    const auto tile = tile_of(kTorus128, coarse);
     REQUIRE(tile);
     REQUIRE(tile->x == 4);
     REQUIRE(tile->y == 4);
     const std::vector<Start> starts{{all_reduce(kEven), 0}, {all_reduce(coarse), 20000}};
-    const Outcome t = simulate("tpu_v3_128.json", true, starts);
-    require_same(t, simulate("tpu_v3_128.json", false, starts));
+    const Outcome t = simulate(kTorus128, true, starts);
+    require_same(t, simulate(kTorus128, false, starts));
     REQUIRE(t.unfolded == 1);
     // The first started on the 2 x 2 tile, then both again on the 4 x 4 one.
     REQUIRE(t.folded == 3);
@@ -199,7 +229,7 @@ TEST_CASE("a collective on a coarser tile joins: the phase runs again on the com
 
 TEST_CASE("a collective started from another's completion, fitting the tile or not",
           "[ici][symmetry]") {
-    for (const char* config : {"tpu_v3_32.json", "tpu_v3_128.json"}) {
+    for (const FoldBoard& config : {kTorus32, kTorus128}) {
         for (Bytes next : {kBert, kOdd}) {
             INFO(config << ", then " << next << " B");
             // The second starts from the first's completion while the third still runs.
@@ -215,7 +245,9 @@ TEST_CASE("a collective started from another's completion, fitting the tile or n
 }
 
 TEST_CASE("with the fifo tick order nothing is folded", "[ici][symmetry]") {
-    const TpuConfig cfg = load_config(test::config_path("tpu_v3_32.json"), {"ici.tick_order=fifo"});
+    std::vector<std::string> set = kTorus32.set;
+    set.push_back("ici.tick_order=fifo");
+    const TpuConfig cfg = load_config(test::config_path(kTorus32.config), set);
     REQUIRE(cfg.ici.tick_order == IciTickOrder::Fifo);
     // by_link is the default.
     CHECK(load_config(test::config_path("tpu_v3_32.json"), {}).ici.tick_order ==

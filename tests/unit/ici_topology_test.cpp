@@ -96,3 +96,63 @@ TEST_CASE("bad ICI topologies are rejected with the key that is wrong", "[ici][t
     REQUIRE(load_config(test::config_path("tpu_v3_1024.json")).chips() == 512);
     REQUIRE(load_config(test::config_path("tpu_v3_32.json")).chips() == 16);
 }
+
+TEST_CASE("a slice wraps around only along the axes it spans its pod's whole side",
+          "[ici][topology]") {
+    // The pod's torus closes each full row and column of chips; a rectangle cut out of it keeps
+    // those wrap-around links only along an axis as long as the pod's (docs/pods.md).
+    struct Case {
+        const char* config;
+        int nx, ny;
+        bool wrap_x, wrap_y;
+    };
+    for (const Case& c :
+         {Case{"tpu_v3_8.json", 2, 2, true, true},  // a board of its own
+          Case{"tpu_v3_32.json", 4, 4, false, false}, Case{"tpu_v3_512.json", 16, 16, false, false},
+          Case{"tpu_v3_1024.json", 16, 32, false, true},
+          Case{"tpu_v3_2048.json", 32, 32, true, true}, Case{"tpu_v2_256.json", 8, 16, false, true},
+          Case{"tpu_v2_512.json", 16, 16, true, true}}) {
+        INFO(c.config);
+        const TpuConfig cfg = load_config(test::config_path(c.config));
+        REQUIRE(cfg.board.chips_x == c.nx);
+        REQUIRE(cfg.board.chips_y == c.ny);
+        REQUIRE(cfg.board.wraps(0) == c.wrap_x);
+        REQUIRE(cfg.board.wraps(1) == c.wrap_y);
+        const Topology t(cfg.board, cfg.chip);
+        REQUIRE(t.wraps(0) == c.wrap_x);
+        REQUIRE(t.wraps(1) == c.wrap_y);
+        // Link directions: 2 per pair of neighbours in a line of n, 2 more to close a ring.
+        const auto along = [](int n, bool wrap) { return 2 * (n - 1) + (wrap && n > 1 ? 2 : 0); };
+        const std::size_t links =
+            static_cast<std::size_t>(along(c.nx, c.wrap_x) * c.ny + along(c.ny, c.wrap_y) * c.nx);
+        REQUIRE(t.links().size() == links);
+        // From the first to the last chip of row 0: one hop back round the ring, or across.
+        const auto route = t.route(0, t.chip_at(c.nx - 1, 0));
+        REQUIRE(route.size() == static_cast<std::size_t>(c.wrap_x ? 1 : c.nx - 1));
+        const auto column = t.route(0, t.chip_at(0, c.ny - 1));
+        REQUIRE(column.size() == static_cast<std::size_t>(c.wrap_y ? 1 : c.ny - 1));
+    }
+    // What-ifs: the slice as a pod of its own is a torus; wrap-around off leaves a mesh.
+    const auto v3_32 = test::config_path("tpu_v3_32.json");
+    const TpuConfig own = load_config(v3_32, {"board.pod_chips_x=0", "board.pod_chips_y=0"});
+    REQUIRE(own.board.wraps(0));
+    REQUIRE(own.board.wraps(1));
+    const TpuConfig off =
+        load_config(test::config_path("tpu_v3_2048.json"), {"board.wraparound=false"});
+    REQUIRE_FALSE(off.board.wraps(0));
+    REQUIRE_FALSE(off.board.wraps(1));
+    // A slice cannot be longer than its pod: the key that was set is named.
+    try {
+        load_config(v3_32, {"board.pod_chips_y=2"});
+        FAIL("expected an error");
+    } catch (const InputError& e) {
+        REQUIRE(e.where() == "/board/pod_chips_y");
+    }
+    try {
+        load_config(test::config_path("tpu_v3_2048.json"), {"board.chips_x=64"});
+        FAIL("expected an error");
+    } catch (const InputError& e) {
+        REQUIRE(e.where() == "/board/chips_x");
+        REQUIRE_THAT(e.what(), Catch::Contains("board.pod_chips_x (32)"));
+    }
+}

@@ -11,11 +11,18 @@ namespace tpusim {
 // Chips form a chips_x x chips_y grid joined by ICI links. A v2-8 / v3-8 board is 2 x 2 with
 // wrap-around: each chip's four links go +x, -x, +y, -y, and in a 2 x 2 grid +x and -x reach
 // the same neighbour, so neighbours are joined by two links (docs/ici.md explains why).
-// Pod slices (v3-32 ... v3-1024) are larger grids of the same chips.
+// Pod slices (v3-32 ... v3-2048) are larger grids of the same chips.
+//
+// A slice is a rectangle cut out of its pod's 2-D torus (pod_chips_x x pod_chips_y; 0: the
+// board is a machine of its own). The pod's wrap-around links close a ring only along an axis
+// the slice spans whole: a v3-1024 (16 x 32 chips of the 32 x 32 pod) wraps along y only, a
+// v3-32 (4 x 4) along neither (docs/pods.md, "Wrap-around").
 struct BoardConfig {
     std::int64_t chips_x = 2;
     std::int64_t chips_y = 2;
     bool wraparound = true;
+    std::int64_t pod_chips_x = 0;
+    std::int64_t pod_chips_y = 0;
     // Figures quoted by the original documents for the whole board; printed beside the
     // derived figures, never used in a computation.
     double quoted_peak_tflops = 420.0;
@@ -23,11 +30,24 @@ struct BoardConfig {
     std::string quoted_note;
 
     std::int64_t chips() const { return chips_x * chips_y; }
+    // Whether the ring along `dim` (0: x, 1: y) is closed by a wrap-around link: the torus
+    // has them and the board spans its pod's whole side (or is not cut from a pod).
+    bool wraps(int dim) const {
+        const std::int64_t n = dim == 0 ? chips_x : chips_y;
+        const std::int64_t pod = dim == 0 ? pod_chips_x : pod_chips_y;
+        return wraparound && (pod == 0 || pod == n);
+    }
 
     void visit(ConfigVisitor& v) {
         v.value("chips_x", chips_x, Limits::range(1, 64), "chips", "chips along x");
         v.value("chips_y", chips_y, Limits::range(1, 64), "chips", "chips along y");
-        v.value("wraparound", wraparound, "torus wrap-around links on both axes");
+        v.value("wraparound", wraparound,
+                "torus wrap-around links, along every axis the board spans its pod's whole side");
+        v.value("pod_chips_x", pod_chips_x, Limits::range(0, 64), "chips",
+                "chips along x of the pod the board is cut from (0: the board is the machine); "
+                "a slice narrower than its pod has no wrap-around along x");
+        v.value("pod_chips_y", pod_chips_y, Limits::range(0, 64), "chips",
+                "chips along y of the pod the board is cut from (0: the board is the machine)");
         v.value("quoted_peak_tflops", quoted_peak_tflops, Limits::range(0, 1e7), "TFLOPS",
                 "board peak quoted by the documents (reported beside the derived peak)");
         v.value("quoted_memory_gb", quoted_memory_gb, Limits::range(0, 1e7), "GB",

@@ -1,6 +1,7 @@
 #pragma once
 // ICI topology of a board or slice: chips on a chips_x x chips_y grid, each with up to four
-// off-chip links (+x, -x, +y, -y), optionally wrapped into a 2-D torus. A v2-8 / v3-8 board is
+// off-chip links (+x, -x, +y, -y), each axis optionally wrapped into rings (a 2-D torus when
+// both are). A v2-8 / v3-8 board is
 // a 2 x 2 torus: +x and -x of a chip reach the same neighbour over two separate links, which
 // is how the four links of each chip are used on a 4-chip board (docs/ici.md). Cores are
 // numbered chip-major: core = chip * cores_per_chip + local index; chip = y * chips_x + x.
@@ -13,6 +14,9 @@ namespace tpusim {
 struct BoardConfig;
 struct ChipConfig;
 struct IciConfig;
+
+// "torus", "mesh", "mesh wrapped along x" / "... y": for messages.
+const char* grid_kind(bool wrap_x, bool wrap_y);
 
 class Topology {
  public:
@@ -31,17 +35,21 @@ class Topology {
         std::uint8_t vc = 0;
     };
 
+    // Wrap-around along both axes, or along each as given; from a board, along the axes it
+    // spans its pod's whole side (BoardConfig::wraps).
     Topology(int chips_x, int chips_y, bool wraparound, int cores_per_chip);
+    Topology(int chips_x, int chips_y, bool wrap_x, bool wrap_y, int cores_per_chip);
     Topology(const BoardConfig& board, const ChipConfig& chip);
 
     // Why the ICI cannot wire this board ("" if it can): fewer links per chip than ports.
     static std::string problem(const BoardConfig& board, const IciConfig& ici);
     // Off-chip links a chip of this grid needs (2 per dimension longer than one chip).
-    static int ports_needed(int chips_x, int chips_y, bool wraparound);
+    static int ports_needed(int chips_x, int chips_y, bool wrap_x, bool wrap_y);
 
     int chips_x() const { return nx_; }
     int chips_y() const { return ny_; }
-    bool wraparound() const { return wrap_; }
+    // Whether the ring along dim (0: x, 1: y) is closed by a wrap-around link.
+    bool wraps(int dim) const { return wrap_[dim != 0]; }
     int chips() const { return nx_ * ny_; }
     int cores_per_chip() const { return cores_per_chip_; }
     int cores() const { return chips() * cores_per_chip_; }
@@ -68,7 +76,7 @@ class Topology {
                    std::vector<Hop>& out) const;
 
     int nx_, ny_;
-    bool wrap_;
+    bool wrap_[2];
     int cores_per_chip_;
     std::vector<Link> links_;
     std::vector<int> out_;  // chip * 4 + dim * 2 + (sign < 0) -> link id or -1

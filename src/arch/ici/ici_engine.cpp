@@ -175,7 +175,8 @@ bool IciEngine::begin_phase(const TorusTile& tile) {
 // The engine of the tile torus, which starts from the fabric's idle state of the phase's
 // beginning (the full fabric is not touched while a tile runs).
 bool IciEngine::make_sub(Phase& ph, const TorusTile& tile) {
-    auto topo = std::make_unique<Topology>(tile.x, tile.y, true, topo_.cores_per_chip());
+    auto topo = std::make_unique<Topology>(tile.x, tile.y, topo_.wraps(0), topo_.wraps(1),
+                                           topo_.cores_per_chip());
     std::vector<std::size_t> links = tile_links(topo_, *topo);
     // The arbiters' round-robin pointers outlive a collective: every link must hold the
     // pointer of the others in its tile link's place, which the tile link then starts from.

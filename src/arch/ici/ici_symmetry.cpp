@@ -104,10 +104,16 @@ std::vector<int> sides(int n) {
     return out;
 }
 
+// Only on a torus: on a board that wraps along one axis only (a v3-1024, 16 x 32 chips of the
+// 32 x 32 pod) the torus all-reduce does not run alike on translates along the wrapped axis
+// even where its schedule repeats them (its multi-hop rings along the other axis make the rows
+// finish apart), so no tile is exact there; a mesh has no translation at all.
+bool torus(const Topology& topo) { return topo.wraps(0) && topo.wraps(1); }
+
 }  // namespace
 
 std::optional<TorusTile> symmetric_tile(const LoweredCollective& c, const Topology& topo) {
-    if (!topo.wraparound() || !all_cores_in_order(c, topo)) return std::nullopt;
+    if (!torus(topo) || !all_cores_in_order(c, topo)) return std::nullopt;
     TorusTile tile{topo.chips_x(), topo.chips_y()};
     for (int t : sides(topo.chips_x())) {
         if (t == topo.chips_x() || invariant_all(c, topo, t, 0)) {
@@ -127,7 +133,7 @@ std::optional<TorusTile> symmetric_tile(const LoweredCollective& c, const Topolo
 }
 
 bool repeats_on_tile(const LoweredCollective& c, const Topology& topo, TorusTile tile) {
-    if (!topo.wraparound() || !all_cores_in_order(c, topo)) return false;
+    if (!torus(topo) || !all_cores_in_order(c, topo)) return false;
     if (tile.x < topo.chips_x() && !invariant_all(c, topo, tile.x, 0)) return false;
     if (tile.y < topo.chips_y() && !invariant_all(c, topo, 0, tile.y)) return false;
     return routes_repeat(c, topo, tile);

@@ -18,7 +18,8 @@ struct TorusTile {
 };
 
 // The smallest tile, in chips, whose translates the collective repeats (see above), or none
-// when only the whole torus does (no saving) or the torus has no wrap-around links.
+// when only the whole torus does (no saving) or the board is not a torus (it lacks the
+// wrap-around links of an axis).
 std::optional<TorusTile> symmetric_tile(const LoweredCollective& c, const Topology& topo);
 // Whether the collective repeats with the translates of `tile` (symmetric_tile's test for one
 // given tile).
