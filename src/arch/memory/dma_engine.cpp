@@ -39,7 +39,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int cor
     }
     if (timing_ == HbmTiming::Annotated) {
         SC_METHOD(deliver);
-        sensitive << due_q_;
+        sensitive << due_q_.event();
         dont_initialize();
     }
     stats_.counter("descriptors", descriptors_, "descriptors", "descriptors completed");
@@ -181,6 +181,7 @@ Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, bool to_vmem, HbmAccessExten
 }
 
 void DmaEngine::deliver() {
+    due_q_.fired();
     const Cycle now = ticks_.now();
     while (!due_.empty() && due_.top().t <= now) {
         const Due d = due_.top();

@@ -27,6 +27,7 @@
 
 #include "tpusim/arch/completion.h"
 #include "tpusim/arch/core/unit_if.h"
+#include "tpusim/arch/event_queue.h"
 #include "tpusim/arch/memory/cycle_ticks.h"
 #include "tpusim/arch/memory/dma_chunker.h"
 #include "tpusim/arch/memory/dma_workers.h"
@@ -140,7 +141,7 @@ class DmaEngine : public sc_core::sc_module, public UnitIf {
     DmaWorkers workers_;
     tlm::tlm_generic_payload payload_;
     CycleTicks ticks_;
-    sc_core::sc_event_queue due_q_;
+    EventQueue due_q_;  // one firing per planned descriptor, at its end
     StatGroup stats_;
 };
 
