@@ -227,3 +227,29 @@ TEST_CASE("lamb is adam's pass plus the weight decay term and the two norms", "[
     CHECK(lamb.cycles > adam.cycles);
     CHECK(lamb.cycles >= resource_bound(lamb, vpu));
 }
+
+TEST_CASE("the cost models of one config share what they remember, those of another do not",
+          "[vpu][lowering]") {
+    const VpuConfig vpu;
+    const VmemConfig vmem;
+    const VectorOpDesc d{VectorOp::Gelu, false, 1000, 512, 4, 4};
+    VectorCostModel a(vpu, vmem);
+    const VectorOpCost& first = a.cost(d);
+    REQUIRE(same(first, simulate_vector_op(d, vpu, vmem)));
+    {
+        VectorCostModel b(vpu, vmem);
+        CHECK(&b.cost(d) == &first);  // a's entry, not computed again
+    }
+    // One value changed in either config: a cost of its own, the full simulation's under it.
+    VpuConfig eup = vpu;
+    eup.ops.tanh.issue_interval_cycles += 4;  // gelu's tanh runs on the EUP
+    VmemConfig port = vmem;
+    port.load_bytes_per_cycle /= 8;
+    for (const auto& [v, m] : {std::pair{eup, vmem}, std::pair{vpu, port}}) {
+        VectorCostModel other(v, m);
+        const VectorOpCost& c = other.cost(d);
+        CHECK(&c != &first);
+        CHECK(same(c, simulate_vector_op(d, v, m)));
+        CHECK(c.cycles > first.cycles);  // the slower unit shows: not a's entry
+    }
+}

@@ -44,6 +44,8 @@ CollectiveKind collective_kind(OpKind kind);
 // Element size of a dtype name (f32, bf16, f16, s32, ...). Throws InputError if unknown.
 Bytes dtype_bytes(const std::string& dtype);
 
+// IciNetwork::lowered (ici_network.cpp: spec_hash, same_spec) compares every field: a new
+// field must be added there too, or a cached lowering could stand for a different spec.
 struct CollectiveSpec {
     CollectiveKind kind = CollectiveKind::AllReduce;
     // all_reduce: the buffer on every core; reduce_scatter: the input on every core;

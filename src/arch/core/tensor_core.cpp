@@ -71,7 +71,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, std::int64_t id, const Tens
     for (Mxu& mxu : mxus_) unit_port(Unit::Mxu).bind(mxu.core_in);
     unit_port(Unit::Vpu).bind(vpu_->core_in);
     SC_METHOD(on_completion);
-    sensitive << completion_q_;
+    sensitive << completion_q_.event();
     dont_initialize();
 }
 
@@ -139,6 +139,7 @@ void TensorCore::done(std::uint64_t tag, const UnitDone& d) {
 }
 
 void TensorCore::on_completion() {
+    completion_q_.fired();
     const Cycle now = now_cycles();
     bool any = false;
     while (!pending_.empty() && pending_.top().t <= now) {

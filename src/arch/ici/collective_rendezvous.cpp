@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "tpusim/arch/core/core_stats.h"
 #include "tpusim/common/sim_time.h"
@@ -17,7 +18,7 @@ CollectiveRendezvous::CollectiveRendezvous(sc_core::sc_module_name name, IciNetw
 }
 
 void CollectiveRendezvous::issue(const Instr& in, const UnitRequest& req) {
-    arrive(*in.coll, in.op, req.issuer.core, Arrival{req, now_cycles()});
+    arrive(in.coll, in.op, req.issuer.core, Arrival{req, now_cycles()});
 }
 
 void CollectiveRendezvous::tell(const Arrival& a, Cycle end) {
@@ -25,8 +26,31 @@ void CollectiveRendezvous::tell(const Arrival& a, Cycle end) {
     a.req.reply(UnitDone{a.at, end, end - a.at});
 }
 
-void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::uint32_t op, std::int64_t core,
-                                  const Arrival& a) {
+const CollectiveRendezvous::GroupMemo& CollectiveRendezvous::memo(
+    const std::shared_ptr<const CollectiveInstr>& instr, const std::vector<std::int64_t>& group) {
+    if (const auto it = memo_.find(&group); it != memo_.end()) return it->second;
+    // Bounds what the memo pins (each entry holds its instruction and the images).
+    if (memo_.size() >= kMemoEntries) memo_.clear();
+    GroupMemo m;
+    m.pin = instr;
+    for (std::int64_t g : group) m.images.push_back(image_[static_cast<std::size_t>(g)]);
+    std::sort(m.images.begin(), m.images.end());
+    m.images.erase(std::unique(m.images.begin(), m.images.end()), m.images.end());
+    m.leader = m.images.empty() ? 0 : m.images.front();
+    const CollectiveInstr& c = *instr;
+    if (c.groups && c.groups->groups.size() >= 2) {
+        for (const auto& g : c.groups->groups) {
+            if (!g.empty() && std::binary_search(m.images.begin(), m.images.end(),
+                                                 image_[static_cast<std::size_t>(g.front())]))
+                m.run.push_back(&g);
+        }
+    }
+    return memo_.emplace(&group, std::move(m)).first->second;
+}
+
+void CollectiveRendezvous::arrive(const std::shared_ptr<const CollectiveInstr>& instr,
+                                  std::uint32_t op, std::int64_t core, const Arrival& a) {
+    const CollectiveInstr& c = *instr;
     if (c.role == CollectiveInstr::Role::Send) {
         CollectiveSpec s;
         s.kind = CollectiveKind::SendRecv;
@@ -51,19 +75,21 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::uint32_t op, st
     // Group collectives: one start per replica group, when its last core arrives. Under SPMD
     // symmetry only the unit's cores run: a group starts when the unit cores whose timelines
     // its cores share (their images) have arrived, keyed by the first of them.
+    // Under symmetry the group's images, its leader and the groups it starts come from the
+    // memo: computed at the group's first arrival, not at every core's (a sort of up to every
+    // core's image, for each of the unit's cores).
     const std::vector<std::int64_t>& group = c.group_of(core);
     std::int64_t leader = group.empty() ? 0 : group.front();
     std::size_t expected = group.size();
-    std::vector<std::int64_t> images;
+    const GroupMemo* m = nullptr;
     if (!image_.empty()) {
-        for (std::int64_t g : group) images.push_back(image_[static_cast<std::size_t>(g)]);
-        std::sort(images.begin(), images.end());
-        images.erase(std::unique(images.begin(), images.end()), images.end());
-        leader = images.empty() ? 0 : images.front();
-        expected = images.size();
+        m = &memo(instr, group);
+        leader = m->leader;
+        expected = m->images.size();
     }
     Pending& p = pending_[{c.instance, leader}];
     ++p.arrived;
+    if (p.done.empty()) p.done.reserve(expected);
     p.done.push_back(a);
     if (p.arrived < expected) return;
     auto spec = [&](const std::vector<std::int64_t>& cores) {
@@ -93,18 +119,15 @@ void CollectiveRendezvous::arrive(const CollectiveInstr& c, std::uint32_t op, st
     // program as the unit's and reach the collective at this cycle too, so each such group's
     // collective starts now on the whole fabric; each unit core is told when its own group's
     // ends. Each must end when the others do (groups_apart).
-    std::vector<const std::vector<std::int64_t>*> run;
-    for (const auto& g : c.groups->groups) {
-        if (!g.empty() && std::binary_search(images.begin(), images.end(),
-                                             image_[static_cast<std::size_t>(g.front())]))
-            run.push_back(&g);
-    }
+    const std::vector<const std::vector<std::int64_t>*>& run = m->run;
     const std::size_t batch = batches_.size();
     batches_.push_back(Batch{op, run.size()});
+    // The replies by the first core of their group, in arrival order.
+    std::unordered_map<std::int64_t, std::vector<Arrival>> by_group;
+    for (Arrival& r : replies) by_group[c.group_of(r.req.issuer.core).front()].push_back(r);
     for (const std::vector<std::int64_t>* g : run) {
-        std::vector<Arrival> own;
-        for (Arrival& r : replies)
-            if (c.group_of(r.req.issuer.core).front() == g->front()) own.push_back(r);
+        const auto it = by_group.find(g->front());
+        std::vector<Arrival> own = it == by_group.end() ? std::vector<Arrival>{} : it->second;
         start(spec(*g),
               Started{std::move(own), false, {}, static_cast<std::int64_t>(batch), g->front()},
               c.instance, index_of(*g));

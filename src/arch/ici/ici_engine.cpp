@@ -55,7 +55,7 @@ IciEngine::IciEngine(const Topology& topo, const IciConfig& cfg, double clock_mh
 // link from the idle state it began in, in the same order of calls, and goes on there.
 struct IciEngine::Phase final : CompletionIf {
     struct Entry {
-        LoweredCollective collective;  // as started, on the whole torus
+        Lowered collective;  // as started, on the whole torus
         Cycle at = 0;
         ReplyTo done;
         bool told = false;  // its caller has been told its end
@@ -110,9 +110,15 @@ void IciEngine::start(Schedule schedule, Cycle at, ReplyTo done) {
     start(LoweredCollective{std::move(name), {std::move(schedule)}, 0.0}, at, done);
 }
 
-void IciEngine::start_stream(Schedule schedule, Cycle at, std::uint32_t group) {
+void IciEngine::start_stream(const Lowered& owner, const Schedule& schedule, Cycle at,
+                             std::uint32_t group) {
     const Tick when = std::max(now_, static_cast<Tick>(at) * kTicksPerCycle);
     if (schedule.cores.size() >= (1u << kPartBits)) throw std::invalid_argument("too many cores");
+    std::size_t total = 0;
+    for (const CoreSchedule& cs : schedule.cores) {
+        if (cs.steps.size() >= (1u << kStepBits)) throw std::invalid_argument("too many steps");
+        total += cs.steps.size();
+    }
     std::uint32_t slot;
     if (!free_slots_.empty()) {
         slot = free_slots_.back();
@@ -121,24 +127,47 @@ void IciEngine::start_stream(Schedule schedule, Cycle at, std::uint32_t group) {
         slot = static_cast<std::uint32_t>(active_.size());
         active_.emplace_back();
     }
-    auto a = std::make_unique<Active>();
-    a->parts.resize(schedule.cores.size());
+    std::unique_ptr<Active> a;
+    if (!spare_.empty()) {
+        a = std::move(spare_.back());
+        spare_.pop_back();
+    } else {
+        a = std::make_unique<Active>();
+    }
+    a->parts.assign(schedule.cores.size(), Part{});
+    a->states.assign(total, StepState{});
+    std::size_t first = 0;
     for (std::size_t i = 0; i < schedule.cores.size(); ++i) {
-        const std::size_t n = schedule.cores[i].steps.size();
-        if (n >= (1u << kStepBits)) throw std::invalid_argument("too many steps");
-        auto& st = a->parts[i].steps;
-        st.resize(n);
-        for (std::size_t k = 0; k < n; ++k) st[k].reduce = schedule.cores[i].steps[k].reduce;
+        const std::vector<Step>& steps = schedule.cores[i].steps;
+        a->parts[i].first = first;
+        for (std::size_t k = 0; k < steps.size(); ++k)
+            a->states[first + k].reduce = steps[k].reduce;
+        first += steps.size();
     }
     a->parts_left = schedule.cores.size();
-    a->schedule = std::move(schedule);
+    a->owner = owner;
+    a->schedule = &schedule;
     a->group = group;
     active_[slot] = std::move(a);
     ++active_count_;
     queue_.push(when, kStart, slot);
 }
 
+// A retired stream's slot is free; its record, with its lists' storage, waits for reuse.
+void IciEngine::retire(std::uint32_t coll) {
+    std::unique_ptr<Active> a = std::move(active_[coll]);
+    a->owner.reset();  // the lowering may go now
+    a->schedule = nullptr;
+    spare_.push_back(std::move(a));
+    free_slots_.push_back(coll);
+    --active_count_;
+}
+
 void IciEngine::start(LoweredCollective collective, Cycle at, ReplyTo done) {
+    start(std::make_shared<const LoweredCollective>(std::move(collective)), at, done);
+}
+
+void IciEngine::start(Lowered collective, Cycle at, ReplyTo done) {
     if (phase_) {
         phase_start(std::move(collective), at, done);
         return;
@@ -146,7 +175,7 @@ void IciEngine::start(LoweredCollective collective, Cycle at, ReplyTo done) {
     // A symmetric phase starts from an idle engine, where no state but the links' figures
     // and arbiters outlives the collectives that ended.
     if (fold_ && queue_.empty() && active_count_ == 0 && !fabric_->has_timeline()) {
-        if (const auto tile = symmetric_tile(collective, topo_)) {
+        if (const auto tile = symmetric_tile(*collective, topo_)) {
             if (begin_phase(*tile)) {
                 phase_start(std::move(collective), at, done, true);
                 return;
@@ -156,12 +185,16 @@ void IciEngine::start(LoweredCollective collective, Cycle at, ReplyTo done) {
     start_full(std::move(collective), at, done);
 }
 
-void IciEngine::start_full(LoweredCollective collective, Cycle at, ReplyTo done) {
+void IciEngine::start_full(Lowered collective, Cycle at, ReplyTo done) {
     // The setup (barrier, descriptors) runs before any stream sends.
-    at += static_cast<Cycle>(std::llround(collective.setup_us * clock_mhz_));
-    if (collective.streams.empty()) collective.streams.emplace_back();  // ends at once
-    const std::uint32_t group = new_group(collective.streams.size(), done);
-    for (auto& s : collective.streams) start_stream(std::move(s), at, group);
+    at += static_cast<Cycle>(std::llround(collective->setup_us * clock_mhz_));
+    if (collective->streams.empty()) {  // one empty stream: ends at once
+        static const Schedule kEmpty;
+        start_stream(collective, kEmpty, at, new_group(1, done));
+        return;
+    }
+    const std::uint32_t group = new_group(collective->streams.size(), done);
+    for (const Schedule& s : collective->streams) start_stream(collective, s, at, group);
 }
 
 bool IciEngine::begin_phase(const TorusTile& tile) {
@@ -207,7 +240,7 @@ bool IciEngine::make_sub(Phase& ph, const TorusTile& tile) {
     return true;
 }
 
-void IciEngine::phase_start(LoweredCollective collective, Cycle at, ReplyTo done, bool repeats) {
+void IciEngine::phase_start(Lowered collective, Cycle at, ReplyTo done, bool repeats) {
     Phase& ph = *phase_;
     if (!ph.sub) {
         // The phase runs on every link already: nothing more to keep.
@@ -221,7 +254,7 @@ void IciEngine::phase_start(LoweredCollective collective, Cycle at, ReplyTo done
     } else {
         ph.ops.push_back(Phase::Op{false, 0, i});
     }
-    const LoweredCollective& c = ph.entries[i].collective;
+    const LoweredCollective& c = *ph.entries[i].collective;
     if (repeats || repeats_on_tile(c, topo_, ph.tile)) {
         start_entry(i);
         return;
@@ -236,7 +269,8 @@ void IciEngine::phase_start(LoweredCollective collective, Cycle at, ReplyTo done
         for (std::size_t e = 0; all && e < ph.entries.size(); ++e) {
             const Phase::Entry& en = ph.entries[e];
             // An entry that ran on every link already was moved out; none has here.
-            all = repeats_on_tile(en.collective, topo_, both);
+            static const LoweredCollective kMovedOut;
+            all = repeats_on_tile(en.collective ? *en.collective : kMovedOut, topo_, both);
         }
         if (all) ph.replay_tile = both;
     }
@@ -252,7 +286,7 @@ void IciEngine::start_entry(std::size_t i) {
     Phase::Entry& e = ph.entries[i];
     if (ph.sub) {
         ++folded_;
-        ph.sub->start(fold_onto_tile(e.collective, topo_, *ph.topo), e.at, ReplyTo{&ph, i});
+        ph.sub->start(fold_onto_tile(*e.collective, topo_, *ph.topo), e.at, ReplyTo{&ph, i});
     } else {
         start_full(std::move(e.collective), e.at, ReplyTo{&ph, i});
     }
@@ -393,9 +427,10 @@ void IciEngine::dispatch(const IciEvent& e) {
         const auto n = static_cast<std::uint32_t>(a.parts.size());
         for (std::uint32_t p = 0; p < n; ++p) advance(e.a, p);
     } else if (e.kind == kReduced) {
-        Part& p = active_[e.a]->parts[e.b];
+        Active& a = *active_[e.a];
+        Part& p = a.parts[e.b];
         const auto step = static_cast<std::size_t>(e.c >> 40);
-        StepState& ss = p.steps[step];
+        StepState& ss = a.state(p, step);
         ss.arrived += e.c & ((std::uint64_t{1} << 40) - 1);
         --ss.pending;
         if (step == p.step) advance(e.a, e.b);
@@ -410,14 +445,14 @@ void IciEngine::deliver(std::uint64_t tag, Bytes bytes, Tick when) {
     const auto step = static_cast<std::uint32_t>(tag & ((1u << kStepBits) - 1));
     Active& a = *active_[coll];
     Part& p = a.parts[part];
-    StepState& ss = p.steps[step];
+    StepState& ss = a.state(p, step);
     if (ss.reduce) {
         // The core's vector unit reduces each train as it lands, one after another; data
         // for a later step may be reduced early (its local operand is already there).
-        const int core = a.schedule.cores[part].core;
+        const int core = a.schedule->cores[part].core;
         Tick& free = vpu_free_[static_cast<std::size_t>(core)];
         free = std::max(free, when) +
-               static_cast<Tick>(std::ceil(cost_.cycles(bytes, a.schedule.element_bytes) *
+               static_cast<Tick>(std::ceil(cost_.cycles(bytes, a.schedule->element_bytes) *
                                            static_cast<double>(kTicksPerCycle)));
         ++ss.pending;
         reduced_bytes_ += bytes;
@@ -433,7 +468,7 @@ void IciEngine::advance(std::uint32_t coll, std::uint32_t part) {
     Active& a = *active_[coll];
     if (!a.parts.empty()) {
         Part& p = a.parts[part];
-        const CoreSchedule& cs = a.schedule.cores[part];
+        const CoreSchedule& cs = a.schedule->cores[part];
         while (p.step < cs.steps.size()) {
             const Step& st = cs.steps[p.step];
             if (p.issued == p.step) {
@@ -441,23 +476,21 @@ void IciEngine::advance(std::uint32_t coll, std::uint32_t part) {
                 ++p.issued;
                 const int src_chip = topo_.chip_of_core(cs.core);
                 for (const Transfer& t : st.sends) {
-                    const int dst_core = a.schedule.cores[static_cast<std::size_t>(t.dst)].core;
+                    const int dst_core = a.schedule->cores[static_cast<std::size_t>(t.dst)].core;
                     fabric_->send(src_chip, topo_.chip_of_core(dst_core), t.bytes, now_,
                                   make_tag(coll, static_cast<std::uint32_t>(t.dst),
                                            static_cast<std::uint32_t>(t.dst_step)),
                                   t.prefer_sign);
                 }
             }
-            const StepState& ss = p.steps[p.step];
+            const StepState& ss = a.state(p, p.step);
             if (ss.pending != 0 || ss.arrived < st.recv_bytes) return;
             ++p.step;
         }
         if (--a.parts_left > 0) return;
     }
     const std::uint32_t group = a.group;
-    active_[coll].reset();
-    free_slots_.push_back(coll);
-    --active_count_;
+    retire(coll);
     Group& g = groups_[group];
     if (--g.left > 0) return;
     const ReplyTo done = g.done;

@@ -28,6 +28,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int cor
     core_in.bind(*this);
     for (std::int64_t e = 0; e < dma.engines; ++e) {
         engines_.push_back(std::make_unique<Engine>());
+        queued_.push_back(0);
         if (timing_ == HbmTiming::Annotated) continue;  // planned, not run by threads
         const auto idx = static_cast<std::size_t>(e);
         sc_core::sc_spawn([this, idx] { engine_thread(idx); },
@@ -39,7 +40,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int cor
     }
     if (timing_ == HbmTiming::Annotated) {
         SC_METHOD(deliver);
-        sensitive << due_q_;
+        sensitive << due_q_.event();
         dont_initialize();
     }
     stats_.counter("descriptors", descriptors_, "descriptors", "descriptors completed");
@@ -55,7 +56,7 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const DmaConfig& dma, int cor
 std::size_t DmaEngine::least_loaded() const {
     std::size_t best = 0;
     for (std::size_t e = 1; e < engines_.size(); ++e) {
-        if (engines_[e]->queued_bytes < engines_[best]->queued_bytes) best = e;
+        if (queued_[e] < queued_[best]) best = e;
     }
     return best;
 }
@@ -122,7 +123,7 @@ void DmaEngine::enqueue_job(std::size_t engine, Job job) {
                                      d.hbm_extent(), hbm_capacity_ / kGiB));
     }
     Engine& e = *engines_.at(engine);
-    e.queued_bytes += d.bytes();
+    queued_[engine] += d.bytes();
     if (timing_ == HbmTiming::Annotated) {
         const Cycle now = ticks_.now();
         const Cycle end = plan(engine, job);
@@ -181,11 +182,12 @@ Cycle DmaEngine::plan_chunk(const DmaDescriptor& c, bool to_vmem, HbmAccessExten
 }
 
 void DmaEngine::deliver() {
+    due_q_.fired();
     const Cycle now = ticks_.now();
     while (!due_.empty() && due_.top().t <= now) {
         const Due d = due_.top();
         due_.pop();
-        engines_[d.engine]->queued_bytes -= d.job.d.bytes();
+        queued_[d.engine] -= d.job.d.bytes();
         ++descriptors_;
         finish(d.job, now);
     }
@@ -208,7 +210,7 @@ void DmaEngine::engine_thread(std::size_t idx) {
         while (e.chunks_left > 0) sc_core::wait(e.chunk_done);
         const Cycle end = now_cycles();
         busy_cycles_ += end - start;
-        e.queued_bytes -= job.d.bytes();
+        queued_[idx] -= job.d.bytes();
         ++descriptors_;
         finish(job, end);
     }

@@ -2,9 +2,15 @@
 // steady-state fast path that the tensor core calls for every vector op chunk.
 #include "tpusim/arch/vpu/vector_cost.h"
 
+#include <fmt/format.h>
+
+#include <iterator>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
+
+#include "tpusim/config/visitor.h"
 
 namespace tpusim {
 
@@ -108,23 +114,75 @@ std::size_t VectorCostModel::ShapeHash::operator()(const ShapeKey& k) const {
     return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
+namespace {
+
+// Every value of a config section, in its visit() order: equal strings, equal configs.
+class Fingerprint final : public ConfigVisitor {
+ public:
+    std::string text;
+    void value(const char* key, std::int64_t& v, Limits, const char*, const char*) override {
+        text += fmt::format("{}={};", key, v);
+    }
+    void value(const char* key, double& v, Limits, const char*, const char*) override {
+        text += fmt::format("{}={:a};", key, v);  // hexadecimal: every bit of the double
+    }
+    void value(const char* key, bool& v, const char*) override {
+        text += fmt::format("{}={};", key, v ? 1 : 0);
+    }
+    void value(const char* key, std::string& v, const std::vector<std::string>&,
+               const char*) override {
+        text += fmt::format("{}={}:{};", key, v.size(), v);
+    }
+
+ protected:
+    bool begin_section(const char* key, const char*) override {
+        text += fmt::format("{}{{", key);
+        return true;
+    }
+    void end_section() override { text += "}"; }
+};
+
+}  // namespace
+
+std::shared_ptr<VectorCostModel::Memory> VectorCostModel::shared_memory(const VpuConfig& vpu,
+                                                                        const VmemConfig& vmem) {
+    VpuConfig v = vpu;  // visit() takes mutable references; reading changes nothing
+    VmemConfig m = vmem;
+    Fingerprint f;
+    f.section("vpu", v, "");
+    f.section("vmem", m, "");
+    // Per thread: a model is never shared between threads (sweeps run points on several).
+    thread_local std::map<std::string, std::weak_ptr<Memory>> registry;
+    for (auto it = registry.begin(); it != registry.end();)  // configs no model uses now
+        it = it->second.expired() ? registry.erase(it) : std::next(it);
+    std::weak_ptr<Memory>& slot = registry[f.text];
+    std::shared_ptr<Memory> mem = slot.lock();
+    if (!mem) {
+        mem = std::make_shared<Memory>();
+        slot = mem;
+    }
+    return mem;
+}
+
 VectorCostModel::VectorCostModel(const VpuConfig& vpu, const VmemConfig& vmem)
-    : vpu_(vpu), vmem_(vmem) {}
+    : vpu_(vpu), vmem_(vmem), memory_(shared_memory(vpu, vmem)) {}
 
 VectorCostModel::~VectorCostModel() = default;
 
 const VectorSteadyState& VectorCostModel::steady_state(const VectorOpDesc& d) {
     BodyKey key{d.op, d.saved_mask, is_row_vector_op(d.op) ? d.cols : 0, d.in_bytes, d.out_bytes};
-    if (auto it = bodies_.find(key); it != bodies_.end()) return *it->second;
+    auto& bodies = memory_->bodies;
+    if (auto it = bodies.find(key); it != bodies.end()) return *it->second;
     auto st = find_steady_state(scheduled_vector_loop(d, vpu_, vmem_), vpu_, vmem_);
     // Bound memory over programs of many bodies (an entry holds the snapshots of its probe).
-    if (bodies_.size() >= 256) bodies_.clear();
-    return *bodies_.emplace(key, std::move(st)).first->second;
+    if (bodies.size() >= 256) bodies.clear();
+    return *bodies.emplace(key, std::move(st)).first->second;
 }
 
 const VectorOpCost& VectorCostModel::cost(const VectorOpDesc& d) {
     ShapeKey key{d.op, d.saved_mask, d.rows, d.cols, d.in_bytes, d.out_bytes};
-    if (auto it = costs_.find(key); it != costs_.end()) return it->second;
+    auto& costs = memory_->costs;
+    if (auto it = costs.find(key); it != costs.end()) return it->second;
     const auto n = static_cast<std::size_t>(vector_loop_iterations(d, vpu_));  // validates d
     const VectorSteadyState* st = &steady_state(d);
     const VectorLoop& loop = st->loop;
@@ -149,7 +207,7 @@ const VectorOpCost& VectorCostModel::cost(const VectorOpDesc& d) {
     for (std::int64_t g = k; g < k + loop.stages() - 1; ++g) run_chunk(m, loop, g, k);
     VpuCounters c = m.counters();
     c += st->delta_counts.scaled(periods);
-    return costs_.emplace(key, to_cost(m.finish_cycle() + periods * st->delta, c)).first->second;
+    return costs.emplace(key, to_cost(m.finish_cycle() + periods * st->delta, c)).first->second;
 }
 
 VectorOpCost vector_op_cost(const VectorOpDesc& d, const VpuConfig& vpu, const VmemConfig& vmem) {

@@ -21,6 +21,7 @@
 
 #include "tpusim/arch/core/core_stats.h"
 #include "tpusim/arch/core/unit_if.h"
+#include "tpusim/arch/event_queue.h"
 #include "tpusim/arch/memory/dma_engine.h"
 #include "tpusim/arch/memory/vmem_module.h"
 #include "tpusim/arch/mxu/mxu.h"
@@ -139,7 +140,7 @@ class TensorCore : public sc_core::sc_module, public UnitDoneIf {
     std::size_t first_pending_ = 0;
     std::size_t reader_ = 0;
     sc_core::sc_event progress_;
-    sc_core::sc_event_queue completion_q_;
+    EventQueue completion_q_;
     struct Pending {
         Cycle t;
         std::uint32_t idx;

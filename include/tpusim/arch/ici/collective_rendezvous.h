@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <systemc>
 #include <unordered_map>
@@ -90,7 +91,23 @@ class CollectiveRendezvous : public sc_core::sc_module, public UnitIf, private C
     void ended_in_batch(const Started& st, Cycle t);
     // CompletionIf: the network's reply for the collective started with `tag`.
     void complete(std::uint64_t tag, Cycle at) override;
-    void arrive(const CollectiveInstr& c, std::uint32_t op, std::int64_t core, const Arrival& a);
+    // Under SPMD symmetry, what a group collective's arrivals need of its group (the vector
+    // group_of returns, `instr`'s or its replica groups'): the unit cores its cores run as
+    // (images, sorted, unique), the first of them (the leader: pending_'s key) and, over
+    // replica groups, every group whose first core runs as one of them (the groups started
+    // together), in the op's order. Keyed by the group's address, which `pin` keeps alive and
+    // unchanged (a CollectiveInstr is immutable), so an entry always describes its key.
+    struct GroupMemo {
+        std::shared_ptr<const CollectiveInstr> pin;
+        std::int64_t leader = 0;
+        std::vector<std::int64_t> images;
+        std::vector<const std::vector<std::int64_t>*> run;
+    };
+    static constexpr std::size_t kMemoEntries = 1024;
+    const GroupMemo& memo(const std::shared_ptr<const CollectiveInstr>& instr,
+                          const std::vector<std::int64_t>& group);
+    void arrive(const std::shared_ptr<const CollectiveInstr>& instr, std::uint32_t op,
+                std::int64_t core, const Arrival& a);
     static void tell(const Arrival& a, Cycle end);
     // Queues `s` for start_ready (instance, index: its place in the order of starts).
     void start(const CollectiveSpec& s, Started started, std::uint64_t instance,
@@ -99,6 +116,7 @@ class CollectiveRendezvous : public sc_core::sc_module, public UnitIf, private C
     IciNetwork& ici_;
     std::vector<std::int64_t> image_;  // simulate_only; empty: every core simulated
     std::map<std::pair<std::uint64_t, std::int64_t>, Pending> pending_;
+    std::unordered_map<const std::vector<std::int64_t>*, GroupMemo> memo_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<Cycle>> sends_done_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::deque<Arrival>> recvs_waiting_;
     std::unordered_map<std::uint64_t, Started> started_;

@@ -57,6 +57,9 @@ class IciEngine final : private IciDeliveryIf {
     void start(Schedule schedule, Cycle at, ReplyTo done);
     // Starts every stream of a lowered collective at `at`; `done` is told when the last ends.
     void start(LoweredCollective collective, Cycle at, ReplyTo done);
+    // The same, for a lowering the caller may start again (IciNetwork's cache): the engine
+    // only reads a schedule, and holds it until its collective has ended.
+    void start(std::shared_ptr<const LoweredCollective> collective, Cycle at, ReplyTo done);
     // Processes every event due at or before cycle `c`.
     void run_until(Cycle c);
     // Runs until nothing is left to do; returns the cycle of the last event.
@@ -87,14 +90,15 @@ class IciEngine final : private IciDeliveryIf {
 
  private:
     struct Phase;
-    void start_full(LoweredCollective collective, Cycle at, ReplyTo done);
+    using Lowered = std::shared_ptr<const LoweredCollective>;
+    void start_full(Lowered collective, Cycle at, ReplyTo done);
     void run_to(Tick limit);
     void run_full_to(Tick limit);
     bool begin_phase(const TorusTile& tile);
     bool make_sub(Phase& phase, const TorusTile& tile);
     void run_tile_to(Tick limit);
     // `repeats`: the collective is known to repeat the phase's tile.
-    void phase_start(LoweredCollective collective, Cycle at, ReplyTo done, bool repeats = false);
+    void phase_start(Lowered collective, Cycle at, ReplyTo done, bool repeats = false);
     void start_entry(std::size_t entry);
     void phase_done(std::size_t entry, Cycle at);
     void tell_entry(std::size_t entry, Cycle at);
@@ -110,15 +114,21 @@ class IciEngine final : private IciDeliveryIf {
         bool reduce = false;        // Step::reduce
     };
     struct Part {
-        std::vector<StepState> steps;
+        std::size_t first = 0;  // its steps' states: Active::states[first ...]
         std::size_t step = 0;
         std::size_t issued = 0;  // steps whose sends have gone out
     };
+    // A stream in flight. Retired ones are kept for reuse (spare_), their lists' storage with
+    // them: a pod's all-reduce has thousands of participants and hundreds of thousands of
+    // steps, allocated once rather than at every start.
     struct Active {
-        Schedule schedule;
+        Lowered owner;                       // holds `schedule`
+        const Schedule* schedule = nullptr;  // one of owner's streams
         std::vector<Part> parts;
+        std::vector<StepState> states;  // every participant's steps, participant by participant
         std::size_t parts_left = 0;
         std::uint32_t group = 0;  // index into groups_
+        StepState& state(const Part& p, std::size_t step) { return states[p.first + step]; }
     };
     // The streams of one start(): `done` is told when the last of `left` has ended.
     struct Group {
@@ -130,7 +140,9 @@ class IciEngine final : private IciDeliveryIf {
     void dispatch(const IciEvent& e);
     void deliver(std::uint64_t tag, Bytes bytes, Tick when) override;  // IciDeliveryIf
     std::uint32_t new_group(std::size_t streams, ReplyTo done);
-    void start_stream(Schedule schedule, Cycle at, std::uint32_t group);
+    void start_stream(const Lowered& owner, const Schedule& schedule, Cycle at,
+                      std::uint32_t group);
+    void retire(std::uint32_t coll);
     void advance(std::uint32_t coll, std::uint32_t part);
 
     const Topology& topo_;
@@ -140,6 +152,7 @@ class IciEngine final : private IciDeliveryIf {
     IciEventQueue queue_;
     std::unique_ptr<IciFabric> fabric_;
     std::vector<std::unique_ptr<Active>> active_;
+    std::vector<std::unique_ptr<Active>> spare_;  // retired, for reuse
     std::vector<std::uint32_t> free_slots_;
     std::vector<Group> groups_;
     std::vector<std::uint32_t> free_groups_;

@@ -27,6 +27,7 @@
 
 #include "tpusim/arch/completion.h"
 #include "tpusim/arch/core/unit_if.h"
+#include "tpusim/arch/event_queue.h"
 #include "tpusim/arch/memory/cycle_ticks.h"
 #include "tpusim/arch/memory/dma_chunker.h"
 #include "tpusim/arch/memory/dma_workers.h"
@@ -82,7 +83,6 @@ class DmaEngine : public sc_core::sc_module, public UnitIf {
     };
     struct Engine {
         std::deque<Job> jobs;
-        Bytes queued_bytes = 0;
         sc_core::sc_event job_ready;
         // Chunks of the running descriptor, handed to the engine's workers.
         std::deque<DmaDescriptor> chunks;
@@ -126,6 +126,9 @@ class DmaEngine : public sc_core::sc_module, public UnitIf {
     int core_;
     Bytes hbm_capacity_;
     std::vector<std::unique_ptr<Engine>> engines_;
+    // Per engine: the bytes of its descriptors queued or running. Beside engines_, not in
+    // Engine: least_loaded reads every engine's at every issue, in one cache line here.
+    std::vector<Bytes> queued_;
     std::uint64_t descriptors_ = 0, chunks_ = 0, bytes_to_vmem_ = 0, bytes_to_hbm_ = 0;
     std::uint64_t busy_cycles_ = 0;  // summed over engines: cycles with a descriptor running
     std::uint64_t hbm_errors_ = 0;
@@ -140,7 +143,7 @@ class DmaEngine : public sc_core::sc_module, public UnitIf {
     DmaWorkers workers_;
     tlm::tlm_generic_payload payload_;
     CycleTicks ticks_;
-    sc_core::sc_event_queue due_q_;
+    EventQueue due_q_;  // one firing per planned descriptor, at its end
     StatGroup stats_;
 };
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -55,8 +56,10 @@ struct VectorSteadyState;  // a loop body's repeating VPU state (vector_cost.cpp
 // extrapolates and simulates only the drain. It remembers the lowered loop and steady state
 // of each loop body (op, saved mask, cols for row ops, element sizes), so further chunks of
 // one op cost a drain simulation, and the cost of each exact op shape, since a program repeats
-// a few chunk shapes thousands of times. Owned by the Vpu that asks (state of one simulation,
-// not shared between threads).
+// a few chunk shapes thousands of times. Owned by the Vpu that asks; what it remembers is a
+// pure function of the op and the config, so the models of one config on one thread share it
+// (a pod's 2048 cores would otherwise each hold every body's snapshots: gigabytes; never
+// shared between threads).
 class VectorCostModel {
  public:
     VectorCostModel(const VpuConfig& vpu, const VmemConfig& vmem);
@@ -86,11 +89,17 @@ class VectorCostModel {
     };
     const VectorSteadyState& steady_state(const VectorOpDesc& op);
 
+    // What the models of one config remember (see above), alive while one of them is.
+    struct Memory {
+        std::map<BodyKey, std::unique_ptr<const VectorSteadyState>> bodies;
+        // Looked up once per vector instruction a core issues: hashed (references stay valid).
+        std::unordered_map<ShapeKey, VectorOpCost, ShapeHash> costs;
+    };
+    static std::shared_ptr<Memory> shared_memory(const VpuConfig& vpu, const VmemConfig& vmem);
+
     VpuConfig vpu_;
     VmemConfig vmem_;
-    std::map<BodyKey, std::unique_ptr<const VectorSteadyState>> bodies_;
-    // Looked up once per vector instruction a core issues: hashed (references stay valid).
-    std::unordered_map<ShapeKey, VectorOpCost, ShapeHash> costs_;
+    std::shared_ptr<Memory> memory_;
 };
 
 // One op's cost by a model of its own: for tests and one-off queries (a simulation asks its
