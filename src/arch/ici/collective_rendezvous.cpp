@@ -127,7 +127,8 @@ void CollectiveRendezvous::arrive(const std::shared_ptr<const CollectiveInstr>& 
     for (Arrival& r : replies) by_group[c.group_of(r.req.issuer.core).front()].push_back(r);
     for (const std::vector<std::int64_t>* g : run) {
         const auto it = by_group.find(g->front());
-        std::vector<Arrival> own = it == by_group.end() ? std::vector<Arrival>{} : it->second;
+        std::vector<Arrival> own;
+        if (it != by_group.end()) own = std::move(it->second);
         start(spec(*g),
               Started{std::move(own), false, {}, static_cast<std::int64_t>(batch), g->front()},
               c.instance, index_of(*g));

@@ -2,15 +2,14 @@
 // steady-state fast path that the tensor core calls for every vector op chunk.
 #include "tpusim/arch/vpu/vector_cost.h"
 
-#include <fmt/format.h>
-
 #include <iterator>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
 
-#include "tpusim/config/visitor.h"
+#include "tpusim/config/tpu_config.h"
 
 namespace tpusim {
 
@@ -114,48 +113,20 @@ std::size_t VectorCostModel::ShapeHash::operator()(const ShapeKey& k) const {
     return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
-namespace {
-
-// Every value of a config section, in its visit() order: equal strings, equal configs.
-class Fingerprint final : public ConfigVisitor {
- public:
-    std::string text;
-    void value(const char* key, std::int64_t& v, Limits, const char*, const char*) override {
-        text += fmt::format("{}={};", key, v);
-    }
-    void value(const char* key, double& v, Limits, const char*, const char*) override {
-        text += fmt::format("{}={:a};", key, v);  // hexadecimal: every bit of the double
-    }
-    void value(const char* key, bool& v, const char*) override {
-        text += fmt::format("{}={};", key, v ? 1 : 0);
-    }
-    void value(const char* key, std::string& v, const std::vector<std::string>&,
-               const char*) override {
-        text += fmt::format("{}={}:{};", key, v.size(), v);
-    }
-
- protected:
-    bool begin_section(const char* key, const char*) override {
-        text += fmt::format("{}{{", key);
-        return true;
-    }
-    void end_section() override { text += "}"; }
-};
-
-}  // namespace
-
 std::shared_ptr<VectorCostModel::Memory> VectorCostModel::shared_memory(const VpuConfig& vpu,
                                                                         const VmemConfig& vmem) {
-    VpuConfig v = vpu;  // visit() takes mutable references; reading changes nothing
-    VmemConfig m = vmem;
-    Fingerprint f;
-    f.section("vpu", v, "");
-    f.section("vmem", m, "");
+    // The two sections as the report echoes them (config_to_json): equal text, equal configs
+    // (doubles are written with every digit they need to read back the same).
+    TpuConfig c;
+    c.vpu = vpu;
+    c.vmem = vmem;
+    const nlohmann::json j = config_to_json(c);
+    const std::string key = j.at("vpu").dump() + j.at("vmem").dump();
     // Per thread: a model is never shared between threads (sweeps run points on several).
     thread_local std::map<std::string, std::weak_ptr<Memory>> registry;
     for (auto it = registry.begin(); it != registry.end();)  // configs no model uses now
         it = it->second.expired() ? registry.erase(it) : std::next(it);
-    std::weak_ptr<Memory>& slot = registry[f.text];
+    std::weak_ptr<Memory>& slot = registry[key];
     std::shared_ptr<Memory> mem = slot.lock();
     if (!mem) {
         mem = std::make_shared<Memory>();
