@@ -18,19 +18,31 @@ namespace {
 
 [[noreturn]] void bad(const std::string& what) { throw InputError("collective", "", what); }
 
-// Block i of `total` bytes split n ways (sizes differ by at most one byte).
-Bytes block(Bytes total, int n, int i) {
-    const auto un = static_cast<Bytes>(n);
-    const auto ui = static_cast<Bytes>(i);
-    return total * (ui + 1) / un - total * ui / un;
-}
+// How buffers are cut into blocks (ici.shard_split). padded: every block ceil(elements / n)
+// whole elements, as XLA shards a dimension (HloSharding::TileShape), the buffer padded to n
+// of them, so a core's blocks do not depend on its place in a ring; exact: to the byte, block i
+// of n a byte longer than the last ones where n does not divide the buffer.
+struct Split {
+    ShardSplit rule = ShardSplit::Padded;
+    Bytes element = 4;
+
+    Bytes block(Bytes total, int n, int i) const {
+        const auto un = static_cast<Bytes>(n);
+        if (rule == ShardSplit::Padded) {
+            const Bytes elements = (total + element - 1) / element;
+            return (elements + un - 1) / un * element;
+        }
+        const auto ui = static_cast<Bytes>(i);
+        return total * (ui + 1) / un - total * ui / un;
+    }
+};
 
 // One ring phase over `ring` (participant indices in ring order), each member holding
 // `bytes`: reduce-scatter (member k ends owning block k+1) or all-gather (member k starts
 // owning block k+1), n-1 steps from step `first`. Two calls with the same `first` run two
 // rings at once (the two directions of a bidirectional ring).
-void ring_phase(Schedule& s, const std::vector<int>& ring, Bytes bytes, bool reduce_scatter,
-                int sign, std::size_t first) {
+void ring_phase(Schedule& s, const Split& split, const std::vector<int>& ring, Bytes bytes,
+                bool reduce_scatter, int sign, std::size_t first) {
     const int n = static_cast<int>(ring.size());
     if (n < 2) return;
     for (int p : ring) {
@@ -41,7 +53,7 @@ void ring_phase(Schedule& s, const std::vector<int>& ring, Bytes bytes, bool red
         const std::size_t step = first + static_cast<std::size_t>(st);
         for (int k = 0; k < n; ++k) {
             const int idx = ((reduce_scatter ? k - st : k + 1 - st) % n + n) % n;
-            const Bytes b = block(bytes, n, idx);
+            const Bytes b = split.block(bytes, n, idx);
             const int from = ring[static_cast<std::size_t>(k)];
             const int to = ring[static_cast<std::size_t>((k + 1) % n)];
             s.cores[static_cast<std::size_t>(from)].steps[step].sends.push_back(
@@ -91,7 +103,8 @@ Schedule participants(const std::vector<int>& group, const Topology& topo, std::
     return s;
 }
 
-void lower_torus2d(Schedule& s, const Topology& topo, Bytes bytes, bool y_first) {
+void lower_torus2d(Schedule& s, const Split& split, const Topology& topo, Bytes bytes,
+                   bool y_first) {
     const int C = topo.cores_per_chip(), X = topo.chips_x(), Y = topo.chips_y();
     auto core = [&](int x, int y, int c) { return topo.chip_at(x, y) * C + c; };
     // Every step the phases below make, reserved at once (they grow the lists phase by phase).
@@ -103,10 +116,13 @@ void lower_torus2d(Schedule& s, const Topology& topo, Bytes bytes, bool y_first)
     for (int chip = 0; chip < topo.chips(); ++chip) {
         std::vector<int> ring;
         for (int c = 0; c < C; ++c) ring.push_back(chip * C + c);
-        ring_phase(s, ring, bytes, true, 1, first);
+        ring_phase(s, split, ring, bytes, true, 1, first);
     }
     std::vector<Bytes> shard(static_cast<std::size_t>(C));
-    for (int c = 0; c < C; ++c) shard[static_cast<std::size_t>(c)] = block(bytes, C, (c + 1) % C);
+    for (int c = 0; c < C; ++c)
+        shard[static_cast<std::size_t>(c)] = split.block(bytes, C, (c + 1) % C);
+    // The two halves of a bidirectional ring: blocks 0 and 1 of the buffer split two ways.
+    auto half = [&](Bytes b, int which) { return split.block(b, 2, which); };
     // Per dimension: a bidirectional ring, half of the data each way; what each core keeps
     // after x is the buffer of the y phase.
     auto bidir = [&](bool rs, int dim, auto size_of) {
@@ -119,8 +135,8 @@ void lower_torus2d(Schedule& s, const Topology& topo, Bytes bytes, bool y_first)
                     plus.push_back(dim == 0 ? core(i, other, c) : core(other, i, c));
                 std::vector<int> minus(plus.rbegin(), plus.rend());
                 const Bytes b = size_of(other, c);
-                ring_phase(s, plus, b / 2, rs, 1, f);
-                ring_phase(s, minus, b - b / 2, rs, -1, f);
+                ring_phase(s, split, plus, half(b, 0), rs, 1, f);
+                ring_phase(s, split, minus, half(b, 1), rs, -1, f);
             }
         }
     };
@@ -128,7 +144,7 @@ void lower_torus2d(Schedule& s, const Topology& topo, Bytes bytes, bool y_first)
     // + half and, being at position n-1-i of the reversed ring, block n-i of the - half.
     auto kept = [&](Bytes b, int n, int i) {
         if (n < 2) return b;
-        return block(b / 2, n, (i + 1) % n) + block(b - b / 2, n, (n - i) % n);
+        return split.block(half(b, 0), n, (i + 1) % n) + split.block(half(b, 1), n, (n - i) % n);
     };
     auto first_size = [&](int, int c) { return shard[static_cast<std::size_t>(c)]; };
     // bidir's `other` is the coordinate along the other dimension, i.e. the position the
@@ -145,7 +161,7 @@ void lower_torus2d(Schedule& s, const Topology& topo, Bytes bytes, bool y_first)
     for (int chip = 0; chip < topo.chips(); ++chip) {
         std::vector<int> ring;
         for (int c = 0; c < C; ++c) ring.push_back(chip * C + c);
-        ring_phase(s, ring, bytes, false, 1, first);
+        ring_phase(s, split, ring, bytes, false, 1, first);
     }
 }
 
@@ -255,6 +271,7 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
     }
     s.name = collective_kind_name(spec.kind);
     s.element_bytes = spec.element_bytes;
+    const Split split{ici.shard_split, std::max<Bytes>(spec.element_bytes, 1)};
     const int n = static_cast<int>(s.cores.size());
     switch (spec.kind) {
         case CollectiveKind::AllReduce: {
@@ -268,28 +285,29 @@ LoweredCollective lower_collective(const CollectiveSpec& spec, const Topology& t
                 LoweredCollective out{s.name, {}, ici.collective_setup_us};
                 for (int i = 0; i < pieces; ++i) {
                     Schedule piece = s;
-                    lower_torus2d(piece, topo, block(spec.bytes, pieces, i), both && i % 2 == 1);
+                    lower_torus2d(piece, split, topo, split.block(spec.bytes, pieces, i),
+                                  both && i % 2 == 1);
                     out.streams.push_back(std::move(piece));
                 }
                 return out;
             } else {
-                ring_phase(s, ring, spec.bytes, true, 1, 0);
-                ring_phase(s, ring, spec.bytes, false, 1, steps_so_far(s));
+                ring_phase(s, split, ring, spec.bytes, true, 1, 0);
+                ring_phase(s, split, ring, spec.bytes, false, 1, steps_so_far(s));
             }
             break;
         }
         case CollectiveKind::ReduceScatter:
-            ring_phase(s, ring, spec.bytes, true, 1, 0);
+            ring_phase(s, split, ring, spec.bytes, true, 1, 0);
             break;
         case CollectiveKind::AllGather:
-            ring_phase(s, ring, spec.bytes, false, 1, 0);
+            ring_phase(s, split, ring, spec.bytes, false, 1, 0);
             break;
         case CollectiveKind::AllToAll:
             for (auto& c : s.cores) c.steps.resize(1);
             for (int p = 0; p < n; ++p) {
                 for (int q = 0; q < n; ++q) {
                     if (p == q) continue;
-                    const Bytes b = block(spec.bytes, n, q);
+                    const Bytes b = split.block(spec.bytes, n, q);
                     s.cores[static_cast<std::size_t>(p)].steps[0].sends.push_back(
                         Transfer{q, b, 0, 1});
                     s.cores[static_cast<std::size_t>(q)].steps[0].recv_bytes += b;

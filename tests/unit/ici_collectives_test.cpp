@@ -71,6 +71,59 @@ TEST_CASE("ring all-reduce moves 2(n-1)/n of the buffer over each ring edge",
     REQUIRE(b.engine.reduced_bytes() == 8 * 7 * (S / 8));
 }
 
+TEST_CASE("buffers are cut into equal blocks of whole elements, or to the byte",
+          "[ici][collectives]") {
+    // 1,000,003 bytes of f32 are 250,001 elements. Padded (the default, XLA's tiled-sharding
+    // rule): every ring block holds ceil(250,001 / 8) = 31,251 elements, 125,004 bytes, on
+    // every core and step. Exact: blocks of 1,000,003 / 8 bytes, the first three a byte longer.
+    const Bytes S = 1000003;
+    const auto sends = [&](const std::vector<std::string>& sets) {
+        const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"), sets);
+        const Topology topo(cfg.board, cfg.chip);
+        std::vector<Bytes> out;
+        const auto lc = lower_collective(all_reduce(S, AllReduceAlgorithm::Ring), topo, cfg.ici);
+        for (const auto& cs : lc.streams.at(0).cores) {
+            for (const Step& st : cs.steps) {
+                for (const Transfer& t : st.sends) out.push_back(t.bytes);
+            }
+        }
+        return out;
+    };
+    const auto padded = sends({});
+    REQUIRE(padded.size() == 8 * 14);  // 8 cores, 2 x 7 steps, one send each
+    for (Bytes b : padded) REQUIRE(b == 31251 * 4);
+    const auto exact = sends({"ici.shard_split=exact"});
+    REQUIRE(exact.size() == padded.size());
+    for (Bytes b : exact) REQUIRE((b == S / 8 || b == S / 8 + 1));
+    REQUIRE(std::count(exact.begin(), exact.end(), S / 8 + 1) == 3 * 14);
+    // bf16 elements are 2 bytes: 500,002 elements (the odd byte padded), 62,501 per block.
+    const TpuConfig cfg = load_config(test::config_path("tpu_v3_8.json"));
+    const Topology topo(cfg.board, cfg.chip);
+    CollectiveSpec bf16 = all_reduce(S, AllReduceAlgorithm::Ring);
+    bf16.element_bytes = 2;
+    const auto lb = lower_collective(bf16, topo, cfg.ici);
+    for (const auto& cs : lb.streams.at(0).cores) {
+        for (const Step& st : cs.steps) {
+            for (const Transfer& t : st.sends) REQUIRE(t.bytes == 62501 * 2);
+        }
+    }
+    // The torus all-reduce of a v3-32 torus: every transfer of every stream the same size
+    // within a phase (no block depends on a core's place in its ring).
+    const TpuConfig pod = load_config(test::config_path("tpu_v3_32.json"),
+                                      {"board.pod_chips_x=0", "board.pod_chips_y=0"});
+    const Topology torus(pod.board, pod.chip);
+    const auto lc = lower_collective(all_reduce(S, AllReduceAlgorithm::Torus2d), torus, pod.ici);
+    for (const Schedule& stream : lc.streams) {
+        for (std::size_t step = 0; step < stream.cores.at(0).steps.size(); ++step) {
+            REQUIRE(stream.cores.at(0).steps[step].sends.size() > 0);
+            const Bytes first = stream.cores.at(0).steps[step].sends[0].bytes;
+            for (const auto& cs : stream.cores) {
+                for (const Transfer& t : cs.steps.at(step).sends) REQUIRE(t.bytes == first);
+            }
+        }
+    }
+}
+
 TEST_CASE("torus all-reduce loads every link of the 2 x 2 board with 3/8 of the buffer",
           "[ici][collectives]") {
     Board b("tpu_v3_8.json", {"ici.all_reduce_pieces=1"});

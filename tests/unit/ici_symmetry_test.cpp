@@ -44,10 +44,18 @@ std::ostream& operator<<(std::ostream& os, const FoldBoard& b) {
     for (const auto& s : b.set) os << " --set " << s;
     return os;
 }
-const FoldBoard kTorus32{"tpu_v3_32.json", {"board.pod_chips_x=0", "board.pod_chips_y=0"}};
-const FoldBoard kTorus128{"tpu_v3_128.json", {"board.pod_chips_x=0", "board.pod_chips_y=0"}};
-const FoldBoard kWrapY32{"tpu_v3_32.json", {"board.pod_chips_x=32", "board.pod_chips_y=4"}};
-const FoldBoard kMesh128{"tpu_v3_128.json", {}};
+// The boards cut buffers to the byte (ici.shard_split=exact), so that a size that n does not
+// divide gives blocks that differ from core to core, the irregular collectives that the
+// fallbacks below need; with the default padded split every block of a torus all-reduce is
+// the same size and every size repeats the 2 x 2 tile (the last test cases).
+const std::string kExact = "ici.shard_split=exact";
+const FoldBoard kTorus32{"tpu_v3_32.json", {"board.pod_chips_x=0", "board.pod_chips_y=0", kExact}};
+const FoldBoard kTorus128{"tpu_v3_128.json",
+                          {"board.pod_chips_x=0", "board.pod_chips_y=0", kExact}};
+const FoldBoard kWrapY32{"tpu_v3_32.json", {"board.pod_chips_x=32", "board.pod_chips_y=4", kExact}};
+const FoldBoard kMesh128{"tpu_v3_128.json", {kExact}};
+const FoldBoard kPadded32{"tpu_v3_32.json", {"board.pod_chips_x=0", "board.pod_chips_y=0"}};
+const FoldBoard kPadded128{"tpu_v3_128.json", {"board.pod_chips_x=0", "board.pod_chips_y=0"}};
 
 struct Start {
     CollectiveSpec spec;
@@ -260,4 +268,26 @@ TEST_CASE("with the fifo tick order nothing is folded", "[ici][symmetry]") {
     engine.run();
     REQUIRE(end.order.size() == 1);
     REQUIRE(engine.folded_collectives() == 0);
+}
+
+TEST_CASE("with the padded split every size repeats the smallest tile and folds exactly",
+          "[ici][symmetry]") {
+    // Equal blocks of whole elements (ici.shard_split=padded, the default): no block depends on
+    // a core's place in its ring, so the sizes that repeat no tile or a coarser one when cut to
+    // the byte (kOdd, 7,340,544 bytes on v3-128) repeat the 2 x 2 tile, and the run on the tile
+    // equals the run on every link.
+    for (const FoldBoard& board : {kPadded32, kPadded128}) {
+        for (Bytes bytes : {kEven, kBert, kOdd, Bytes{7340544}}) {
+            INFO(board << ", " << bytes << " B");
+            const auto tile = tile_of(board, bytes);
+            REQUIRE(tile);
+            CHECK(tile->x == 2);
+            CHECK(tile->y == 2);
+        }
+        const std::vector<Start> mixed{{all_reduce(kEven), 0}, {all_reduce(kOdd), 20000}};
+        const Outcome t = simulate(board, true, mixed);
+        require_same(t, simulate(board, false, mixed));
+        REQUIRE(t.folded == 2);
+        REQUIRE(t.unfolded == 0);
+    }
 }

@@ -13,6 +13,14 @@ namespace tpusim {
 enum class AllReduceAlgorithm { Ring, Torus2d };
 inline constexpr std::array<const char*, 2> kAllReduceAlgorithmNames = {"ring", "torus2d"};
 
+// How a collective cuts a buffer into n blocks (shards, ring blocks, pieces, the halves of a
+// bidirectional ring): padded, as XLA shards a dimension (HloSharding::TileShape: every shard
+// holds ceil(elements / n) elements, the last ones padded), so every block is the same size;
+// exact, to the byte, the first blocks a byte longer where n does not divide the buffer (the
+// rule before issue #37's SSD v3-2048 work; blocks then depend on a core's place in a ring).
+enum class ShardSplit { Padded, Exact };
+inline constexpr std::array<const char*, 2> kShardSplitNames = {"padded", "exact"};
+
 // The order in which the ICI model handles the events of one tick (docs/ici.md, "Symmetric
 // collectives"): fifo, the order they were made in; by_link, an event one chip makes for
 // another (a train arriving, a credit returning) ranked by its link's direction first.
@@ -53,6 +61,8 @@ struct IciConfig {
     // torus2d: pieces per dimension order, run as concurrent streams so that one piece's
     // on-chip reduction overlaps another's link transfers (docs/ici.md).
     std::int64_t all_reduce_pieces = 4;
+    // Block sizes of every collective's split (above; docs/ici.md, "Block sizes").
+    ShardSplit shard_split = ShardSplit::Padded;
     // Simulation shortcut, not hardware: a collective that repeats a tile of the torus (every
     // core the schedule of its translates, every transfer on chip or one hop) is simulated on
     // the tile, with identical cycles and figures (docs/ici.md, "Symmetric collectives").
@@ -87,6 +97,9 @@ struct IciConfig {
                  "all-reduce algorithm");
         v.value("all_reduce_pieces", all_reduce_pieces, Limits::range(1, 64), "pieces",
                 "torus2d: buffer pieces per dimension order, pipelined as concurrent streams");
+        v.choice("shard_split", shard_split, kShardSplitNames,
+                 "how a collective cuts a buffer into blocks: padded, equal blocks of whole "
+                 "elements as XLA shards (the buffer padded); exact, to the byte");
         v.value("fold_symmetric", fold_symmetric,
                 "simulate a collective that repeats a tile of the torus on the tile alone "
                 "(exact; needs tick_order = by_link); false: every link");
