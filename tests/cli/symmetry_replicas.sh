@@ -33,9 +33,10 @@ sl = mlperf._ssd_v06(128, 128, 313, True, 16, [1, 4, 1, 1], tiles=(4, 8, 2, 8))
 assert sl.cores // 4 * 4 == 128
 t, _ = mlperf.gen_mlperf_ssd("v0.6", sl, 1)
 t.write(f"{tmp}/ssd.json")
-# The same replicas on a v3-256 (8 x 16 chips, 64 replicas in an 8 x 8 grid, 2 x 8 tiles):
-# the tiles' last batch-norm gradient all-reduces overlap the gradient all-reduce over every
-# core, whose lowering does not repeat along y, and end a cycle apart.
+# The same replicas on a v3-256 as cut from the pod (8 x 16 chips, a mesh; 64 replicas in an
+# 8 x 8 grid, 2 x 8 tiles): the tiles' last batch-norm gradient all-reduces overlap the
+# gradient all-reduce over every core, whose rings close over the line back, and end apart.
+# (On the v3-256 as a torus the block holds, since collectives cut equal blocks.)
 sl = mlperf._ssd_v06(256, 256, 313, True, 16, [1, 4, 1, 1], tiles=(8, 8, 2, 8))
 t, _ = mlperf.gen_mlperf_ssd("v0.6", sl, 1)
 t.write(f"{tmp}/ssd256.json")
