@@ -132,10 +132,10 @@ TEST_CASE("equal blocks keep 64 KiB trains close to the packet level for any siz
     // trains reach the links a few ticks apart from chip to chip, were 7% slower (docs/ici.md,
     // "Block sizes").
     const auto cycles = [](const std::string& split, int chunk) {
-        const TpuConfig cfg = load_config(
-            test::config_path("tpu_v3_32.json"),
-            {"board.pod_chips_x=0", "board.pod_chips_y=0", "ici.collective_setup_us=0",
-             "ici.shard_split=" + split, "ici.chunk_bytes=" + std::to_string(chunk)});
+        const TpuConfig cfg =
+            load_config(test::config_path("tpu_v3_32.json"),
+                        {"board.pod_chips_x=0", "board.pod_chips_y=0", "ici.collective_setup_us=0",
+                         "ici.shard_split=" + split, "ici.chunk_bytes=" + std::to_string(chunk)});
         return static_cast<double>(
             run_ici_point(cfg, all_reduce(8196000, AllReduceAlgorithm::Torus2d)).cycles);
     };
